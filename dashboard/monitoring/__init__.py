@@ -1,0 +1,1 @@
+"""Monitoring app: the domain models and the pages that browse them."""

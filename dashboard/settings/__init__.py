@@ -1,0 +1,1 @@
+"""Settings modules: ``base`` (local defaults from the environment) and ``production``."""

@@ -1,0 +1,136 @@
+"""Local settings: every value comes from the environment with a working local default.
+
+A fresh checkout runs with SQLite under ``LAGWATCH_DATA_DIR`` and Redis on localhost; a
+deployment sets ``DATABASE_URL`` (PostgreSQL), ``REDIS_URL`` and secrets, and uses
+``dashboard.settings.production``.
+"""
+
+from pathlib import Path
+
+import dj_database_url
+
+from dashboard.env import env_bool, env_int, env_list, env_str
+
+BASE_DIR = Path(__file__).resolve().parents[2]
+DATA_DIR = Path(env_str("LAGWATCH_DATA_DIR", str(BASE_DIR / "var" / "data"))).resolve()
+DATA_DIR.mkdir(parents=True, exist_ok=True)
+
+# Local default only; production.py refuses to start without DJANGO_SECRET_KEY.
+SECRET_KEY = env_str(
+    "DJANGO_SECRET_KEY", "local-dev-only-insecure-key-lagwatch-0b3f9c2e7a1d4e8f9a6b5c4d3e2f1a0b"
+)
+DEBUG = env_bool("DJANGO_DEBUG", True)
+ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]"])
+CSRF_TRUSTED_ORIGINS = env_list("DJANGO_CSRF_TRUSTED_ORIGINS", [])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "whitenoise.runserver_nostatic",
+    "django.contrib.staticfiles",
+    "dashboard.monitoring",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # Login on every page; the few open endpoints opt out with @login_not_required.
+    "django.contrib.auth.middleware.LoginRequiredMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "dashboard.urls"
+WSGI_APPLICATION = "dashboard.wsgi.application"
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "monitoring:home"
+LOGOUT_REDIRECT_URL = "login"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "dashboard" / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+# SQLite is the embedded default: WAL lets the web server read while collectors write, and the
+# busy timeout turns short write contention into a wait instead of "database is locked".
+SQLITE_PATH = DATA_DIR / "lagwatch.sqlite3"
+DATABASES = {
+    "default": dj_database_url.parse(
+        env_str("DATABASE_URL", f"sqlite:///{SQLITE_PATH}"), conn_max_age=60
+    )
+}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    DATABASES["default"]["CONN_MAX_AGE"] = 0
+    DATABASES["default"]["OPTIONS"] = {
+        "timeout": env_int("LAGWATCH_SQLITE_BUSY_TIMEOUT_S", 20),
+        "transaction_mode": "IMMEDIATE",
+        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+    }
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = Path(env_str("DJANGO_STATIC_ROOT", str(BASE_DIR / "var" / "staticfiles")))
+STATIC_ROOT.mkdir(parents=True, exist_ok=True)
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
+}
+
+# Ingest payloads are bounded (SPEC §2.3): refuse oversized bodies before parsing them.
+DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("LAGWATCH_MAX_REQUEST_BYTES", 1024 * 1024)
+
+REDIS_URL = env_str("REDIS_URL", "redis://127.0.0.1:6379/0")
+CELERY_BROKER_URL = REDIS_URL
+CELERY_RESULT_BACKEND = None
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_TIMEZONE = TIME_ZONE
+CELERY_TASK_ACKS_LATE = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_BEAT_SCHEDULE = {
+    "heartbeat": {
+        "task": "dashboard.monitoring.tasks.heartbeat",
+        "schedule": env_int("LAGWATCH_HEARTBEAT_S", 10),
+    },
+}
+
+SPARK_MASTER = env_str("SPARK_MASTER", "local[*]")
+LAGWATCH_SAMPLE_LOG_URL = env_str("LAGWATCH_SAMPLE_LOG_URL", str(DATA_DIR / "samples"))
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"json": {"()": "dashboard.logging.JsonFormatter"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "json"}},
+    "root": {"handlers": ["console"], "level": env_str("LAGWATCH_LOG_LEVEL", "INFO")},
+    "loggers": {"kazoo": {"level": "WARNING"}},
+}

@@ -1,0 +1,15 @@
+"""URL map: login everywhere (middleware) except the views marked login_not_required."""
+
+from django.contrib import admin
+from django.contrib.auth import views as auth_views
+from django.urls import include, path
+
+from dashboard.monitoring import views as monitoring_views
+
+urlpatterns = [
+    path("health/", monitoring_views.health, name="health"),
+    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
+    path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("admin/", admin.site.urls),
+    path("", include("dashboard.monitoring.urls")),
+]
