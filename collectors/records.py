@@ -1,0 +1,122 @@
+"""Plain records that every source adapter yields, whatever it reads.
+
+Adapters (ZooKeeper, Kafka, Storm UI, ingest) know nothing of Django or of each other; they
+turn what a source says into these frozen dataclasses. The sample store and the derivations
+downstream only ever see these, so a new source is one new adapter.
+
+Times are epoch milliseconds (``int``), as Kafka and ZooKeeper give them; ``None`` always
+means "the source did not say", never zero.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+
+class Source(StrEnum):
+    KAFKA = "kafka"
+    ZOOKEEPER = "zookeeper"
+    STORM = "storm"
+
+
+@dataclass(frozen=True, slots=True)
+class CommittedOffset:
+    """A consumer's committed position on one partition, as one source reported it.
+
+    For a Storm spout ``group`` is the spout id and ``owner`` the topology name.
+    """
+
+    source: Source
+    group: str
+    topic: str
+    partition: int
+    offset: int
+    commit_time_ms: int | None = None  # znode mtime, __consumer_offsets timestamp, …
+    commit_version: int | None = None  # znode data version: the number of commits
+    owner: str | None = None  # member / consumer thread / topology name
+    topology_id: str | None = None
+    broker: str | None = None  # "host:port" a Storm spout recorded
+    where: str = ""  # znode path or object, for error messages and evidence
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionOffsets:
+    """The broker's log start and end offsets of one partition at one time."""
+
+    topic: str
+    partition: int
+    earliest: int | None
+    latest: int | None
+    time_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class GroupMember:
+    member_id: str
+    client_id: str | None = None
+    host: str | None = None
+    assignment: tuple[tuple[str, int], ...] = ()  # (topic, partition) pairs; () = unknown
+
+
+@dataclass(frozen=True, slots=True)
+class GroupSnapshot:
+    """What a source says about a group's membership at one time."""
+
+    source: Source
+    group: str
+    state: str | None  # Kafka's state name, or None when the source cannot tell
+    generation: int | None = None  # group epoch (KIP-848), cversion of /ids, or unknown
+    assignor: str | None = None
+    coordinator: str | None = None
+    protocol_type: str | None = None
+    members: tuple[GroupMember, ...] = ()
+    members_known: bool = True  # False when the broker did not report members (LAB.md)
+    topics: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class SpoutFigures:
+    """Pending / failed / acked counts of one Storm spout (partition=None: whole spout)."""
+
+    topology_id: str
+    spout_id: str
+    emitted: int | None = None
+    acked: int | None = None
+    failed: int | None = None
+    pending: int | None = None
+    complete_latency_ms: float | None = None
+    topic: str | None = None
+    partition: int | None = None
+    smallest_failed_offset: int | None = None
+    max_offset_behind: int | None = None
+    max_spout_pending: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SourceError:
+    """A problem confined to one place of one source; the cycle goes on."""
+
+    source: Source
+    where: str
+    error: str
+
+
+@dataclass(slots=True)
+class CollectionResult:
+    """Everything one adapter read in one cycle.
+
+    ``reachable`` False means the source itself could not be reached: downstream marks its
+    figures stale and reports SOURCE_UNREACHABLE, never a stuck consumer.
+    """
+
+    source: Source
+    started_ms: int
+    finished_ms: int = 0
+    reachable: bool = True
+    commits: list[CommittedOffset] = field(default_factory=list)
+    offsets: list[PartitionOffsets] = field(default_factory=list)
+    groups: list[GroupSnapshot] = field(default_factory=list)
+    spouts: list[SpoutFigures] = field(default_factory=list)
+    errors: list[SourceError] = field(default_factory=list)
+    partition_counts: dict[str, int] = field(default_factory=dict)
