@@ -1,0 +1,196 @@
+"""The clusters YAML file (SPEC §2.4): parsed and validated before anything is written.
+
+Pure: no Django. A bad file raises ``ConfigError`` naming the key path and the line, so a
+user fixes it in one go; the command applies a file only once all of it is valid.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import yaml
+
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+
+
+class ConfigError(ValueError):
+    def __init__(self, where: str, line: int | None, message: str) -> None:
+        self.where, self.line = where, line
+        at = f" (line {line})" if line else ""
+        super().__init__(f"{where}: {message}{at}")
+
+
+@dataclass(frozen=True)
+class ClusterConfig:
+    name: str
+    poll_interval_s: int = 10
+    kafka_bootstrap_servers: str = ""
+    kafka_config: dict[str, Any] = field(default_factory=dict)
+    read_consumer_offsets_topic: bool = False
+    zk_hosts: str = ""
+    storm_spout_roots: list[str] = field(default_factory=list)
+    zk_consumers: bool = False
+    storm_ui_url: str | None = None
+
+    def as_file_entry(self) -> dict[str, Any]:
+        """The cluster in the file's nested shape (export is the inverse of import)."""
+        entry: dict[str, Any] = {"name": self.name, "poll_interval_s": self.poll_interval_s}
+        if self.kafka_bootstrap_servers:
+            entry["kafka"] = {
+                "bootstrap_servers": self.kafka_bootstrap_servers,
+                "config": dict(self.kafka_config),
+                "read_consumer_offsets_topic": self.read_consumer_offsets_topic,
+            }
+        if self.zk_hosts:
+            entry["zookeeper"] = {
+                "hosts": self.zk_hosts,
+                "storm_spout_roots": list(self.storm_spout_roots),
+                "zk_consumers": self.zk_consumers,
+            }
+        entry["storm_ui_url"] = self.storm_ui_url
+        return entry
+
+    def as_fields(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _line(node: yaml.Node | None) -> int | None:
+    return node.start_mark.line + 1 if node is not None else None
+
+
+class _Reader:
+    """Walks the composed YAML tree, so every value keeps the line it came from."""
+
+    def __init__(self, node: yaml.Node, where: str) -> None:
+        self.node, self.where = node, where
+
+    def fail(self, message: str) -> ConfigError:
+        return ConfigError(self.where, _line(self.node), message)
+
+    def mapping(self, allowed: set[str]) -> dict[str, _Reader]:
+        if not isinstance(self.node, yaml.MappingNode):
+            raise self.fail("expected a mapping")
+        out: dict[str, _Reader] = {}
+        for key_node, value_node in self.node.value:
+            key = key_node.value
+            where = f"{self.where}.{key}" if self.where else key
+            if key not in allowed:
+                known = ", ".join(sorted(allowed))
+                raise ConfigError(where, _line(key_node), f"unknown key (expected one of {known})")
+            if key in out:
+                raise ConfigError(where, _line(key_node), "duplicate key")
+            out[key] = _Reader(value_node, where)
+        return out
+
+    def sequence(self) -> list[_Reader]:
+        if not isinstance(self.node, yaml.SequenceNode):
+            raise self.fail("expected a list")
+        return [_Reader(n, f"{self.where}[{i}]") for i, n in enumerate(self.node.value)]
+
+    def _scalar(self) -> Any:
+        if not isinstance(self.node, yaml.ScalarNode):
+            raise self.fail("expected a single value")
+        return yaml.safe_load(yaml.serialize(self.node))
+
+    def string(self, *, optional: bool = False) -> str | None:
+        value = self._scalar()
+        if value is None and optional:
+            return None
+        if not isinstance(value, str) or not value.strip():
+            raise self.fail("expected a non-empty string")
+        return value.strip()
+
+    def integer(self, low: int, high: int) -> int:
+        value = self._scalar()
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self.fail("expected an integer")
+        if not low <= value <= high:
+            raise self.fail(f"must be between {low} and {high}")
+        return value
+
+    def boolean(self) -> bool:
+        value = self._scalar()
+        if not isinstance(value, bool):
+            raise self.fail("expected true or false")
+        return value
+
+    def plain(self) -> Any:
+        return yaml.safe_load(yaml.serialize(self.node))
+
+
+def parse_config(text: str) -> list[ClusterConfig]:
+    """Parse and validate the whole file; raise ConfigError at the first problem."""
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = mark.line + 1 if mark else None
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise ConfigError("file", line, f"not valid YAML: {problem}") from None
+    if root is None:
+        raise ConfigError("file", None, "empty file (expected a 'clusters' list)")
+    top = _Reader(root, "").mapping({"clusters"})
+    if "clusters" not in top:
+        raise ConfigError("clusters", _line(root), "missing")
+    clusters = [_cluster(item) for item in top["clusters"].sequence()]
+    seen: set[str] = set()
+    for reader, cluster in zip(top["clusters"].sequence(), clusters, strict=True):
+        if cluster.name in seen:
+            raise ConfigError(f"{reader.where}.name", _line(reader.node), "duplicate cluster name")
+        seen.add(cluster.name)
+    return clusters
+
+
+def _cluster(reader: _Reader) -> ClusterConfig:
+    keys = reader.mapping({"name", "poll_interval_s", "kafka", "zookeeper", "storm_ui_url"})
+    if "name" not in keys:
+        raise reader.fail("missing 'name'")
+    name = keys["name"].string()
+    if not NAME_RE.match(name):
+        raise keys["name"].fail("use letters, digits, '.', '_' or '-' (at most 100)")
+    fields: dict[str, Any] = {"name": name}
+    if "poll_interval_s" in keys:
+        fields["poll_interval_s"] = keys["poll_interval_s"].integer(1, 86400)
+    if "kafka" in keys:
+        kafka = keys["kafka"].mapping(
+            {"bootstrap_servers", "config", "read_consumer_offsets_topic"}
+        )
+        if "bootstrap_servers" not in kafka:
+            raise keys["kafka"].fail("missing 'bootstrap_servers'")
+        fields["kafka_bootstrap_servers"] = kafka["bootstrap_servers"].string()
+        if "config" in kafka:
+            config = kafka["config"].plain() or {}
+            if not isinstance(config, dict) or not all(isinstance(k, str) for k in config):
+                raise kafka["config"].fail("expected a mapping of librdkafka settings")
+            fields["kafka_config"] = config
+        if "read_consumer_offsets_topic" in kafka:
+            fields["read_consumer_offsets_topic"] = kafka["read_consumer_offsets_topic"].boolean()
+    if "zookeeper" in keys:
+        zk = keys["zookeeper"].mapping({"hosts", "storm_spout_roots", "zk_consumers"})
+        if "hosts" not in zk:
+            raise keys["zookeeper"].fail("missing 'hosts'")
+        fields["zk_hosts"] = zk["hosts"].string()
+        if "storm_spout_roots" in zk:
+            roots = [r.string() for r in zk["storm_spout_roots"].sequence()]
+            for item, root in zip(zk["storm_spout_roots"].sequence(), roots, strict=True):
+                if not root.startswith("/") or (len(root) > 1 and root.endswith("/")):
+                    raise item.fail("a ZooKeeper path starts with '/' and has no trailing '/'")
+            fields["storm_spout_roots"] = roots
+        if "zk_consumers" in zk:
+            fields["zk_consumers"] = zk["zk_consumers"].boolean()
+    if "storm_ui_url" in keys:
+        url = keys["storm_ui_url"].string(optional=True)
+        if url is not None and not url.startswith(("http://", "https://")):
+            raise keys["storm_ui_url"].fail("expected an http:// or https:// URL")
+        fields["storm_ui_url"] = url
+    if "kafka" not in keys and "zookeeper" not in keys:
+        raise reader.fail(f"cluster {name!r} has neither 'kafka' nor 'zookeeper'")
+    return ClusterConfig(**fields)
+
+
+def dump_config(clusters: list[ClusterConfig]) -> str:
+    return yaml.safe_dump(
+        {"clusters": [c.as_file_entry() for c in clusters]}, sort_keys=False, allow_unicode=True
+    )

@@ -1,0 +1,44 @@
+"""``manage.py lagwatch_config import FILE`` / ``export [FILE]``: clusters as YAML."""
+
+import sys
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from dashboard.monitoring.cluster_config import apply_config, current_config
+from dashboard.monitoring.config_file import ConfigError, dump_config, parse_config
+
+
+class Command(BaseCommand):
+    help = "Import or export the monitored clusters as YAML (SPEC §2.4)."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        sub = parser.add_subparsers(dest="action", required=True)
+        imp = sub.add_parser("import", help="create or update clusters from a YAML file")
+        imp.add_argument("file", help="path, or - for standard input")
+        exp = sub.add_parser("export", help="write every cluster as YAML")
+        exp.add_argument("file", nargs="?", default="-", help="path, or - for standard output")
+
+    def handle(self, *args, **options) -> None:
+        if options["action"] == "import":
+            self._import(options["file"])
+        else:
+            text = dump_config(current_config())
+            if options["file"] == "-":
+                self.stdout.write(text, ending="")
+            else:
+                Path(options["file"]).write_text(text, encoding="utf-8")
+
+    def _import(self, path: str) -> None:
+        try:
+            text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise CommandError(f"cannot read {path}: {exc}") from exc
+        try:
+            clusters = parse_config(text)
+        except ConfigError as exc:
+            raise CommandError(f"{path}: {exc}; nothing was changed") from exc
+        outcome = apply_config(clusters)
+        for verb, names in outcome.items():
+            if names:
+                self.stdout.write(f"{verb}: {', '.join(names)}")

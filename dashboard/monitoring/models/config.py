@@ -1,0 +1,51 @@
+"""Monitored clusters (SPEC §2.4), editable in the admin and importable from YAML."""
+
+from django.core.exceptions import ValidationError
+from django.core.validators import MinValueValidator, RegexValidator
+from django.db import models
+
+from dashboard.monitoring.config_file import NAME_RE, ClusterConfig
+
+
+def _validate_spout_roots(value: object) -> None:
+    if not isinstance(value, list) or not all(
+        isinstance(r, str) and r.startswith("/") for r in value
+    ):
+        raise ValidationError("a list of ZooKeeper paths, each starting with '/'")
+
+
+class Cluster(models.Model):
+    name = models.CharField(max_length=100, unique=True, validators=[RegexValidator(NAME_RE)])
+    enabled = models.BooleanField(default=True)
+    poll_interval_s = models.PositiveIntegerField(default=10, validators=[MinValueValidator(1)])
+    kafka_bootstrap_servers = models.CharField(max_length=1000, blank=True)
+    kafka_config = models.JSONField(
+        default=dict, blank=True, help_text="Extra librdkafka settings (SASL, TLS…)."
+    )
+    read_consumer_offsets_topic = models.BooleanField(default=False)
+    zk_hosts = models.CharField("ZooKeeper hosts", max_length=1000, blank=True)
+    storm_spout_roots = models.JSONField(
+        default=list, blank=True, validators=[_validate_spout_roots]
+    )
+    zk_consumers = models.BooleanField("ZooKeeper-based consumers", default=False)
+    storm_ui_url = models.URLField("Storm UI URL", blank=True, default="")
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def to_config(self) -> ClusterConfig:
+        return ClusterConfig(
+            name=self.name,
+            poll_interval_s=self.poll_interval_s,
+            kafka_bootstrap_servers=self.kafka_bootstrap_servers,
+            kafka_config=dict(self.kafka_config or {}),
+            read_consumer_offsets_topic=self.read_consumer_offsets_topic,
+            zk_hosts=self.zk_hosts,
+            storm_spout_roots=list(self.storm_spout_roots or []),
+            zk_consumers=self.zk_consumers,
+            storm_ui_url=self.storm_ui_url or None,
+        )

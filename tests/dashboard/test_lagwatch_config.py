@@ -1,0 +1,141 @@
+"""``lagwatch_config import/export``: idempotent, and a bad file changes nothing."""
+
+import io
+from pathlib import Path
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from dashboard.monitoring.config_file import ConfigError, parse_config
+from dashboard.monitoring.models import Cluster
+
+GOOD = """\
+clusters:
+  - name: local
+    poll_interval_s: 10
+    kafka:
+      bootstrap_servers: "127.0.0.1:9092"
+      config: {"security.protocol": "PLAINTEXT"}
+      read_consumer_offsets_topic: false
+    zookeeper:
+      hosts: "127.0.0.1:2181"
+      storm_spout_roots: ["/kafka-spout"]
+      zk_consumers: true
+    storm_ui_url: null
+  - name: zk-only
+    zookeeper:
+      hosts: "zk1:2181,zk2:2181/chroot"
+"""
+
+
+def write(tmp_path: Path, text: str) -> str:
+    path = tmp_path / "clusters.yaml"
+    path.write_text(text, encoding="utf-8")
+    return str(path)
+
+
+def run(*args: str) -> str:
+    out = io.StringIO()
+    call_command("lagwatch_config", *args, stdout=out)
+    return out.getvalue()
+
+
+@pytest.mark.django_db
+def test_import_creates_then_is_idempotent(tmp_path: Path) -> None:
+    path = write(tmp_path, GOOD)
+    assert "created: local, zk-only" in run("import", path)
+    local = Cluster.objects.get(name="local")
+    assert local.kafka_bootstrap_servers == "127.0.0.1:9092"
+    assert local.kafka_config == {"security.protocol": "PLAINTEXT"}
+    assert local.storm_spout_roots == ["/kafka-spout"]
+    assert local.zk_consumers is True
+    assert local.storm_ui_url == ""
+    stamp = local.updated_at
+    assert "unchanged: local, zk-only" in run("import", path)
+    assert Cluster.objects.get(name="local").updated_at == stamp
+    assert Cluster.objects.count() == 2
+
+
+@pytest.mark.django_db
+def test_import_updates_changed_clusters(tmp_path: Path) -> None:
+    run("import", write(tmp_path, GOOD))
+    assert "updated: local" in run("import", write(tmp_path, GOOD.replace("10", "30", 1)))
+    assert Cluster.objects.get(name="local").poll_interval_s == 30
+
+
+@pytest.mark.django_db
+def test_export_round_trips(tmp_path: Path) -> None:
+    run("import", write(tmp_path, GOOD))
+    exported = run("export")
+    assert parse_config(exported) == parse_config(GOOD)
+
+
+@pytest.mark.django_db
+def test_bad_file_changes_nothing(tmp_path: Path) -> None:
+    run("import", write(tmp_path, GOOD))
+    bad = GOOD.replace("poll_interval_s: 10", "poll_interval_s: 10\n    pol_interval: 5")
+    with pytest.raises(CommandError, match=r"clusters\[0\]\.pol_interval: unknown key.*line 4"):
+        run("import", write(tmp_path, bad))
+    assert Cluster.objects.get(name="local").poll_interval_s == 10
+
+
+@pytest.mark.django_db
+def test_an_unreadable_file_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(CommandError, match="cannot read"):
+        run("import", str(tmp_path / "missing.yaml"))
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("", "empty file"),
+        ("clusters: [", "not valid YAML.*line"),
+        ("other: 1", "other: unknown key"),
+        ("clusters: {}", "clusters: expected a list"),
+        ("clusters:\n  - poll_interval_s: 5\n", r"clusters\[0\]: missing 'name' \(line 2\)"),
+        ("clusters:\n  - name: 'a b'\n    zookeeper: {hosts: x}\n", r"\.name: use letters"),
+        ("clusters:\n  - name: a\n", "has neither 'kafka' nor 'zookeeper'"),
+        (
+            "clusters:\n  - name: a\n    poll_interval_s: ten\n    zookeeper: {hosts: x}\n",
+            r"poll_interval_s: expected an integer \(line 3\)",
+        ),
+        (
+            "clusters:\n  - name: a\n    poll_interval_s: true\n    zookeeper: {hosts: x}\n",
+            "poll_interval_s: expected an integer",
+        ),
+        (
+            "clusters:\n  - name: a\n    poll_interval_s: 0\n    zookeeper: {hosts: x}\n",
+            "poll_interval_s: must be between 1",
+        ),
+        ("clusters:\n  - name: a\n    kafka: {config: {}}\n", "kafka: missing 'bootstrap_servers'"),
+        (
+            "clusters:\n  - name: a\n    kafka: {bootstrap_servers: b, config: [1]}\n",
+            "kafka.config: expected a mapping",
+        ),
+        (
+            "clusters:\n  - name: a\n    zookeeper: {hosts: x, storm_spout_roots: [spouts]}\n",
+            r"storm_spout_roots\[0\]: a ZooKeeper path starts with '/'",
+        ),
+        (
+            "clusters:\n  - name: a\n    zookeeper: {hosts: x, zk_consumers: 'yes'}\n",
+            "zk_consumers: expected true or false",
+        ),
+        (
+            "clusters:\n  - name: a\n    zookeeper: {hosts: x}\n    storm_ui_url: ftp://x\n",
+            "storm_ui_url: expected an http",
+        ),
+        (
+            "clusters:\n  - name: a\n    zookeeper: {hosts: x}\n  - name: a\n    zookeeper: {hosts: y}\n",
+            r"clusters\[1\]\.name: duplicate cluster name \(line 4\)",
+        ),
+        ("clusters:\n  - name: a\n    name: b\n", "name: duplicate key"),
+    ],
+)
+def test_bad_input_names_the_key_and_line(text: str, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        parse_config(text)
+
+
+def test_non_ascii_and_punctuated_names_parse() -> None:
+    clusters = parse_config("clusters:\n  - name: prod-eu_1.a\n    kafka: {bootstrap_servers: k}\n")
+    assert clusters[0].name == "prod-eu_1.a"
