@@ -1,6 +1,27 @@
 """Models of the monitoring app, one module per concern."""
 
 from dashboard.monitoring.models.config import Cluster
-from dashboard.monitoring.models.health import ServiceHeartbeat
+from dashboard.monitoring.models.health import CollectionError, ServiceHeartbeat, SourceHealth
+from dashboard.monitoring.models.state import (
+    BrokerOffsetSample,
+    ConsumerGroup,
+    OffsetSample,
+    PartitionState,
+    RebalanceEvent,
+    SourceKind,
+    Status,
+)
 
-__all__ = ["Cluster", "ServiceHeartbeat"]
+__all__ = [
+    "BrokerOffsetSample",
+    "Cluster",
+    "CollectionError",
+    "ConsumerGroup",
+    "OffsetSample",
+    "PartitionState",
+    "RebalanceEvent",
+    "ServiceHeartbeat",
+    "SourceHealth",
+    "SourceKind",
+    "Status",
+]

@@ -1,0 +1,103 @@
+"""Per-partition figures of one cycle: offsets joined with broker offsets, lag, time lag.
+
+Pure. The cycle runner feeds it what the adapters read; the store writes what it returns.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from collectors.records import CommittedOffset, PartitionOffsets, Source
+from collectors.timelag import OffsetTimeTable, Point, time_lag
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionFigure:
+    source: Source
+    group: str
+    topic: str
+    partition: int
+    committed: int
+    earliest: int | None
+    latest: int | None
+    lag: int | None
+    time_lag_s: float | None
+    time_lag_kind: str
+    out_of_range: str | None  # "behind_earliest" | "ahead_of_latest": an ERR finding
+    commit_time_ms: int | None
+    commit_version: int | None
+    owner: str | None
+    topology_id: str | None
+    where: str
+
+
+def lag_of(
+    committed: int, earliest: int | None, latest: int | None
+) -> tuple[int | None, str | None]:
+    """Lag and out-of-range finding (SPEC §3): never negative, never silently clamped."""
+    if latest is None:
+        return None, None
+    if committed > latest:
+        return None, "ahead_of_latest"
+    lag = latest - committed
+    if earliest is not None and committed < earliest:
+        return lag, "behind_earliest"
+    return lag, None
+
+
+class TimeTables:
+    """One OffsetTimeTable per (topic, partition) of a cluster, fed every cycle.
+
+    A latest offset that goes backwards means the topic was re-created: its history no
+    longer describes the new log, so the table starts again.
+    """
+
+    def __init__(self, limit: int = 60) -> None:
+        self.limit = limit
+        self._tables: dict[tuple[str, int], OffsetTimeTable] = {}
+
+    def table(self, topic: str, partition: int) -> OffsetTimeTable:
+        key = (topic, partition)
+        if key not in self._tables:
+            self._tables[key] = OffsetTimeTable(self.limit)
+        return self._tables[key]
+
+    def observe(self, offsets: list[PartitionOffsets]) -> None:
+        for o in offsets:
+            if o.latest is None:
+                continue
+            table = self.table(o.topic, o.partition)
+            points = table.points
+            if points and o.latest < points[-1].offset:
+                table.clear()
+            table.add(Point(o.latest, o.time_ms))
+
+
+def partition_figures(
+    commits: list[CommittedOffset],
+    offsets: list[PartitionOffsets],
+    tables: TimeTables,
+    now_ms: int,
+) -> list[PartitionFigure]:
+    by_tp = {(o.topic, o.partition): o for o in offsets}
+    figures = []
+    for c in commits:
+        broker = by_tp.get((c.topic, c.partition))
+        earliest = broker.earliest if broker else None
+        latest = broker.latest if broker else None
+        lag, out_of_range = lag_of(c.offset, earliest, latest)
+        if lag is None:
+            seconds, kind = None, "unknown"
+        else:
+            tl = time_lag(tables.table(c.topic, c.partition), c.offset, now_ms)
+            seconds, kind = tl.seconds, str(tl.kind)
+        figures.append(
+            PartitionFigure(
+                source=c.source, group=c.group, topic=c.topic, partition=c.partition,
+                committed=c.offset, earliest=earliest, latest=latest, lag=lag,
+                time_lag_s=seconds, time_lag_kind=kind, out_of_range=out_of_range,
+                commit_time_ms=c.commit_time_ms, commit_version=c.commit_version,
+                owner=c.owner, topology_id=c.topology_id, where=c.where,
+            )
+        )
+    return figures

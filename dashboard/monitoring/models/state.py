@@ -1,0 +1,154 @@
+"""Latest state of every group and partition, plus a short raw history for live charts.
+
+The collectors overwrite the latest state each cycle; the history is append-only, keyed by
+the cycle's time so a retried task writes the same rows again instead of new ones.
+"""
+
+from django.db import models
+
+from dashboard.monitoring.models.config import Cluster
+
+
+class SourceKind(models.TextChoices):
+    KAFKA = "kafka", "Kafka"
+    ZOOKEEPER = "zookeeper", "ZooKeeper"
+    STORM = "storm", "Storm"
+
+
+class Status(models.TextChoices):
+    """Burrow's status names, plus UNKNOWN until the evaluator has run."""
+
+    UNKNOWN = "UNKNOWN"
+    OK = "OK"
+    WARN = "WARN"
+    STALL = "STALL"
+    STOP = "STOP"
+    REWIND = "REWIND"
+    ERR = "ERR"
+
+
+class ConsumerGroup(models.Model):
+    """A Kafka group, a ZooKeeper-based consumer group, or a Storm spout (name = spout id)."""
+
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="groups")
+    source = models.CharField(max_length=16, choices=SourceKind.choices)
+    name = models.CharField(max_length=255)
+    state = models.CharField(max_length=32, blank=True)
+    generation = models.BigIntegerField(null=True)
+    assignor = models.CharField(max_length=100, blank=True)
+    coordinator = models.CharField(max_length=255, blank=True)
+    members = models.JSONField(default=list)  # [{member_id, client_id, host, assignment}]
+    members_known = models.BooleanField(default=True)
+    owner = models.CharField(max_length=255, blank=True)  # topology name for a spout
+    topology_id = models.CharField(max_length=255, blank=True)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.UNKNOWN)
+    total_lag = models.BigIntegerField(null=True)
+    max_time_lag_s = models.FloatField(null=True)
+    stale = models.BooleanField(default=False)
+    first_seen_at = models.DateTimeField()
+    last_seen_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["cluster", "source", "name"], name="uniq_group")
+        ]
+        indexes = [models.Index(fields=["status"]), models.Index(fields=["cluster", "name"])]
+
+    def __str__(self) -> str:
+        return f"{self.cluster}/{self.source}/{self.name}"
+
+
+class PartitionState(models.Model):
+    group = models.ForeignKey(ConsumerGroup, on_delete=models.CASCADE, related_name="partitions")
+    topic = models.CharField(max_length=255)
+    partition = models.IntegerField()
+    committed = models.BigIntegerField(null=True)
+    earliest = models.BigIntegerField(null=True)
+    latest = models.BigIntegerField(null=True)
+    lag = models.BigIntegerField(null=True)
+    time_lag_s = models.FloatField(null=True)
+    time_lag_kind = models.CharField(max_length=16, blank=True)
+    owner = models.CharField(max_length=255, blank=True)
+    alive = models.BooleanField(null=True)
+    last_commit_at = models.DateTimeField(null=True)
+    commit_version = models.BigIntegerField(null=True)
+    pending = models.BigIntegerField(null=True)
+    failed = models.BigIntegerField(null=True)
+    acked = models.BigIntegerField(null=True)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.UNKNOWN)
+    diagnosis = models.JSONField(default=list)
+    stale = models.BooleanField(default=False)
+    sampled_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["group", "topic", "partition"], name="uniq_partition_state"
+            )
+        ]
+        ordering = ["topic", "partition"]
+
+    def __str__(self) -> str:
+        return f"{self.group}:{self.topic}/{self.partition}"
+
+
+class OffsetSample(models.Model):
+    """One partition at one cycle: the short raw history (default 6 h) for live charts."""
+
+    partition = models.ForeignKey(PartitionState, on_delete=models.CASCADE, related_name="samples")
+    at = models.DateTimeField()
+    committed = models.BigIntegerField(null=True)
+    latest = models.BigIntegerField(null=True)
+    lag = models.BigIntegerField(null=True)
+    time_lag_s = models.FloatField(null=True)
+    pending = models.BigIntegerField(null=True)
+    failed = models.BigIntegerField(null=True)
+    acked = models.BigIntegerField(null=True)
+    stale = models.BooleanField(default=False)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["partition", "at"], name="uniq_offset_sample")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.partition_id}@{self.at:%H:%M:%S}"
+
+
+class BrokerOffsetSample(models.Model):
+    """The broker's log start/end offsets of a partition at a cycle: time lag's history."""
+
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="+")
+    topic = models.CharField(max_length=255)
+    partition = models.IntegerField()
+    at = models.DateTimeField()
+    earliest = models.BigIntegerField(null=True)
+    latest = models.BigIntegerField(null=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["cluster", "topic", "partition", "at"], name="uniq_broker_offset_sample"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.topic}/{self.partition}@{self.at:%H:%M:%S}"
+
+
+class RebalanceEvent(models.Model):
+    group = models.ForeignKey(ConsumerGroup, on_delete=models.CASCADE, related_name="rebalances")
+    at = models.DateTimeField()
+    generation = models.BigIntegerField(null=True)
+    cause = models.CharField(max_length=64)
+    detail = models.JSONField(default=dict)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["group", "at", "cause"], name="uniq_rebalance_event")
+        ]
+        ordering = ["-at"]
+
+    def __str__(self) -> str:
+        return f"{self.group_id} {self.cause} @ {self.at:%H:%M:%S}"
+
