@@ -1,0 +1,46 @@
+"""What one collection cycle of one cluster produced, as plain data (no Django).
+
+The cycle runner fills it from the adapters' results; the store writes it. Keeping it a
+plain value makes the store testable without sources and the runner testable without a DB.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from collectors.figures import PartitionFigure
+from collectors.records import GroupSnapshot, PartitionOffsets, SourceError, SpoutFigures
+
+
+@dataclass(frozen=True, slots=True)
+class SourceOutcome:
+    """How one source fared in a cycle: the basis of source health and staleness."""
+
+    source: str
+    reachable: bool
+    started_ms: int
+    finished_ms: int
+    error: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class RebalanceRecord:
+    source: str
+    group: str
+    time_ms: int
+    generation: int | None
+    cause: str
+    detail: dict = field(default_factory=dict)
+
+
+@dataclass
+class CycleOutcome:
+    cluster: str
+    cycle_ms: int  # the cycle's scheduled time: the idempotency key of every sample
+    figures: list[PartitionFigure] = field(default_factory=list)
+    groups: list[GroupSnapshot] = field(default_factory=list)
+    offsets: list[PartitionOffsets] = field(default_factory=list)
+    spouts: list[SpoutFigures] = field(default_factory=list)
+    rebalances: list[RebalanceRecord] = field(default_factory=list)
+    sources: list[SourceOutcome] = field(default_factory=list)
+    errors: list[SourceError] = field(default_factory=list)

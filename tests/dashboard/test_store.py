@@ -1,0 +1,113 @@
+"""The store writes a cycle idempotently and never overwrites known figures with zeros."""
+
+import pytest
+
+from collectors.cycle import CycleOutcome, RebalanceRecord, SourceOutcome
+from collectors.figures import PartitionFigure
+from collectors.records import GroupMember, GroupSnapshot, PartitionOffsets, Source, SourceError
+from dashboard.monitoring.models import (
+    BrokerOffsetSample,
+    Cluster,
+    CollectionError,
+    ConsumerGroup,
+    OffsetSample,
+    PartitionState,
+    RebalanceEvent,
+    SourceHealth,
+)
+from dashboard.monitoring.store import store_cycle
+
+pytestmark = pytest.mark.django_db
+
+
+def figure(committed: int, latest: int, partition: int = 0, group: str = "g") -> PartitionFigure:
+    return PartitionFigure(
+        source=Source.KAFKA, group=group, topic="orders", partition=partition,
+        committed=committed, earliest=0, latest=latest, lag=latest - committed,
+        time_lag_s=1.5, time_lag_kind="interpolated", out_of_range=None,
+        commit_time_ms=None, commit_version=None, owner="member-1", topology_id=None, where="",
+    )
+
+
+def outcome(cycle_ms: int, *figs: PartitionFigure, reachable: bool = True, **kw) -> CycleOutcome:
+    return CycleOutcome(
+        cluster="c", cycle_ms=cycle_ms, figures=list(figs),
+        groups=[GroupSnapshot(Source.KAFKA, "g", "Stable", members=(GroupMember("member-1"),))]
+        if reachable else [],
+        offsets=[PartitionOffsets("orders", 0, 0, 100, cycle_ms)] if reachable else [],
+        sources=[SourceOutcome("kafka", reachable, cycle_ms, cycle_ms + 250,
+                               "" if reachable else "broker down")],
+        **kw,
+    )
+
+
+@pytest.fixture
+def cluster() -> Cluster:
+    return Cluster.objects.create(name="c", kafka_bootstrap_servers="k:9092")
+
+
+def test_a_cycle_creates_state_and_history(cluster: Cluster) -> None:
+    store_cycle(cluster, outcome(1_000_000, figure(40, 100), figure(90, 100, partition=1)))
+    group = ConsumerGroup.objects.get(cluster=cluster, name="g")
+    assert group.state == "Stable" and group.members[0]["member_id"] == "member-1"
+    p0 = PartitionState.objects.get(group=group, partition=0)
+    assert (p0.committed, p0.latest, p0.lag, p0.owner) == (40, 100, 60, "member-1")
+    assert OffsetSample.objects.count() == 2
+    assert BrokerOffsetSample.objects.count() == 1
+    health = SourceHealth.objects.get(cluster=cluster, source="kafka")
+    assert health.reachable and health.last_duration_s == 0.25
+
+
+def test_a_retried_cycle_writes_no_duplicate(cluster: Cluster) -> None:
+    for _ in range(3):
+        store_cycle(cluster, outcome(1_000_000, figure(40, 100)))
+    assert OffsetSample.objects.count() == 1
+    assert BrokerOffsetSample.objects.count() == 1
+    assert PartitionState.objects.count() == 1
+
+
+def test_next_cycle_updates_latest_state_and_appends_history(cluster: Cluster) -> None:
+    store_cycle(cluster, outcome(1_000_000, figure(40, 100)))
+    store_cycle(cluster, outcome(1_010_000, figure(70, 120)))
+    p0 = PartitionState.objects.get()
+    assert (p0.committed, p0.lag) == (70, 50)
+    assert list(OffsetSample.objects.order_by("at").values_list("lag", flat=True)) == [60, 50]
+
+
+def test_unreachable_source_keeps_last_figures_marked_stale(cluster: Cluster) -> None:
+    store_cycle(cluster, outcome(1_000_000, figure(40, 100)))
+    store_cycle(cluster, outcome(1_010_000, reachable=False))
+    p0 = PartitionState.objects.get()
+    assert (p0.committed, p0.latest, p0.lag) == (40, 100, 60)
+    assert p0.stale and ConsumerGroup.objects.get().stale
+    health = SourceHealth.objects.get()
+    assert not health.reachable and health.last_error == "broker down"
+    assert health.consecutive_failures == 1
+    store_cycle(cluster, outcome(1_020_000, figure(50, 100)))
+    p0.refresh_from_db()
+    assert not p0.stale and p0.committed == 50
+    assert SourceHealth.objects.get().consecutive_failures == 0
+
+
+def test_errors_are_those_of_the_latest_cycle(cluster: Cluster) -> None:
+    err = SourceError(Source.KAFKA, "group g", "GROUP_AUTHORIZATION_FAILED")
+    store_cycle(cluster, outcome(1_000_000, figure(1, 2), errors=[err]))
+    assert CollectionError.objects.get().where == "group g"
+    store_cycle(cluster, outcome(1_010_000, figure(1, 2)))
+    assert CollectionError.objects.count() == 0
+
+
+def test_rebalance_events_are_stored_once(cluster: Cluster) -> None:
+    event = RebalanceRecord("kafka", "g", 1_000_000, 7, "member_joined", {"member": "m2"})
+    for _ in range(2):
+        store_cycle(cluster, outcome(1_000_000, figure(1, 2), rebalances=[event]))
+    stored = RebalanceEvent.objects.get()
+    assert (stored.generation, stored.cause, stored.detail) == (7, "member_joined", {"member": "m2"})
+
+
+def test_same_group_name_in_two_clusters_stays_apart(cluster: Cluster) -> None:
+    other = Cluster.objects.create(name="other", kafka_bootstrap_servers="k2:9092")
+    store_cycle(cluster, outcome(1_000_000, figure(40, 100)))
+    store_cycle(other, outcome(1_000_000, figure(10, 100)))
+    assert sorted(PartitionState.objects.values_list("committed", flat=True)) == [10, 40]
+    assert OffsetSample.objects.count() == 2
