@@ -1,0 +1,466 @@
+"""Kafka source adapter: one cycle of what the brokers say about consumer groups (SPEC §2.2).
+
+The cycle is shaped by latency, not by code convenience: every request that does not depend
+on another answer is in flight at the same time, so a cycle costs about as many round trips as
+the dependency chain is long, whatever the number of groups and partitions::
+
+    ListGroups ─┬─ DescribeGroups (batches)      ─┬─ ListOffsets earliest (one batch)
+    Metadata  ──┴─ OffsetFetch (every group)     ─┴─ ListOffsets latest   (one batch)
+
+The adapter knows nothing of Django; it returns the plain records of ``collectors.records``.
+A failure confined to one group or one partition becomes a ``SourceError`` and the cycle goes
+on; a cluster that cannot be reached gives ``reachable=False``, never an exception, within
+``timeout_s``.
+
+Broker differences: this is written for Apache Kafka. The lab's broker (Tansu) answers some
+requests differently (LAB.md); where that shows, the records say "unknown" rather than guess
+(``members_known=False``), and no logic here depends on Tansu's quirks.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterable, Sequence
+from concurrent.futures import Future, wait
+from typing import Any
+
+from confluent_kafka import (
+    ConsumerGroupState,
+    ConsumerGroupTopicPartitions,
+    ConsumerGroupType,
+    KafkaError,
+    KafkaException,
+    TopicPartition,
+)
+from confluent_kafka.admin import AdminClient, ConsumerGroupDescription, OffsetSpec
+
+from collectors.records import (
+    CollectionResult,
+    CommittedOffset,
+    GroupMember,
+    GroupSnapshot,
+    PartitionOffsets,
+    Source,
+    SourceError,
+)
+
+__all__ = ["DESCRIBE_BATCH", "KafkaSource", "snapshot_from_description"]
+
+log = logging.getLogger(__name__)
+
+# Groups per DescribeGroups call. librdkafka already splits a call per coordinator; batching
+# bounds the size of one request and answer, and every batch is in flight at once anyway.
+DESCRIBE_BATCH = 50
+
+# Kafka's own spelling of the states (GroupState / ConsumerGroupState in the broker), which the
+# rest of Lagwatch compares against. UNKNOWN maps to None: "the source did not say".
+_STATE_NAMES: dict[ConsumerGroupState, str | None] = {
+    ConsumerGroupState.UNKNOWN: None,
+    ConsumerGroupState.PREPARING_REBALANCING: "PreparingRebalance",
+    ConsumerGroupState.COMPLETING_REBALANCING: "CompletingRebalance",
+    ConsumerGroupState.STABLE: "Stable",
+    ConsumerGroupState.DEAD: "Dead",
+    ConsumerGroupState.EMPTY: "Empty",
+}
+
+# Kafka's GroupType names (KIP-848): "classic" groups rebalance through JoinGroup/SyncGroup,
+# "consumer" groups through the broker-side heartbeat protocol.
+_TYPE_NAMES: dict[ConsumerGroupType, str | None] = {
+    ConsumerGroupType.UNKNOWN: None,
+    ConsumerGroupType.CLASSIC: "classic",
+    ConsumerGroupType.CONSUMER: "consumer",
+}
+
+# States in which a group necessarily has members. A broker that describes such a group with
+# none has not told us who they are (Tansu, LAB.md); Apache Kafka always lists them.
+_STATES_WITH_MEMBERS = frozenset({"Stable", "PreparingRebalance", "CompletingRebalance"})
+
+# Answers that mean "this group no longer exists": skipped, not reported as an error, because
+# a group deleted between ListGroups and the next request is a normal race, not a fault.
+_GONE_STATES = frozenset({"Dead"})
+
+def _kafka_error(exc: BaseException) -> KafkaError | None:
+    if isinstance(exc, KafkaException) and exc.args and isinstance(exc.args[0], KafkaError):
+        return exc.args[0]
+    return None
+
+
+def _describe_exc(exc: BaseException | KafkaError) -> str:
+    err = exc if isinstance(exc, KafkaError) else _kafka_error(exc)
+    if err is not None:
+        return f"{err.name()}: {err.str()}"
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _is_code(exc: BaseException, code: int) -> bool:
+    err = _kafka_error(exc)
+    return err is not None and err.code() == code
+
+
+def _state_name(state: Any) -> str | None:
+    return _STATE_NAMES.get(state) if isinstance(state, ConsumerGroupState) else None
+
+
+def _type_name(group_type: Any) -> str | None:
+    return _TYPE_NAMES.get(group_type) if isinstance(group_type, ConsumerGroupType) else None
+
+
+def snapshot_from_description(
+    desc: ConsumerGroupDescription,
+    *,
+    listed_type: str | None = None,
+    topics: Iterable[str] = (),
+) -> GroupSnapshot:
+    """Turn the AdminClient's description of one group into a ``GroupSnapshot``.
+
+    Kept pure (no client, no I/O) so the mapping from what Apache Kafka answers can be tested
+    with the client's own model objects, including answers the lab broker never gives.
+
+    ``listed_type`` is the type ListGroups reported: preferred, because librdkafka describes a
+    group through ConsumerGroupDescribe first and a broker may answer that for a classic group
+    too (Tansu does), while ListGroups reports the group's real type.
+
+    ``generation`` stays None: librdkafka 2.x does not expose the group epoch of a KIP-848
+    group nor the generation of a classic one, so the Kafka adapter cannot report either; the
+    rebalance derivation then works from what changes between cycles (``rebalance.py``).
+    """
+    state = _state_name(getattr(desc, "state", None))
+    members = tuple(
+        sorted(
+            (
+                GroupMember(
+                    member_id=m.member_id,
+                    client_id=m.client_id or None,
+                    host=m.host or None,
+                    assignment=tuple(
+                        sorted(
+                            (tp.topic, tp.partition)
+                            for tp in (m.assignment.topic_partitions if m.assignment else [])
+                        )
+                    ),
+                )
+                for m in desc.members or []
+            ),
+            key=lambda m: m.member_id,
+        )
+    )
+    members_known = bool(members) or state not in _STATES_WITH_MEMBERS
+    coordinator = None
+    if desc.coordinator is not None and desc.coordinator.host:
+        coordinator = f"{desc.coordinator.host}:{desc.coordinator.port}"
+    assigned_topics = {t for m in members for t, _ in m.assignment}
+    return GroupSnapshot(
+        source=Source.KAFKA,
+        group=desc.group_id,
+        state=state,
+        generation=None,
+        assignor=desc.partition_assignor or None,
+        coordinator=coordinator,
+        protocol_type=listed_type or _type_name(getattr(desc, "type", None)),
+        members=members,
+        members_known=members_known,
+        topics=tuple(sorted(assigned_topics | set(topics))),
+    )
+
+
+class _Cycle:
+    """The mutable bookkeeping of one ``collect`` call: deadline, clock, result."""
+
+    def __init__(self, now_ms: int, timeout_s: float) -> None:
+        self.t0 = time.monotonic()
+        self.deadline = self.t0 + timeout_s
+        self.now_ms = now_ms
+        self.result = CollectionResult(source=Source.KAFKA, started_ms=now_ms)
+
+    def remaining(self) -> float:
+        # librdkafka rejects a zero timeout as "no timeout" in places: keep a small floor.
+        return max(0.01, self.deadline - time.monotonic())
+
+    def clock_ms(self) -> int:
+        """``now_ms`` advanced by the time spent so far, so that offsets read late in a slow
+        cycle carry the time they were read, which time lag interpolation needs."""
+        return self.now_ms + int((time.monotonic() - self.t0) * 1000)
+
+    def error(self, where: str, error: str) -> None:
+        self.result.errors.append(SourceError(source=Source.KAFKA, where=where, error=error))
+
+    def gather(self, futures: Iterable[Future]) -> None:
+        """Wait for all futures together, bounded by what is left of the cycle's budget."""
+        pending = [f for f in futures if not f.done()]
+        if pending:
+            wait(pending, timeout=max(0.0, self.deadline - time.monotonic()))
+
+
+class KafkaSource:
+    """Reads consumer-group state, committed offsets and log offsets from one Kafka cluster.
+
+    One AdminClient per source object, kept across cycles: its connections, coordinator
+    lookups and metadata cache make every cycle after the first much cheaper.
+    """
+
+    def __init__(
+        self,
+        bootstrap_servers: str,
+        config: dict[str, Any] | None = None,
+        timeout_s: float = 10,
+    ) -> None:
+        if timeout_s <= 0:
+            raise ValueError("timeout_s must be positive")
+        self.bootstrap_servers = bootstrap_servers
+        self.timeout_s = float(timeout_s)
+        conf: dict[str, Any] = {
+            "bootstrap.servers": bootstrap_servers,
+            # librdkafka's own logs go to Python logging (served by poll()), not raw stderr,
+            # where an unreachable cluster would otherwise print a line every 50 ms.
+            "logger": log,
+        }
+        conf.update(config or {})
+        conf["bootstrap.servers"] = bootstrap_servers
+        self._admin: AdminClient | None = AdminClient(conf)
+
+    # -- lifecycle -----------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Release the client (its connections and threads go with the last reference)."""
+        if self._admin is not None:
+            self._admin.poll(0)
+            self._admin = None
+
+    def __enter__(self) -> KafkaSource:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def admin(self) -> AdminClient:
+        if self._admin is None:
+            raise RuntimeError("KafkaSource is closed")
+        return self._admin
+
+    # -- the cycle -----------------------------------------------------------------------------
+
+    def collect(self, now_ms: int) -> CollectionResult:
+        """Read one cycle. Never raises for anything the cluster does or fails to do."""
+        admin = self.admin
+        cycle = _Cycle(now_ms, self.timeout_s)
+        try:
+            self._collect(admin, cycle)
+        except Exception as exc:  # a bug or a client surprise must not kill the collector loop
+            log.exception("kafka collect failed for %s", self.bootstrap_servers)
+            cycle.error("cluster", f"collector error: {_describe_exc(exc)}")
+        finally:
+            admin.poll(0)  # serve queued librdkafka log lines
+        cycle.result.finished_ms = cycle.clock_ms()
+        return cycle.result
+
+    def _collect(self, admin: AdminClient, cycle: _Cycle) -> None:
+        result = cycle.result
+
+        # Stage 1: group listing and topic metadata, both in flight together.
+        groups_future = admin.list_consumer_groups(request_timeout=cycle.remaining())
+        try:
+            metadata = admin.list_topics(timeout=cycle.remaining())
+        except KafkaException as exc:
+            result.reachable = False
+            cycle.error("cluster", f"unreachable: {_describe_exc(exc)}")
+            return
+        partitions_of: dict[str, list[int]] = {}
+        for name, topic in metadata.topics.items():
+            if topic.error is not None and topic.error.code() != KafkaError.NO_ERROR:
+                cycle.error(f"topic {name}", f"metadata: {topic.error.name()}")
+                continue
+            partitions_of[name] = sorted(topic.partitions)
+            result.partition_counts[name] = len(topic.partitions)
+
+        listed = self._listed_groups(groups_future, cycle)
+        if listed is None:
+            return
+        group_ids = sorted(listed)
+        if not group_ids:
+            return
+
+        # Stage 2: every DescribeGroups batch and every group's OffsetFetch at once.
+        describe_futures: dict[str, Future] = {}
+        for i in range(0, len(group_ids), DESCRIBE_BATCH):
+            batch = group_ids[i : i + DESCRIBE_BATCH]
+            describe_futures.update(
+                admin.describe_consumer_groups(batch, request_timeout=cycle.remaining())
+            )
+        offset_futures: dict[str, Future] = {}
+        for group in group_ids:
+            offset_futures.update(
+                admin.list_consumer_group_offsets(
+                    [ConsumerGroupTopicPartitions(group)], request_timeout=cycle.remaining()
+                )
+            )
+        cycle.gather([*describe_futures.values(), *offset_futures.values()])
+
+        committed: dict[str, list[TopicPartition]] = {}
+        snapshots: list[GroupSnapshot] = []
+        for group in group_ids:
+            outcome = self._group_outcome(
+                group, listed[group], describe_futures[group], offset_futures[group], cycle
+            )
+            if outcome is None:
+                continue
+            snapshot, tps = outcome
+            snapshots.append(snapshot)
+            committed[group] = tps
+        result.groups.extend(snapshots)
+
+        owners = {
+            (snap.group, t, p): m.member_id
+            for snap in snapshots
+            for m in snap.members
+            for t, p in m.assignment
+        }
+        for group, tps in committed.items():
+            for tp in tps:
+                result.commits.append(
+                    CommittedOffset(
+                        source=Source.KAFKA,
+                        group=group,
+                        topic=tp.topic,
+                        partition=tp.partition,
+                        offset=tp.offset,
+                        owner=owners.get((group, tp.topic, tp.partition)),
+                        where=f"group {group}",
+                    )
+                )
+
+        # Stage 3: log start and end of every partition of every consumed topic, two batches.
+        wanted: set[tuple[str, int]] = set()
+        for snap in snapshots:
+            for topic in snap.topics:
+                wanted.update((topic, p) for p in partitions_of.get(topic, ()))
+            wanted.update(tp for m in snap.members for tp in m.assignment)
+        for tps in committed.values():
+            wanted.update((tp.topic, tp.partition) for tp in tps)
+        if wanted:
+            result.offsets.extend(self._log_offsets(admin, sorted(wanted), cycle))
+
+    def _listed_groups(
+        self, future: Future, cycle: _Cycle
+    ) -> dict[str, tuple[str | None, str | None]] | None:
+        """Group id -> (state, type) as ListGroups gave them; None when the listing failed."""
+        cycle.gather([future])
+        if not future.done():
+            cycle.error("groups", "ListGroups timed out")
+            return None
+        exc = future.exception()
+        if exc is not None:
+            cycle.error("groups", f"ListGroups: {_describe_exc(exc)}")
+            return None
+        answer = future.result()
+        for err in answer.errors or []:
+            # Partial: some broker did not answer; the groups it coordinates are missing.
+            cycle.error("groups", f"ListGroups: {_describe_exc(err)}")
+        return {
+            g.group_id: (
+                _state_name(getattr(g, "state", None)),
+                _type_name(getattr(g, "type", None)),
+            )
+            for g in answer.valid or []
+        }
+
+    def _group_outcome(
+        self,
+        group: str,
+        listed: tuple[str | None, str | None],
+        describe_future: Future,
+        offsets_future: Future,
+        cycle: _Cycle,
+    ) -> tuple[GroupSnapshot, list[TopicPartition]] | None:
+        """One group's snapshot and committed offsets; None if the group is gone."""
+        listed_state, listed_type = listed
+        where = f"group {group}"
+
+        tps: list[TopicPartition] = []
+        if not offsets_future.done():
+            cycle.error(where, "OffsetFetch timed out")
+        elif (exc := offsets_future.exception()) is not None:
+            if _is_code(exc, KafkaError.GROUP_ID_NOT_FOUND):
+                return None
+            cycle.error(where, f"OffsetFetch: {_describe_exc(exc)}")
+        else:
+            for tp in offsets_future.result().topic_partitions or []:
+                if tp.error is not None and tp.error.code() != KafkaError.NO_ERROR:
+                    cycle.error(f"{where} {tp.topic}/{tp.partition}", f"OffsetFetch: {tp.error}")
+                elif tp.offset >= 0:  # -1001: no commit on this partition
+                    tps.append(tp)
+        committed_topics = {tp.topic for tp in tps}
+
+        if not describe_future.done():
+            cycle.error(where, "DescribeGroups timed out")
+            desc = None
+        elif (exc := describe_future.exception()) is not None:
+            if _is_code(exc, KafkaError.GROUP_ID_NOT_FOUND):
+                return None
+            cycle.error(where, f"DescribeGroups: {_describe_exc(exc)}")
+            desc = None
+        else:
+            desc = describe_future.result()
+
+        if desc is None:
+            # Still report the group: its commits are good evidence; membership is unknown.
+            snapshot = GroupSnapshot(
+                source=Source.KAFKA,
+                group=group,
+                state=listed_state,
+                protocol_type=listed_type,
+                members_known=False,
+                topics=tuple(sorted(committed_topics)),
+            )
+        else:
+            snapshot = snapshot_from_description(
+                desc, listed_type=listed_type, topics=committed_topics
+            )
+            if snapshot.state in _GONE_STATES and not tps:
+                return None
+        return snapshot, tps
+
+    def _log_offsets(
+        self, admin: AdminClient, partitions: Sequence[tuple[str, int]], cycle: _Cycle
+    ) -> list[PartitionOffsets]:
+        """Earliest and latest offset of each partition: two batched ListOffsets calls."""
+        tps = [TopicPartition(t, p) for t, p in partitions]
+        futures_by_kind = {
+            kind: admin.list_offsets(
+                {tp: spec for tp in tps}, request_timeout=cycle.remaining()
+            )
+            for kind, spec in (("earliest", OffsetSpec.earliest()), ("latest", OffsetSpec.latest()))
+        }
+        cycle.gather(f for futs in futures_by_kind.values() for f in futs.values())
+        read_ms = cycle.clock_ms()
+
+        values: dict[str, dict[tuple[str, int], int]] = {"earliest": {}, "latest": {}}
+        failures: dict[tuple[str, int], list[str]] = {}
+        for kind, futs in futures_by_kind.items():
+            for tp, fut in futs.items():
+                key = (tp.topic, tp.partition)
+                if not fut.done():
+                    failures.setdefault(key, []).append(f"ListOffsets {kind}: timed out")
+                elif (exc := fut.exception()) is not None:
+                    failures.setdefault(key, []).append(
+                        f"ListOffsets {kind}: {_describe_exc(exc)}"
+                    )
+                else:
+                    values[kind][key] = fut.result().offset
+        for (topic, partition), messages in sorted(failures.items()):
+            cycle.error(f"{topic}/{partition}", "; ".join(messages))
+
+        out = []
+        for key in partitions:
+            earliest = values["earliest"].get(key)
+            latest = values["latest"].get(key)
+            if earliest is None and latest is None:
+                continue
+            out.append(
+                PartitionOffsets(
+                    topic=key[0], partition=key[1], earliest=earliest, latest=latest,
+                    time_ms=read_ms,
+                )
+            )
+        return out

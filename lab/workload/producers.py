@@ -1,0 +1,148 @@
+"""Steady producers, one scheduling thread for all topics, with rates adjustable at run time."""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from confluent_kafka import KafkaError, Producer
+
+from lab.workload.clients import base_config
+from lab.workload.spec import TopicSpec
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class _TopicState:
+    name: str
+    partitions: int
+    rate: float
+    next_due: float = 0.0
+    seq: int = 0
+    sent: int = 0
+    delivered: int = 0
+    failed: int = 0
+    dropped: int = 0
+
+
+class Producers:
+    """Writes each topic at its rate, spreading records round-robin over the partitions.
+
+    Partitions are chosen explicitly so every partition advances at the same pace and the
+    lag a scenario causes is easy to reason about per partition.
+    """
+
+    def __init__(self, bootstrap: str, topics: Iterable[TopicSpec]) -> None:
+        conf = base_config(bootstrap, "lab-workload-producer")
+        conf.update(
+            {
+                # Tansu advances a partition's high watermark by one per produced *batch*,
+                # not per record (LAB.md). One record per batch keeps high watermarks, and so
+                # every lag the dashboard computes, equal to the number of records.
+                "batch.num.messages": 1,
+                "linger.ms": 0,
+                # Bounded queue and timeout so an outage costs dropped records, not memory.
+                "queue.buffering.max.messages": 20000,
+                "message.timeout.ms": 30000,
+            }
+        )
+        self._producer = Producer(conf)
+        self._topics = {t.name: _TopicState(t.name, t.partitions, t.rate) for t in topics}
+        self._lock = threading.Lock()  # guards rates
+        self._send_lock = threading.Lock()  # guards sequence numbers and counters
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="producers", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self, flush_s: float = 5.0) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=10)
+        self._producer.flush(flush_s)
+
+    def set_rate(self, topic: str, rate: float) -> float:
+        """Set a topic's rate in messages/s; return the previous one."""
+        if rate < 0:
+            raise ValueError("rate must be >= 0")
+        with self._lock:
+            state = self._topics[topic]
+            previous, state.rate = state.rate, rate
+            state.next_due = 0.0
+        return previous
+
+    def rate(self, topic: str) -> float:
+        with self._lock:
+            return self._topics[topic].rate
+
+    def produce_now(self, topic: str, count: int) -> None:
+        """Write `count` records at once (a burst), outside the steady rate."""
+        for _ in range(count):
+            self._send(self._topics[topic])
+        self._producer.flush(10)
+
+    def status(self) -> dict[str, dict[str, float]]:
+        with self._lock:
+            return {
+                s.name: {
+                    "rate": s.rate,
+                    "sent": s.sent,
+                    "delivered": s.delivered,
+                    "failed": s.failed,
+                    "dropped": s.dropped,
+                }
+                for s in self._topics.values()
+            }
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            now = time.monotonic()
+            wait = 0.2
+            with self._lock:
+                due = [s for s in self._topics.values() if s.rate > 0]
+            for state in due:
+                if state.next_due == 0.0:
+                    state.next_due = now
+                # Catch up at most a second's worth so a stall does not end in a burst.
+                state.next_due = max(state.next_due, now - 1.0)
+                while state.next_due <= now:
+                    self._send(state)
+                    state.next_due += 1.0 / state.rate
+                wait = min(wait, state.next_due - now)
+            self._producer.poll(0)
+            self._stop.wait(max(wait, 0.001))
+
+    def _send(self, state: _TopicState) -> None:
+        with self._send_lock:
+            self._send_locked(state)
+
+    def _send_locked(self, state: _TopicState) -> None:
+        partition = state.seq % state.partitions
+        value = json.dumps({"seq": state.seq, "ts_ms": int(time.time() * 1000)})
+        state.seq += 1
+
+        def delivered(err: KafkaError | None, _msg: object) -> None:
+            if err is None:
+                state.delivered += 1
+            else:
+                state.failed += 1
+                log.debug("delivery to %s failed: %s", state.name, err)
+
+        try:
+            self._producer.produce(
+                state.name,
+                value=value.encode(),
+                key=str(state.seq).encode(),
+                partition=partition,
+                on_delivery=delivered,
+            )
+            state.sent += 1
+        except BufferError:
+            state.dropped += 1
+            self._producer.poll(0)

@@ -1,0 +1,438 @@
+"""Faults the lab can switch on and off at run time, and what Lagwatch should show for each.
+
+A scenario is a class with a `name`, a docstring written for the person watching the
+dashboard (what they will see and which status/diagnosis SPEC §4 expects), its declared
+parameters, and `start(world, **params)` / `stop(world)`. Targets default to the world's
+`Roles`, so the same code drives the demo world and the small worlds of the tests.
+`SCENARIOS` at the bottom is the one table the control endpoint serves.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import threading
+import time
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from lab.workload.params import Param, ScenarioError
+
+if TYPE_CHECKING:
+    from lab.workload.world import World
+
+log = logging.getLogger(__name__)
+
+
+def _target(value: str | None, role: str | None, what: str) -> str:
+    name = value or role
+    if not name:
+        raise ScenarioError(f"this world has no default {what}: pass it as a parameter")
+    return name
+
+
+class Scenario:
+    name: ClassVar[str]
+    params: ClassVar[tuple[Param, ...]] = ()
+    #: Starting it stops every other scenario; starting any other one ends it.
+    exclusive: ClassVar[bool] = False
+    #: Started with the world and never stopped: it documents a standing condition.
+    always_on: ClassVar[bool] = False
+
+    def start(self, world: World, **params: Any) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def stop(self, world: World) -> None:
+        """Undo what start did; scenarios whose effect is permanent document so."""
+
+    def running(self) -> bool:
+        """False once a scenario with a natural end (an outage drill) has ended."""
+        return True
+
+    @classmethod
+    def describe(cls) -> dict[str, Any]:
+        return {
+            "name": cls.name,
+            "doc": inspect.cleandoc(cls.__doc__ or ""),
+            "params": [p.describe() for p in cls.params],
+            "exclusive": cls.exclusive,
+            "always_on": cls.always_on,
+        }
+
+
+class Healthy(Scenario):
+    """Everything back to normal: stops every other scenario and resets rates, processing
+    delays, member counts and topologies to the world's description. Every Kafka group,
+    the ZooKeeper consumer and every spout then shows OK in Lagwatch once its window has
+    filled again (the quiet topic stays OK throughout). Data lost by `retention` or an
+    outage stays lost; a `topology-restart` keeps its new topology id."""
+
+    name = "healthy"
+    exclusive = True
+
+    def start(self, world: World, **params: Any) -> dict[str, Any]:
+        return world.reset_to_spec()
+
+
+class SlowConsumer(Scenario):
+    """Slows the processing of every member of a Kafka group (default `orders-processor`)
+    below the produce rate. The group keeps committing, but lag grows on every partition:
+    Lagwatch shows WARN (lag never decreased over the window) with diagnosis SLOW_CONSUMER,
+    consume rate < produce rate and an ETA of "never". By default the delay is chosen so
+    the group consumes at half the produce rate."""
+
+    name = "slow-consumer"
+    params = (
+        Param("group", str, "Kafka group to slow down (default: the world's slow group)"),
+        Param(
+            "delay_ms",
+            float,
+            "processing time per message (default: half the produce rate)",
+            minimum=0,
+        ),
+    )
+
+    def start(self, world: World, group: str | None = None, delay_ms: float | None = None) -> dict:
+        g = world.group(_target(group, world.spec.roles.slow_group, "slow group"))
+        if delay_ms is None:
+            rate = world.producers.rate(g.spec.topic)
+            if rate <= 0:
+                raise ScenarioError(f"nothing is produced to {g.spec.topic}: pass delay_ms")
+            delay_ms = 2000.0 * g.spec.members / rate
+        self._group = g
+        self._previous = g.set_delay_ms(delay_ms)
+        consume_rate = g.member_count() * 1000.0 / delay_ms if delay_ms else None
+        return {
+            "group": g.name,
+            "delay_ms": delay_ms,
+            "produce_rate": world.producers.rate(g.spec.topic),
+            "max_consume_rate": consume_rate,
+        }
+
+    def stop(self, world: World) -> None:
+        self._group.set_delay_ms(self._previous)
+
+
+class DeadConsumer(Scenario):
+    """Closes every member of a Kafka group (default `payments-ledger`) while its producer
+    keeps writing. Committed offsets freeze, high watermarks keep growing and nobody owns
+    the partitions: Lagwatch shows STOP with diagnosis DEAD_CONSUMER once the time since
+    the last commit exceeds the window's span. Stop brings the members back; they resume
+    from the committed offsets and the lag drains."""
+
+    name = "dead-consumer"
+    params = (Param("group", str, "Kafka group to kill (default: the world's dead group)"),)
+
+    def start(self, world: World, group: str | None = None) -> dict:
+        g = world.group(_target(group, world.spec.roles.dead_group, "dead group"))
+        self._group = g
+        closed = g.member_count()
+        g.set_members(0)
+        return {"group": g.name, "members_closed": closed}
+
+    def stop(self, world: World) -> None:
+        self._group.set_members(self._group.spec.members)
+
+
+class PoisonMessage(Scenario):
+    """Makes one message of one partition of a Storm spout (default `orders-enricher`,
+    partition 0) fail every time it is processed, like a record a bolt cannot parse. The
+    spout keeps re-emitting and failing it, so the partition's committed offset in
+    ZooKeeper stays at that message's offset X (the znode is no longer rewritten, its mtime
+    ages) while the failed count rises: Lagwatch shows STALL (not STOP: the spout is alive)
+    with diagnosis POISON_MESSAGE(X). Other partitions keep moving. By default X is the
+    partition's high watermark when the scenario starts, i.e. the next message produced."""
+
+    name = "poison-message"
+    params = (
+        Param("topology", str, "topology whose spout gets the poison (default: world's)"),
+        Param("partition", int, "partition of the poison message", default=0, minimum=0),
+        Param("offset", int, "offset of the poison message (default: next produced)", minimum=0),
+    )
+
+    def start(
+        self,
+        world: World,
+        topology: str | None = None,
+        partition: int = 0,
+        offset: int | None = None,
+    ) -> dict:
+        self._topology = _target(topology, world.spec.roles.poison_topology, "poison topology")
+        if offset is None:
+            # The next message to be produced: certainly not fetched yet, so it will fail.
+            offset = world.high_watermark(world.topologies.spec(self._topology).topic, partition)
+        world.topologies.set_poison(self._topology, partition, offset)
+        return {"topology": self._topology, "partition": partition, "offset": offset}
+
+    def stop(self, world: World) -> None:
+        world.topologies.clear_poison(self._topology)
+
+
+class PendingLeak(Scenario):
+    """Restarts a spout (default `clicks-sessionizer`, same topology id) as if a bolt that
+    never acks had been deployed, with a small maxOffsetBehind and a large fetch: every
+    tuple times out, and a failure more than maxOffsetBehind behind the emitted offset is
+    silently never retried, so it stays in `_pending` forever. The spout keeps fetching and
+    emitting; `pending` grows without bound and the committed offset in ZooKeeper freezes at
+    the oldest pending offset. Lagwatch shows STALL with diagnosis PENDING_LEAK (pending
+    climbing while the commit is frozen). Failures that are not far enough behind are
+    retried instead (and, with nothing ever acked, end in "Too many tuple failures" worker
+    restarts), hence the small maxOffsetBehind. Stop restarts the spout with its normal
+    settings; it resumes from the frozen offset, replaying what was never acked."""
+
+    name = "pending-leak"
+    params = (
+        Param("topology", str, "topology to restart leaky (default: the world's)"),
+        Param("max_offset_behind", int, "SpoutConfig.maxOffsetBehind", default=2, minimum=0),
+        Param("fetch_max_messages", int, "messages per fetch", default=500, minimum=1),
+        Param("fail_share", float, "share of tuples failed", default=0.0, minimum=0, maximum=1),
+        Param("timeout_share", float, "share never acked", default=1.0, minimum=0, maximum=1),
+        Param(
+            "message_timeout_s",
+            float,
+            "topology.message.timeout.secs",
+            default=5.0,
+            minimum=0.1,
+        ),
+    )
+
+    def start(
+        self,
+        world: World,
+        topology: str | None = None,
+        max_offset_behind: int = 2,
+        fetch_max_messages: int = 500,
+        fail_share: float = 0.0,
+        timeout_share: float = 1.0,
+        message_timeout_s: float = 5.0,
+    ) -> dict:
+        if fail_share + timeout_share > 1:
+            raise ScenarioError("fail_share + timeout_share must be <= 1")
+        self._topology = _target(topology, world.spec.roles.leak_topology, "leak topology")
+        topology_id = world.topologies.restart(
+            self._topology,
+            max_offset_behind=max_offset_behind,
+            fetch_max_messages=fetch_max_messages,
+            message_timeout_s=message_timeout_s,
+            fail_share=fail_share,
+            timeout_share=timeout_share,
+        )
+        return {"topology": self._topology, "topology_id": topology_id}
+
+    def stop(self, world: World) -> None:
+        world.topologies.restart(self._topology, reset=True)
+
+
+class RebalanceStorm(Scenario):
+    """A member of a Kafka group (default `clicks-aggregator`) joins, then leaves, then
+    joins again, every `period_s` seconds, as a crash-looping pod would. Each change starts
+    a rebalance; partitions move between members and commits pause meanwhile. Lagwatch
+    shows REBALANCE_STORM (more than K rebalances in the window; REBALANCING during one),
+    a busy rebalance timeline and, through the pushed librdkafka statistics, a rising
+    `rebalance_cnt`. Stop restores the described member count."""
+
+    name = "rebalance-storm"
+    params = (
+        Param("group", str, "Kafka group to churn (default: the world's storm group)"),
+        Param("period_s", float, "seconds between membership changes", default=8.0, minimum=0.5),
+    )
+
+    def start(self, world: World, group: str | None = None, period_s: float = 8.0) -> dict:
+        self._group = world.group(_target(group, world.spec.roles.storm_group, "storm group"))
+        self._stop = threading.Event()
+        self.changes = 0
+        self._thread = threading.Thread(
+            target=self._churn, args=(period_s,), name="rebalance-storm", daemon=True
+        )
+        self._thread.start()
+        return {"group": self._group.name, "period_s": period_s}
+
+    def _churn(self, period_s: float) -> None:
+        base = self._group.spec.members
+        while not self._stop.wait(period_s):
+            if self._group.member_count() > base:
+                self._group.remove_member()
+            else:
+                self._group.add_member()
+            self.changes += 1
+
+    def stop(self, world: World) -> None:
+        self._stop.set()
+        self._thread.join(timeout=30)
+        self._group.set_members(self._group.spec.members)
+
+
+class Retention(Scenario):
+    """Simulates retention deleting a topic's data (default `audit`). Tansu cannot delete
+    records, so the topic is deleted and re-created and `burst` records are written to it;
+    offsets kept in ZooKeeper survive and now lie beyond the new log end. The ZooKeeper
+    consumer (`legacy-audit`) waits there: Lagwatch shows ERR (committed offset outside
+    [earliest, latest]) until the log grows past it. The spout on the topic (`audit-archiver`,
+    useStartOffsetTimeIfOffsetOutOfRange) is restarted, finds its offset out of range and
+    jumps to the latest offset, skipping the burst: Lagwatch shows SKIPPED_DATA with the
+    number of messages skipped. The data loss is permanent: stop only ends the scenario."""
+
+    name = "retention"
+    params = (
+        Param("topic", str, "topic to re-create (default: the world's retention topic)"),
+        Param("burst", int, "records written right after re-creation", default=30, minimum=0),
+    )
+
+    def start(self, world: World, topic: str | None = None, burst: int = 30) -> dict:
+        name = _target(topic, world.spec.roles.retention_topic, "retention topic")
+        spouts = world.topologies.on_topic(name)
+        for topology in spouts:
+            world.topologies.stop(topology)
+        world.recreate_topic(name)
+        if burst:
+            world.producers.produce_now(name, burst)
+        restarted = {t: world.topologies.start_described(t) for t in spouts}
+        return {"topic": name, "burst": burst, "spouts_restarted": restarted}
+
+
+class TopologyRestart(Scenario):
+    """Kills a topology (default `orders-enricher`) and submits it again: a new topology
+    instance id, same spout id. The spout's znodes then carry the new `topology.id`; with
+    `force_from_start` the new instance ignores the stored offsets and starts from the
+    earliest offset (a rewind), otherwise it continues from them. Lagwatch shows the event
+    with diagnosis TOPOLOGY_RESTARTED on that spout path (and REWIND with force_from_start).
+    The restart is an event: stop only ends the scenario, the new instance keeps running."""
+
+    name = "topology-restart"
+    params = (
+        Param("topology", str, "topology to restart (default: the world's)"),
+        Param("force_from_start", bool, "SpoutConfig.forceFromStart", default=False),
+    )
+
+    def start(
+        self, world: World, topology: str | None = None, force_from_start: bool = False
+    ) -> dict:
+        name = _target(topology, world.spec.roles.restart_topology, "restart topology")
+        old = world.topologies.topology_id(name)
+        settings = {"force_from_start": True} if force_from_start else {}
+        new = world.topologies.restart(name, new_id=True, **settings)
+        return {"topology": name, "old_topology_id": old, "new_topology_id": new}
+
+
+class SpoutIdCollision(Scenario):
+    """Submits a second topology that reuses a running topology's spout id (default
+    `orders-spout` of `orders-enricher`) under the same zkRoot, but reads another topic
+    (default `payments`). Both spouts commit to `<zkRoot>/<spoutId>/partition_N` for the
+    partitions the topics share, so the stored `topic` (and offset) alternates between the
+    two. Lagwatch shows diagnosis SPOUT_ID_COLLISION on that path, and offsets that jump
+    back and forth (REWIND). Stop kills the second topology; the path then settles."""
+
+    name = "spout-id-collision"
+    params = (
+        Param("topology", str, "topology whose spout id is reused (default: the world's)"),
+        Param("topic", str, "topic the second topology reads (default: the world's)"),
+    )
+
+    def start(self, world: World, topology: str | None = None, topic: str | None = None) -> dict:
+        victim = _target(topology, world.spec.roles.collision_topology, "collision topology")
+        other_topic = _target(topic, world.spec.roles.collision_topic, "collision topic")
+        self._name = world.topologies.start_collider(victim, other_topic)
+        return {"topology": self._name, "reuses_spout_of": victim, "topic": other_topic}
+
+    def stop(self, world: World) -> None:
+        world.topologies.stop(self._name)
+
+
+class QuietTopic(Scenario):
+    """Always on. Nothing is ever produced to the quiet topic (default `quiet`); its
+    consumer group (`quiet-reader`) committed the start offset once and never again. Lag is
+    0 however old the last commit: Lagwatch must show OK, never STOP (Burrow would call it
+    stopped). Starting it again re-checks the condition and forces the topic's rate to 0."""
+
+    name = "quiet-topic"
+    always_on = True
+    params = (
+        Param("topic", str, "the quiet topic (default: the world's)"),
+        Param("group", str, "its consumer group (default: the world's)"),
+    )
+
+    def start(self, world: World, topic: str | None = None, group: str | None = None) -> dict:
+        name = topic or world.spec.roles.quiet_topic
+        if name is None:
+            return {"topic": None}
+        world.producers.set_rate(name, 0)
+        return {"topic": name, "group": group or world.spec.roles.quiet_group}
+
+
+class SourceOutage(Scenario):
+    """Stops ZooKeeper or the broker for `seconds`, then starts it again on the same port
+    (through the lab stack). During the outage Lagwatch must show SOURCE_UNREACHABLE for
+    what that source feeds, keep the last known figures marked stale, and fire no stuck
+    alert. The workload rides through: clients reconnect, ZooKeeper members register again.
+    Tansu restarts empty, so after a broker outage the world re-creates the topics, Kafka
+    groups start again from offset 0, and offsets kept in ZooKeeper lie beyond the new log
+    ends (ERR, and spouts jump to the latest offset: SKIPPED_DATA) until the logs grow."""
+
+    name = "source-outage"
+    params = (
+        Param(
+            "service",
+            str,
+            "service to stop",
+            required=True,
+            choices=("zookeeper", "kafka"),
+        ),
+        Param("seconds", float, "outage length", default=30.0, minimum=0),
+    )
+
+    def start(self, world: World, service: str = "kafka", seconds: float = 30.0) -> dict:
+        if world.run_dir is None:
+            raise ScenarioError("the workload was started without --run-dir: no stack to drive")
+        from lab.stack import Stack  # the stack is only needed by this scenario
+
+        self._stack = Stack.load(world.run_dir)
+        self._service = service
+        self._world = world
+        self._cancel = threading.Event()
+        self._done = threading.Event()
+        self.restarted_at: float | None = None
+        self._stack.stop_service(service)
+        self.stopped_at = time.time()
+        log.info("source-outage: %s stopped for %.0fs", service, seconds)
+        self._thread = threading.Thread(
+            target=self._restart_after, args=(seconds,), name="source-outage", daemon=True
+        )
+        self._thread.start()
+        return {"service": service, "seconds": seconds, "stopped_at": self.stopped_at}
+
+    def _restart_after(self, seconds: float) -> None:
+        self._cancel.wait(seconds)
+        try:
+            self._stack.start_service(self._service)
+            self.restarted_at = time.time()
+            log.info("source-outage: %s started again", self._service)
+            if self._service == "kafka":
+                self._world.ensure_topics()  # the keeper would too, a cycle later
+        except Exception:  # noqa: BLE001 - a drill must not kill the workload
+            log.exception("source-outage: restarting %s failed", self._service)
+        finally:
+            self._done.set()
+
+    def running(self) -> bool:
+        return not self._done.is_set()
+
+    def stop(self, world: World) -> None:
+        self._cancel.set()
+        self._thread.join(timeout=60)
+
+
+SCENARIOS: dict[str, type[Scenario]] = {
+    cls.name: cls
+    for cls in (
+        Healthy,
+        SlowConsumer,
+        DeadConsumer,
+        PoisonMessage,
+        PendingLeak,
+        RebalanceStorm,
+        Retention,
+        TopologyRestart,
+        SpoutIdCollision,
+        QuietTopic,
+        SourceOutage,
+    )
+}

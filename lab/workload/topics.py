@@ -1,0 +1,93 @@
+"""Topic administration against the broker, idempotent so it can be re-run at any time.
+
+Tansu keeps everything in memory: after a broker restart every topic is gone, and the world
+re-runs `ensure` to put them back with the right partition counts.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterable
+
+from confluent_kafka import KafkaError, KafkaException, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
+
+from lab.workload.clients import base_config
+from lab.workload.spec import TopicSpec
+
+log = logging.getLogger(__name__)
+
+
+class TopicAdmin:
+    def __init__(self, bootstrap: str, timeout_s: float = 5.0) -> None:
+        self._admin = AdminClient(base_config(bootstrap, "lab-workload-admin"))
+        self._timeout_s = timeout_s
+
+    def existing(self) -> dict[str, int]:
+        """Topic name -> partition count, as the broker reports them now."""
+        md = self._admin.list_topics(timeout=self._timeout_s)
+        return {
+            name: len(t.partitions)
+            for name, t in md.topics.items()
+            if t.error is None and not name.startswith("__")
+        }
+
+    def ensure(self, specs: Iterable[TopicSpec]) -> list[str]:
+        """Create the topics that are missing; return the names created."""
+        have = self.existing()
+        missing = [s for s in specs if s.name not in have]
+        if not missing:
+            return []
+        futures = self._admin.create_topics(
+            [NewTopic(s.name, s.partitions, 1) for s in missing],
+            operation_timeout=self._timeout_s,
+            request_timeout=self._timeout_s,
+        )
+        created = []
+        for name, fut in futures.items():
+            try:
+                fut.result()
+                created.append(name)
+            except KafkaException as exc:
+                if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
+                    raise
+        if created:
+            log.info("created topics %s", ", ".join(sorted(created)))
+        return created
+
+    def recreate(self, spec: TopicSpec, deadline_s: float = 10.0) -> None:
+        """Delete and re-create a topic: the lab's stand-in for retention (no DeleteRecords)."""
+        futures = self._admin.delete_topics(
+            [spec.name], operation_timeout=self._timeout_s, request_timeout=self._timeout_s
+        )
+        for fut in futures.values():
+            try:
+                fut.result()
+            except KafkaException as exc:
+                if exc.args[0].code() != KafkaError.UNKNOWN_TOPIC_OR_PART:
+                    raise
+        end = time.monotonic() + deadline_s
+        while True:
+            try:
+                if self.ensure([spec]) or spec.name in self.existing():
+                    break
+            except KafkaException:
+                if time.monotonic() > end:
+                    raise
+            time.sleep(0.2)
+        log.info("re-created topic %s (%d partitions)", spec.name, spec.partitions)
+
+    def watermarks(self, topic: str, partitions: int) -> dict[int, tuple[int, int]]:
+        """Partition -> (earliest, latest) offsets, in two batched ListOffsets calls."""
+        tps = [TopicPartition(topic, p) for p in range(partitions)]
+        low = self._admin.list_offsets(
+            {tp: OffsetSpec.earliest() for tp in tps}, request_timeout=self._timeout_s
+        )
+        high = self._admin.list_offsets(
+            {tp: OffsetSpec.latest() for tp in tps}, request_timeout=self._timeout_s
+        )
+        return {tp.partition: (low[tp].result().offset, high[tp].result().offset) for tp in tps}
+
+    def high_watermarks(self, topic: str, partitions: int) -> dict[int, int]:
+        return {p: hi for p, (_lo, hi) in self.watermarks(topic, partitions).items()}

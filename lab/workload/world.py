@@ -1,0 +1,199 @@
+"""The running world: producers, consumer groups, the ZooKeeper consumer and the topologies
+described by a `WorldSpec`, plus the topic keeper that puts topics back after a broker restart.
+
+Scenarios act on a `World` only through its methods and parts, so a test can build a small
+world and drive the same scenario code as the demo.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from confluent_kafka import KafkaException
+
+from lab.storm.ui_api import TopologyRegistry
+from lab.workload.consumer_groups import ConsumerGroup, MemberSettings, StatsSink
+from lab.workload.params import ScenarioError
+from lab.workload.producers import Producers
+from lab.workload.spec import WorldSpec
+from lab.workload.topics import TopicAdmin
+from lab.workload.topologies import Topologies
+from lab.workload.zk_consumer import ZkGroupConsumer
+
+log = logging.getLogger(__name__)
+
+
+class World:
+    def __init__(
+        self,
+        spec: WorldSpec,
+        bootstrap: str,
+        zk_hosts: str,
+        *,
+        run_dir: Path | None = None,
+        stats_sink: StatsSink | None = None,
+        member_settings: MemberSettings | None = None,
+        spout_defaults: dict[str, Any] | None = None,
+        keeper_interval_s: float = 2.0,
+        registry: TopologyRegistry | None = None,
+    ) -> None:
+        self.spec = spec
+        self.bootstrap = bootstrap
+        self.zk_hosts = zk_hosts
+        self.run_dir = run_dir
+        self.admin = TopicAdmin(bootstrap)
+        self.producers = Producers(bootstrap, spec.topics)
+        self.groups = {
+            g.name: ConsumerGroup(g, bootstrap, member_settings, stats_sink) for g in spec.groups
+        }
+        self.zk_consumers = {
+            z.group: ZkGroupConsumer(z, bootstrap, zk_hosts) for z in spec.zk_consumers
+        }
+        self.topologies = Topologies(bootstrap, zk_hosts, spec.topologies, spout_defaults, registry)
+        self._keeper_interval_s = keeper_interval_s
+        self._stop = threading.Event()
+        self._keeper = threading.Thread(target=self._keep_topics, name="topic-keeper", daemon=True)
+        self._watermarks: dict[str, dict[int, int]] = {}
+        self.broker_reachable = False
+        self.topic_recreations = 0
+
+    # -- lifecycle -----------------------------------------------------------------------
+    def start(self, broker_wait_s: float = 60.0) -> None:
+        """Create topics, then start everything; consumers join their groups in background."""
+        deadline = time.monotonic() + broker_wait_s
+        while True:
+            try:
+                self.ensure_topics()
+                break
+            except KafkaException as exc:
+                if time.monotonic() > deadline:
+                    raise
+                log.warning("broker not ready (%s), retrying", exc)
+                time.sleep(1)
+        self.producers.start()
+        for group in self.groups.values():
+            group.start()
+        for zk_consumer in self.zk_consumers.values():
+            zk_consumer.start()
+        self.topologies.start_all()
+        self._keeper.start()
+        log.info(
+            "world started: %d topics, %d groups, %d ZooKeeper consumers, %d topologies",
+            len(self.spec.topics),
+            len(self.groups),
+            len(self.zk_consumers),
+            len(self.spec.topologies),
+        )
+
+    def stop(self) -> None:
+        """Stop in reverse: consumers leave their groups, spouts stop, producers flush."""
+        self._stop.set()
+        self.topologies.stop_all()
+        for zk_consumer in self.zk_consumers.values():
+            zk_consumer.stop()
+        stoppers = [
+            threading.Thread(target=g.stop, name=f"stop-{g.name}") for g in self.groups.values()
+        ]
+        for t in stoppers:
+            t.start()
+        for t in stoppers:
+            t.join(timeout=30)
+        self.producers.stop()
+        if self._keeper.is_alive():
+            self._keeper.join(timeout=10)
+        log.info("world stopped")
+
+    def __enter__(self) -> World:
+        self.start()
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.stop()
+
+    # -- what scenarios use --------------------------------------------------------------
+    def group(self, name: str) -> ConsumerGroup:
+        try:
+            return self.groups[name]
+        except KeyError:
+            raise ScenarioError(
+                f"no Kafka group {name!r}; known: {', '.join(sorted(self.groups))}"
+            ) from None
+
+    def ensure_topics(self) -> list[str]:
+        created = self.admin.ensure(self.spec.topics)
+        self.broker_reachable = True
+        return created
+
+    def recreate_topic(self, name: str) -> None:
+        try:
+            spec = self.spec.topic(name)
+        except KeyError:
+            raise ScenarioError(f"no topic {name!r} in this world") from None
+        self.admin.recreate(spec)
+        self.topic_recreations += 1
+
+    def high_watermark(self, topic: str, partition: int) -> int:
+        try:
+            spec = self.spec.topic(topic)
+        except KeyError:
+            raise ScenarioError(f"no topic {topic!r} in this world") from None
+        if not 0 <= partition < spec.partitions:
+            raise ScenarioError(f"{topic} has partitions 0..{spec.partitions - 1}")
+        return self.admin.high_watermarks(topic, spec.partitions)[partition]
+
+    def reset_to_spec(self) -> dict[str, Any]:
+        """Undo any drift from the description (rates, delays, members, topologies)."""
+        changed: dict[str, Any] = {"rates": [], "delays": [], "members": [], "topologies": []}
+        for t in self.spec.topics:
+            if self.producers.set_rate(t.name, t.rate) != t.rate:
+                changed["rates"].append(t.name)
+        for g in self.groups.values():
+            if g.set_delay_ms(g.spec.delay_ms) != g.spec.delay_ms:
+                changed["delays"].append(g.name)
+            if g.member_count() != g.spec.members:
+                g.set_members(g.spec.members)
+                changed["members"].append(g.name)
+        changed["topologies"] = self.topologies.reset_to_spec()
+        return changed
+
+    # -- status --------------------------------------------------------------------------
+    def status(self) -> dict[str, Any]:
+        produced = self.producers.status()
+        return {
+            "broker_reachable": self.broker_reachable,
+            "topic_recreations": self.topic_recreations,
+            "topics": {
+                t.name: {
+                    "partitions": t.partitions,
+                    **produced.get(t.name, {}),
+                    "high_watermarks": self._watermarks.get(t.name, {}),
+                }
+                for t in self.spec.topics
+            },
+            "groups": {name: g.status() for name, g in self.groups.items()},
+            "zk_consumers": {name: z.status() for name, z in self.zk_consumers.items()},
+            "topologies": self.topologies.status(),
+        }
+
+    def _keep_topics(self) -> None:
+        """Re-create lost topics and cache high watermarks for the status page.
+
+        Tansu keeps topics in memory: after a broker restart they are gone and clients wait
+        for metadata that never comes. Consumers and producers reconnect by themselves once
+        the topics are back.
+        """
+        while not self._stop.wait(self._keeper_interval_s):
+            try:
+                created = self.ensure_topics()
+                if created:
+                    log.warning("broker had lost topics %s: re-created them", created)
+                for t in self.spec.topics:
+                    self._watermarks[t.name] = self.admin.high_watermarks(t.name, t.partitions)
+            except KafkaException as exc:
+                if self.broker_reachable:
+                    log.warning("broker unreachable: %s", exc)
+                self.broker_reachable = False

@@ -1,0 +1,239 @@
+"""A ZooKeeper-based Kafka consumer, laid out as Kafka's pre-0.9 high-level consumer was.
+
+Old tools still run this layout, and Lagwatch reads it (SPEC §2.1):
+- `/consumers/<group>/ids/<consumerId>`: ephemeral, the member's registration JSON;
+- `/consumers/<group>/owners/<topic>/<partition>`: ephemeral, the owning thread id;
+- `/consumers/<group>/offsets/<topic>/<partition>`: persistent, decimal text.
+
+The consumer fetches with `assign()` (no Kafka group) and, like Kafka's ZookeeperConsumer-
+Connector, writes an offset only when it changed, so the offset znode's mtime is the time of
+the last progress. On an offset beyond the log end (the topic was re-created) Tansu answers
+empty fetches instead of OFFSET_OUT_OF_RANGE, so the consumer waits there: its stored offset
+stays out of range, which is the ERR case the retention scenario shows.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import socket
+import threading
+import time
+import uuid
+
+from confluent_kafka import Consumer, KafkaException, TopicPartition
+from kazoo.client import KazooClient, KazooState
+from kazoo.exceptions import KazooException, NodeExistsError, NoNodeError
+from kazoo.handlers.threading import KazooTimeoutError
+from kazoo.retry import KazooRetry
+
+from lab.workload.clients import base_config
+from lab.workload.spec import ZkConsumerSpec
+
+log = logging.getLogger(__name__)
+
+_ZK_ERRORS = (KazooException, KazooTimeoutError)
+
+
+def new_consumer_id(group: str) -> str:
+    """Kafka's ZK consumer id shape: `<group>_<host>-<start ms>-<8 hex>`."""
+    return f"{group}_{socket.gethostname()}-{int(time.time() * 1000)}-{uuid.uuid4().hex[:8]}"
+
+
+class ZkGroupConsumer:
+    def __init__(
+        self, spec: ZkConsumerSpec, bootstrap: str, zk_hosts: str, session_timeout_s: float = 10.0
+    ) -> None:
+        self.spec = spec
+        self.consumer_id = new_consumer_id(spec.group)
+        self.thread_id = f"{self.consumer_id}-0"
+        self._bootstrap = bootstrap
+        self._zk = KazooClient(
+            hosts=zk_hosts,
+            timeout=session_timeout_s,
+            connection_retry=KazooRetry(max_tries=-1, max_delay=2.0),
+        )
+        self._zk.add_listener(self._on_zk_state)
+        self._register_needed = threading.Event()
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._positions: dict[int, int] = {}
+        self._written: dict[int, int] = {}
+        self._partitions: list[int] = []
+        self.consumed = 0
+        self.registrations = 0
+        self._thread = threading.Thread(
+            target=self._run, name=f"zk-consumer-{spec.group}", daemon=True
+        )
+
+    # -- paths ---------------------------------------------------------------------------
+    @property
+    def base(self) -> str:
+        return f"/consumers/{self.spec.group}"
+
+    def ids_path(self) -> str:
+        return f"{self.base}/ids/{self.consumer_id}"
+
+    def owner_path(self, partition: int) -> str:
+        return f"{self.base}/owners/{self.spec.topic}/{partition}"
+
+    def offset_path(self, partition: int) -> str:
+        return f"{self.base}/offsets/{self.spec.topic}/{partition}"
+
+    # -- lifecycle -----------------------------------------------------------------------
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=15)
+
+    def status(self) -> dict[str, object]:
+        with self._lock:
+            positions = dict(self._positions)
+        return {
+            "topic": self.spec.topic,
+            "consumer_id": self.consumer_id,
+            "alive": self._thread.is_alive(),
+            "zk_state": self._zk.state,
+            "partitions": list(self._partitions),
+            "positions": positions,
+            "consumed": self.consumed,
+            "registrations": self.registrations,
+        }
+
+    def _on_zk_state(self, state: str) -> None:
+        # Runs on kazoo's event thread: only flag; the consumer thread does the writes.
+        if state == KazooState.LOST:
+            self._register_needed.set()
+        elif state == KazooState.CONNECTED and self._register_needed.is_set():
+            log.info("%s: new ZooKeeper session, registering again", self.spec.group)
+
+    def _run(self) -> None:
+        consumer = Consumer(
+            {
+                **base_config(self._bootstrap, self.consumer_id),
+                "group.id": self.consumer_id,  # required by librdkafka; never joined
+                "enable.auto.commit": False,
+                "auto.offset.reset": "earliest",
+            }
+        )
+        try:
+            self._connect()
+            if self._stop.is_set():
+                return
+            self._partitions = self._wait_for_partitions(consumer)
+            if self._stop.is_set():
+                return
+            self._register()
+            consumer.assign(
+                [
+                    TopicPartition(self.spec.topic, p, self._start_offset(consumer, p))
+                    for p in self._partitions
+                ]
+            )
+            last_write = time.monotonic()
+            while not self._stop.is_set():
+                msg = consumer.poll(0.2)
+                if msg is not None and msg.error() is None:
+                    with self._lock:
+                        self._positions[msg.partition()] = msg.offset() + 1
+                    self.consumed += 1
+                if self._register_needed.is_set() and self._zk.connected:
+                    self._register()
+                if time.monotonic() - last_write >= self.spec.commit_interval_s:
+                    self._write_offsets()
+                    last_write = time.monotonic()
+            self._write_offsets()
+        finally:
+            consumer.close()
+            # Closing the session removes the ephemeral ids and owners nodes, as a real
+            # consumer's shutdown does.
+            self._zk.stop()
+            self._zk.close()
+
+    def _connect(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self._zk.start(timeout=5)
+                return
+            except KazooTimeoutError:
+                log.warning("%s: ZooKeeper not reachable yet, retrying", self.spec.group)
+
+    def _wait_for_partitions(self, consumer: Consumer) -> list[int]:
+        while not self._stop.is_set():
+            try:
+                md = consumer.list_topics(self.spec.topic, timeout=5)
+                topic = md.topics.get(self.spec.topic)
+                if topic is not None and topic.error is None and topic.partitions:
+                    return sorted(topic.partitions)
+            except KafkaException as exc:
+                log.debug("%s: metadata: %s", self.spec.group, exc)
+            self._stop.wait(1)
+        return []
+
+    def _start_offset(self, consumer: Consumer, partition: int) -> int:
+        """The stored offset, or the log start for a partition never consumed."""
+        while not self._stop.is_set():
+            try:
+                data, _stat = self._zk.get(self.offset_path(partition))
+                offset = int(data.decode())
+                with self._lock:
+                    self._written[partition] = offset
+                    self._positions[partition] = offset
+                return offset
+            except NoNodeError:
+                low, _high = consumer.get_watermark_offsets(
+                    TopicPartition(self.spec.topic, partition), timeout=5
+                )
+                with self._lock:
+                    self._positions[partition] = low
+                return low
+            except (*_ZK_ERRORS, KafkaException, ValueError) as exc:
+                log.warning("%s: reading start offset: %s", self.spec.group, exc)
+                self._stop.wait(1)
+        return 0
+
+    def _register(self) -> None:
+        self._register_needed.clear()
+        registration = {
+            "version": 1,
+            "subscription": {self.spec.topic: 1},
+            "pattern": "static",
+            "timestamp": str(int(time.time() * 1000)),
+        }
+        try:
+            self._create_ephemeral(self.ids_path(), json.dumps(registration).encode())
+            for p in self._partitions:
+                self._create_ephemeral(self.owner_path(p), self.thread_id.encode())
+            self.registrations += 1
+            log.info("%s registered as %s", self.spec.group, self.consumer_id)
+        except _ZK_ERRORS as exc:
+            log.warning("%s: registration failed, will retry: %s", self.spec.group, exc)
+            self._register_needed.set()
+
+    def _create_ephemeral(self, path: str, value: bytes) -> None:
+        try:
+            self._zk.create(path, value, ephemeral=True, makepath=True)
+        except NodeExistsError:
+            _data, stat = self._zk.get(path)
+            if stat.ephemeralOwner != self._zk.client_id[0]:
+                # Left by our own expired session and not yet reaped: take it over.
+                self._zk.delete(path)
+                self._zk.create(path, value, ephemeral=True, makepath=True)
+
+    def _write_offsets(self) -> None:
+        with self._lock:
+            changed = {p: o for p, o in self._positions.items() if self._written.get(p) != o}
+        for partition, offset in changed.items():
+            path = self.offset_path(partition)
+            try:
+                try:
+                    self._zk.set(path, str(offset).encode())
+                except NoNodeError:
+                    self._zk.create(path, str(offset).encode(), makepath=True)
+            except _ZK_ERRORS as exc:
+                log.debug("%s: offset write failed, will retry: %s", self.spec.group, exc)
+                return
+            with self._lock:
+                self._written[partition] = offset

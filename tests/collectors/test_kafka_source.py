@@ -1,0 +1,597 @@
+"""KafkaSource against the real lab broker (Tansu), plus the pure description mapping.
+
+The broker is shared by the session, so every test uses its own topic and group names. What
+Tansu answers differently from Apache Kafka (LAB.md) is asserted as Tansu answers it, with a
+comment; the mapping of Apache Kafka's answers is tested on the client's own model objects
+in the ``snapshot_from_description`` tests at the end.
+"""
+
+from __future__ import annotations
+
+import socket
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future
+from typing import Any
+
+import pytest
+from confluent_kafka import Consumer as KafkaConsumer
+from confluent_kafka import (
+    ConsumerGroupState,
+    ConsumerGroupTopicPartitions,
+    ConsumerGroupType,
+    KafkaError,
+    KafkaException,
+    Node,
+    Producer,
+    TopicPartition,
+)
+from confluent_kafka.admin import (
+    AdminClient,
+    ConsumerGroupDescription,
+    MemberAssignment,
+    MemberDescription,
+    NewTopic,
+)
+
+from collectors.kafka_source import KafkaSource, snapshot_from_description
+from collectors.rebalance import MEMBER_JOINED, MEMBER_LEFT, derive_rebalance_events
+from collectors.records import CollectionResult, Source
+
+lab = pytest.mark.lab
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def name(kind: str) -> str:
+    return f"ks-{kind}-{uuid.uuid4().hex[:10]}"
+
+
+@pytest.fixture
+def admin(kafka_bootstrap: str) -> AdminClient:
+    return AdminClient({"bootstrap.servers": kafka_bootstrap})
+
+
+@pytest.fixture
+def source(kafka_bootstrap: str) -> Iterator[KafkaSource]:
+    src = KafkaSource(kafka_bootstrap, timeout_s=10)
+    yield src
+    src.close()
+
+
+def create_topic(admin: AdminClient, partitions: int) -> str:
+    topic = name("t")
+    admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(10)
+    return topic
+
+
+def produce(bootstrap: str, topic: str, per_partition: dict[int, int]) -> None:
+    # One record per batch: Tansu's high watermark moves per batch, not per record (LAB.md).
+    producer = Producer({"bootstrap.servers": bootstrap, "batch.num.messages": 1, "linger.ms": 0})
+    for partition, count in per_partition.items():
+        for i in range(count):
+            producer.produce(topic, f"{partition}-{i}".encode(), partition=partition)
+    assert producer.flush(10) == 0
+
+
+def alter_offsets(admin: AdminClient, group: str, offsets: dict[tuple[str, int], int]) -> None:
+    tps = [TopicPartition(t, p, o) for (t, p), o in offsets.items()]
+    admin.alter_consumer_group_offsets([ConsumerGroupTopicPartitions(group, tps)])[group].result(10)
+
+
+def commits_of(result: CollectionResult, group: str) -> dict[tuple[str, int], int]:
+    return {(c.topic, c.partition): c.offset for c in result.commits if c.group == group}
+
+
+def offsets_of(result: CollectionResult, topic: str) -> dict[int, tuple[int | None, int | None]]:
+    return {o.partition: (o.earliest, o.latest) for o in result.offsets if o.topic == topic}
+
+
+def group_of(result: CollectionResult, group: str):  # noqa: ANN201 - GroupSnapshot | None
+    found = [g for g in result.groups if g.group == group]
+    assert len(found) <= 1
+    return found[0] if found else None
+
+
+def errors_about(result: CollectionResult, *names: str) -> list[str]:
+    return [f"{e.where}: {e.error}" for e in result.errors if any(n in e.where for n in names)]
+
+
+def assert_prompt(result: CollectionResult) -> None:
+    """Nothing waited for its time-out: an injected answer must not stall the rest."""
+    assert [e for e in result.errors if "timed out" in e.error] == []
+    assert result.finished_ms - result.started_ms < 5000
+
+
+def wait_for(predicate: Callable[[], Any], timeout: float = 20, every: float = 0.3) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not met in time")
+        time.sleep(every)
+
+
+def patch_describe(
+    monkeypatch: pytest.MonkeyPatch,
+    source: KafkaSource,
+    replace: Callable[[str, Future], Future],
+) -> None:
+    """Let the real describe run, then swap what one group's future answers."""
+    original = source.admin.describe_consumer_groups
+
+    def describe(group_ids: list[str], **kwargs: Any) -> dict[str, Future]:
+        futures = original(group_ids, **kwargs)
+        return {g: replace(g, f) for g, f in futures.items()}
+
+    monkeypatch.setattr(source.admin, "describe_consumer_groups", describe)
+
+
+def failed(code: int) -> Future:
+    fut: Future = Future()
+    fut.set_exception(KafkaException(KafkaError(code)))
+    return fut
+
+
+# --- against the broker -----------------------------------------------------------------------
+
+
+@lab
+def test_offsets_exactly_as_produced_and_committed(
+    kafka_bootstrap: str, admin: AdminClient, source: KafkaSource
+) -> None:
+    topic = create_topic(admin, 3)
+    produce(kafka_bootstrap, topic, {0: 7, 1: 4, 2: 0})
+    group = name("g")
+    consumer = KafkaConsumer(
+        {"bootstrap.servers": kafka_bootstrap, "group.id": group, "enable.auto.commit": False}
+    )
+    try:
+        consumer.commit(
+            offsets=[TopicPartition(topic, 0, 5), TopicPartition(topic, 1, 4)], asynchronous=False
+        )
+    finally:
+        consumer.close()
+
+    start = now_ms()
+    result = source.collect(start)
+
+    assert result.reachable
+    assert result.source is Source.KAFKA
+    assert errors_about(result, topic, group) == []
+    assert result.started_ms == start <= result.finished_ms
+    # Partition 2 has no commit: no CommittedOffset is invented for it.
+    assert commits_of(result, group) == {(topic, 0): 5, (topic, 1): 4}
+    # Every partition of a consumed topic is read, committed or not.
+    assert offsets_of(result, topic) == {0: (0, 7), 1: (0, 4), 2: (0, 0)}
+    latest = {p: hi for p, (_, hi) in offsets_of(result, topic).items()}
+    lag = {p: latest[p] - off for (_, p), off in commits_of(result, group).items()}
+    assert lag == {0: 2, 1: 0}
+    assert result.partition_counts[topic] == 3
+    for o in result.offsets:
+        assert start <= o.time_ms <= result.finished_ms
+    commit = next(c for c in result.commits if c.group == group)
+    assert commit.source is Source.KAFKA
+    assert commit.where == f"group {group}"
+    assert commit.commit_time_ms is None  # OffsetFetch does not say when the commit happened
+
+    snapshot = group_of(result, group)
+    assert snapshot is not None
+    assert snapshot.topics == (topic,)
+    assert snapshot.coordinator == kafka_bootstrap
+    # Tansu lists groups as "Unknown" but describes a group without members as Empty.
+    assert snapshot.state == "Empty"
+    assert snapshot.members == ()
+    assert snapshot.members_known
+    assert snapshot.protocol_type == "classic"
+    assert snapshot.generation is None  # librdkafka does not expose a generation
+
+
+@lab
+def test_several_groups_in_one_cycle(
+    kafka_bootstrap: str, admin: AdminClient, source: KafkaSource
+) -> None:
+    t1, t2 = create_topic(admin, 2), create_topic(admin, 4)
+    produce(kafka_bootstrap, t1, {0: 3, 1: 3})
+    produce(kafka_bootstrap, t2, {0: 1, 1: 2, 2: 3, 3: 4})
+    wanted = {
+        name("g"): {(t1, 0): 1, (t1, 1): 3},
+        name("g"): {(t2, 0): 1, (t2, 3): 2},
+        name("g"): {(t1, 0): 2, (t2, 1): 2, (t2, 2): 0},
+    }
+    for group, offsets in wanted.items():
+        alter_offsets(admin, group, offsets)
+
+    result = source.collect(now_ms())
+
+    assert result.reachable
+    assert errors_about(result, t1, t2, *wanted) == []
+    for group, offsets in wanted.items():
+        assert commits_of(result, group) == offsets
+        assert group_of(result, group) is not None
+    assert group_of(result, next(iter(wanted))).topics == (t1,)
+    assert offsets_of(result, t1) == {0: (0, 3), 1: (0, 3)}
+    assert offsets_of(result, t2) == {0: (0, 1), 1: (0, 2), 2: (0, 3), 3: (0, 4)}
+    # One entry per partition although three groups consume these topics.
+    assert len([o for o in result.offsets if o.topic in (t1, t2)]) == 6
+
+
+@lab
+def test_offsets_follow_new_records_and_commits(
+    kafka_bootstrap: str, admin: AdminClient, source: KafkaSource
+) -> None:
+    topic = create_topic(admin, 1)
+    group = name("g")
+    produce(kafka_bootstrap, topic, {0: 2})
+    alter_offsets(admin, group, {(topic, 0): 1})
+    first = source.collect(now_ms())
+    produce(kafka_bootstrap, topic, {0: 5})
+    alter_offsets(admin, group, {(topic, 0): 6})
+    second = source.collect(now_ms())
+
+    assert (commits_of(first, group), offsets_of(first, topic)) == ({(topic, 0): 1}, {0: (0, 2)})
+    assert (commits_of(second, group), offsets_of(second, topic)) == ({(topic, 0): 6}, {0: (0, 7)})
+
+
+@lab
+def test_live_member_and_rebalances(
+    kafka_bootstrap: str, admin: AdminClient, source: KafkaSource
+) -> None:
+    topic = create_topic(admin, 3)
+    group = name("g")
+    produce(kafka_bootstrap, topic, {0: 2, 1: 2, 2: 2})
+    alter_offsets(admin, group, {(topic, 0): 1})
+    before = group_of(source.collect(now_ms()), group)
+    assert before is not None and before.state == "Empty"
+
+    consumer = KafkaConsumer(
+        {
+            "bootstrap.servers": kafka_bootstrap,
+            "group.id": group,
+            "client.id": "lagwatch-test",
+            "enable.auto.commit": False,
+            "session.timeout.ms": 6000,
+        }
+    )
+    try:
+        consumer.subscribe([topic])
+
+        def assigned() -> bool:
+            consumer.poll(0.2)
+            return len(consumer.assignment()) == 3
+
+        wait_for(assigned, every=0)
+        result = source.collect(now_ms())
+        during = group_of(result, group)
+        assert during is not None
+        # Tansu describes a group with a live consumer as Stable but lists no member (LAB.md);
+        # Apache Kafka would list this consumer, its client id and its three partitions. A
+        # Stable group cannot be memberless, so the adapter says "members unknown" rather than
+        # "no members", and commits carry no owner.
+        assert during.state == "Stable"
+        assert during.members == ()
+        assert during.members_known is False
+        assert [c.owner for c in result.commits if c.group == group] == [None]
+
+        events = derive_rebalance_events(before, during, {topic: 3}, {topic: 3}, 1)
+        assert [e.cause for e in events] == [MEMBER_JOINED]
+    finally:
+        consumer.close()
+
+    after = wait_for(lambda: (g := group_of(source.collect(now_ms()), group)) and
+                     g.state == "Empty" and g)
+    assert after.members_known and after.members == ()
+    events = derive_rebalance_events(during, after, {topic: 3}, {topic: 3}, 2)
+    assert [e.cause for e in events] == [MEMBER_LEFT]
+
+
+@lab
+def test_group_deleted_mid_cycle(
+    kafka_bootstrap: str, admin: AdminClient, source: KafkaSource,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    topic = create_topic(admin, 2)
+    produce(kafka_bootstrap, topic, {0: 3, 1: 3})
+    doomed, kept = name("g"), name("g")
+    alter_offsets(admin, doomed, {(topic, 0): 1, (topic, 1): 1})
+    alter_offsets(admin, kept, {(topic, 0): 2})
+
+    original = source.admin.describe_consumer_groups
+
+    def delete_then_describe(group_ids: list[str], **kwargs: Any) -> dict[str, Future]:
+        # Listed already; deleted now, before its DescribeGroups and OffsetFetch go out.
+        if doomed in group_ids:
+            admin.delete_consumer_groups([doomed])[doomed].result(10)
+        return original(group_ids, **kwargs)
+
+    monkeypatch.setattr(source.admin, "describe_consumer_groups", delete_then_describe)
+    result = source.collect(now_ms())
+
+    assert result.reachable
+    assert errors_about(result, doomed, kept, topic) == []
+    assert commits_of(result, doomed) == {}
+    assert commits_of(result, kept) == {(topic, 0): 2}
+    assert offsets_of(result, topic) == {0: (0, 3), 1: (0, 3)}
+    assert_prompt(result)
+    # Apache Kafka answers a describe of a deleted group with Dead or GROUP_ID_NOT_FOUND, and
+    # the adapter skips it (tests below). Tansu answers "Empty" for any unknown group, which is
+    # a legitimate state of a real group, so the group shows once as empty with no offsets.
+    gone = group_of(result, doomed)
+    assert gone is None or (gone.state == "Empty" and gone.members == ())
+
+    monkeypatch.setattr(source.admin, "describe_consumer_groups", original)
+    assert group_of(source.collect(now_ms()), doomed) is None
+
+
+@lab
+def test_group_not_found_is_skipped_silently(
+    admin: AdminClient, source: KafkaSource, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    topic = create_topic(admin, 1)
+    doomed, kept = name("g"), name("g")
+    alter_offsets(admin, doomed, {(topic, 0): 0})
+    alter_offsets(admin, kept, {(topic, 0): 0})
+    patch_describe(
+        monkeypatch, source,
+        lambda g, f: failed(KafkaError.GROUP_ID_NOT_FOUND) if g == doomed else f,
+    )
+
+    result = source.collect(now_ms())
+
+    assert group_of(result, doomed) is None
+    assert commits_of(result, doomed) == {}
+    assert errors_about(result, doomed) == []
+    assert commits_of(result, kept) == {(topic, 0): 0}
+    assert_prompt(result)
+
+
+@lab
+def test_dead_group_is_skipped(
+    admin: AdminClient, source: KafkaSource, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    topic = create_topic(admin, 1)
+    doomed = name("g")
+    alter_offsets(admin, doomed, {(topic, 0): 0})
+    original = source.admin.describe_consumer_groups
+
+    def describe(group_ids: list[str], **kwargs: Any) -> dict[str, Future]:
+        # A new dict: the client's own callback still fills the futures of the one it returned.
+        futures = dict(original(group_ids, **kwargs))
+        if doomed in futures:
+            # What Apache Kafka's classic DescribeGroups answers for a group just deleted;
+            # its offsets are gone too, so remove them on the broker for real.
+            admin.delete_consumer_groups([doomed])[doomed].result(10)
+            dead: Future = Future()
+            dead.set_result(description(doomed, ConsumerGroupState.DEAD, []))
+            futures[doomed] = dead
+        return futures
+
+    monkeypatch.setattr(source.admin, "describe_consumer_groups", describe)
+    result = source.collect(now_ms())
+    assert group_of(result, doomed) is None
+    assert errors_about(result, doomed) == []
+    assert_prompt(result)
+
+
+@lab
+def test_error_confined_to_one_group(
+    admin: AdminClient, source: KafkaSource, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    topic = create_topic(admin, 2)
+    sick, healthy = name("g"), name("g")
+    alter_offsets(admin, sick, {(topic, 0): 0, (topic, 1): 0})
+    alter_offsets(admin, healthy, {(topic, 1): 0})
+    patch_describe(
+        monkeypatch, source,
+        lambda g, f: failed(KafkaError.COORDINATOR_NOT_AVAILABLE) if g == sick else f,
+    )
+
+    result = source.collect(now_ms())
+
+    assert result.reachable
+    errors = [e for e in result.errors if sick in e.where]
+    assert [e.where for e in errors] == [f"group {sick}"]
+    assert "COORDINATOR_NOT_AVAILABLE" in errors[0].error
+    # The group's commits are still good evidence; only its membership is unknown.
+    assert commits_of(result, sick) == {(topic, 0): 0, (topic, 1): 0}
+    snapshot = group_of(result, sick)
+    assert snapshot is not None and snapshot.members_known is False
+    assert snapshot.topics == (topic,)
+    assert commits_of(result, healthy) == {(topic, 1): 0}
+    assert errors_about(result, healthy) == []
+    assert set(offsets_of(result, topic)) == {0, 1}
+    assert_prompt(result)
+
+
+@lab
+def test_error_confined_to_one_partition(
+    kafka_bootstrap: str, admin: AdminClient, source: KafkaSource
+) -> None:
+    topic = create_topic(admin, 2)
+    produce(kafka_bootstrap, topic, {0: 4, 1: 2})
+    group = name("g")
+    # A commit on a partition the topic does not have (Tansu accepts it; on Kafka the same
+    # shows after a topic is re-created smaller): its log offsets cannot be read.
+    alter_offsets(admin, group, {(topic, 0): 3, (topic, 7): 1})
+
+    result = source.collect(now_ms())
+
+    assert result.reachable
+    errors = [e for e in result.errors if topic in e.where]
+    assert [e.where for e in errors] == [f"{topic}/7"]
+    assert "ListOffsets earliest" in errors[0].error and "ListOffsets latest" in errors[0].error
+    assert "UNKNOWN_PARTITION" in errors[0].error
+    assert offsets_of(result, topic) == {0: (0, 4), 1: (0, 2)}
+    # The commit itself is still reported: downstream flags it, the adapter does not hide it.
+    assert commits_of(result, group) == {(topic, 0): 3, (topic, 7): 1}
+    assert errors_about(result, group) == []
+
+
+@lab
+def test_more_partitions_show_the_new_count(
+    kafka_bootstrap: str, admin: AdminClient, source: KafkaSource
+) -> None:
+    topic = create_topic(admin, 2)
+    group = name("g")
+    alter_offsets(admin, group, {(topic, 0): 0})
+    first = source.collect(now_ms())
+    assert first.partition_counts[topic] == 2
+    assert set(offsets_of(first, topic)) == {0, 1}
+
+    # Tansu does not implement CreatePartitions (librdkafka reports _UNSUPPORTED_FEATURE), so
+    # the topic is re-created with more partitions, which the metadata shows the same way.
+    # Re-creating drops the group's offsets on it (LAB.md): commit again.
+    admin.delete_topics([topic])[topic].result(10)
+    wait_for(lambda: topic not in admin.list_topics(timeout=10).topics)
+    admin.create_topics([NewTopic(topic, 5, 1)])[topic].result(10)
+    alter_offsets(admin, group, {(topic, 0): 0})
+    second = source.collect(now_ms())
+
+    assert second.partition_counts[topic] == 5
+    assert set(offsets_of(second, topic)) == {0, 1, 2, 3, 4}
+
+
+def _unused_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_unreachable_broker_is_reported_within_the_timeout() -> None:
+    source = KafkaSource(f"127.0.0.1:{_unused_port()}", timeout_s=1.5)
+    try:
+        t0 = time.monotonic()
+        result = source.collect(123)
+        elapsed = time.monotonic() - t0
+    finally:
+        source.close()
+
+    assert result.reachable is False
+    assert 1.0 <= elapsed <= 2.5
+    assert [e.where for e in result.errors] == ["cluster"]
+    assert result.errors[0].source is Source.KAFKA
+    assert "unreachable" in result.errors[0].error
+    assert (result.groups, result.commits, result.offsets) == ([], [], [])
+    assert result.started_ms == 123 and result.finished_ms >= 123 + 1000
+
+
+@lab
+def test_unreachable_then_back(lab_services: Any) -> None:
+    """The same source object recovers when the broker comes back (on the same port)."""
+    source = KafkaSource(lab_services.bootstrap, timeout_s=2)
+    try:
+        assert source.collect(now_ms()).reachable
+        lab_services.stop("kafka")
+        down = source.collect(now_ms())
+        assert down.reachable is False
+        lab_services.start("kafka")
+        up = wait_for(lambda: (r := source.collect(now_ms())).reachable and r, timeout=30)
+        assert up.errors == []
+    finally:
+        source.close()
+
+
+def test_closed_source_refuses_to_collect() -> None:
+    source = KafkaSource(f"127.0.0.1:{_unused_port()}", timeout_s=1)
+    source.close()
+    source.close()  # idempotent
+    with pytest.raises(RuntimeError, match="closed"):
+        source.collect(0)
+
+
+def test_timeout_must_be_positive() -> None:
+    with pytest.raises(ValueError):
+        KafkaSource("127.0.0.1:9", timeout_s=0)
+
+
+# --- the description mapping, with the client's own model objects -----------------------------
+
+
+def description(
+    group: str,
+    state: ConsumerGroupState,
+    members: list[MemberDescription],
+    *,
+    assignor: str = "range",
+    group_type: ConsumerGroupType = ConsumerGroupType.CLASSIC,
+) -> ConsumerGroupDescription:
+    return ConsumerGroupDescription(
+        group_id=group,
+        is_simple_consumer_group=False,
+        members=members,
+        partition_assignor=assignor,
+        state=state,
+        coordinator=Node(3, "kafka-3.example", 9092),
+        type=group_type,
+    )
+
+
+def member(member_id: str, client_id: str, host: str, tps: list[tuple[str, int]]) -> MemberDescription:
+    return MemberDescription(
+        member_id, client_id, host, MemberAssignment([TopicPartition(t, p) for t, p in tps])
+    )
+
+
+def test_description_of_a_stable_kafka_group() -> None:
+    desc = description(
+        "orders-app",
+        ConsumerGroupState.STABLE,
+        [
+            member("c-2", "app", "/10.0.0.2", [("orders", 2), ("orders", 0)]),
+            member("c-1", "app", "/10.0.0.1", [("orders", 1), ("audit", 0)]),
+        ],
+    )
+    snap = snapshot_from_description(desc, listed_type="classic", topics={"legacy"})
+
+    assert snap.source is Source.KAFKA
+    assert snap.group == "orders-app"
+    assert snap.state == "Stable"
+    assert snap.assignor == "range"
+    assert snap.coordinator == "kafka-3.example:9092"
+    assert snap.protocol_type == "classic"
+    assert snap.members_known
+    assert [(m.member_id, m.client_id, m.host, m.assignment) for m in snap.members] == [
+        ("c-1", "app", "/10.0.0.1", (("audit", 0), ("orders", 1))),
+        ("c-2", "app", "/10.0.0.2", (("orders", 0), ("orders", 2))),
+    ]
+    assert snap.topics == ("audit", "legacy", "orders")
+
+
+@pytest.mark.parametrize(
+    ("state", "expected_state", "members_known"),
+    [
+        (ConsumerGroupState.STABLE, "Stable", False),
+        (ConsumerGroupState.PREPARING_REBALANCING, "PreparingRebalance", False),
+        (ConsumerGroupState.COMPLETING_REBALANCING, "CompletingRebalance", False),
+        (ConsumerGroupState.EMPTY, "Empty", True),
+        (ConsumerGroupState.DEAD, "Dead", True),
+        (ConsumerGroupState.UNKNOWN, None, True),
+    ],
+)
+def test_memberless_description(
+    state: ConsumerGroupState, expected_state: str | None, members_known: bool
+) -> None:
+    snap = snapshot_from_description(description("g", state, []))
+    assert snap.state == expected_state
+    assert snap.members == ()
+    assert snap.members_known is members_known
+
+
+def test_description_blanks_are_unknown() -> None:
+    desc = description("g", ConsumerGroupState.STABLE, [member("m", "", "", [])], assignor="")
+    snap = snapshot_from_description(desc)
+    assert snap.assignor is None
+    assert (snap.members[0].client_id, snap.members[0].host, snap.members[0].assignment) == (
+        None, None, ()
+    )
+
+
+def test_listed_type_wins_over_described_type() -> None:
+    desc = description("g", ConsumerGroupState.EMPTY, [], group_type=ConsumerGroupType.CONSUMER)
+    assert snapshot_from_description(desc).protocol_type == "consumer"
+    assert snapshot_from_description(desc, listed_type="classic").protocol_type == "classic"

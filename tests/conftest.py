@@ -1,0 +1,79 @@
+"""Fixtures shared by the whole suite: the real lab services, started once per session.
+
+ZooKeeper and the Kafka-protocol broker (Tansu) run as real processes on free local ports in a
+temporary run directory; they start only when a test asks for them, and are stopped at the end
+of the session. Tests share them, so each test uses its own topic, znode root and group names.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from lab.stack import Stack
+
+# Spark must not bind to whatever interface the hostname resolves to (see shared/LAB.md).
+os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
+
+LAB_SERVICES = ("zookeeper", "kafka")
+
+
+class LabServices:
+    """What tests need of the session's stack: addresses, and a way to stage an outage.
+
+    ``stop``/``start`` keep the port, so clients configured with the address reconnect to the
+    restarted service. The broker restarts empty (memory storage); ZooKeeper keeps its data.
+    """
+
+    def __init__(self, stack: Stack) -> None:
+        self.stack = stack
+        endpoints = stack.endpoints()
+        self.zk_hosts: str = endpoints["zookeeper"]
+        self.bootstrap: str = endpoints["kafka"]
+
+    @property
+    def run_dir(self) -> Path:
+        return self.stack.run_dir
+
+    def stop(self, name: str) -> None:
+        self.stack.stop_service(name)
+
+    def start(self, name: str) -> None:
+        self.stack.start_service(name)
+
+    def restore(self) -> None:
+        """Start again whatever a test left stopped, so one test's outage cannot fail the next."""
+        services = self.stack.status()["services"]
+        for name in LAB_SERVICES:
+            if services[name]["state"] != "running":
+                self.stack.start_service(name)
+
+
+@pytest.fixture(scope="session")
+def lab_services(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServices]:
+    stack = Stack(tmp_path_factory.mktemp("lab"))
+    stack.up(list(LAB_SERVICES))
+    try:
+        yield LabServices(stack)
+    finally:
+        stack.down()
+
+
+@pytest.fixture(autouse=True)
+def _restore_lab_services(request: pytest.FixtureRequest) -> Iterator[None]:
+    yield
+    if "lab_services" in request.fixturenames:
+        request.getfixturevalue("lab_services").restore()
+
+
+@pytest.fixture(scope="session")
+def zk_hosts(lab_services: LabServices) -> str:
+    return lab_services.zk_hosts
+
+
+@pytest.fixture(scope="session")
+def kafka_bootstrap(lab_services: LabServices) -> str:
+    return lab_services.bootstrap
