@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future, wait
 from typing import Any
 
@@ -48,6 +48,9 @@ from collectors.records import (
 __all__ = ["DESCRIBE_BATCH", "KafkaSource", "snapshot_from_description"]
 
 log = logging.getLogger(__name__)
+# librdkafka's own lines (connection failures every few tens of ms while a cluster is down):
+# a separate logger, so that operators can quieten it without losing the adapter's own.
+client_log = logging.getLogger(f"{__name__}.librdkafka")
 
 # Groups per DescribeGroups call. librdkafka already splits a call per coordinator; batching
 # bounds the size of one request and answer, and every batch is in flight at once anyway.
@@ -164,6 +167,18 @@ def snapshot_from_description(
     )
 
 
+def _submit(keys: list[str], call: Callable[[list[str]], dict[str, Future]]) -> dict[str, Future]:
+    """Issue one request; a refusal by the client (e.g. the empty group id "", which old
+    tools commit under but the AdminClient will not query) becomes a failed future for each
+    key, so it is reported for those groups only and the cycle goes on."""
+    try:
+        return call(keys)
+    except (KafkaException, TypeError, ValueError) as exc:
+        failed: Future = Future()
+        failed.set_exception(exc)
+        return dict.fromkeys(keys, failed)
+
+
 class _Cycle:
     """The mutable bookkeeping of one ``collect`` call: deadline, clock, result."""
 
@@ -211,9 +226,10 @@ class KafkaSource:
         self.timeout_s = float(timeout_s)
         conf: dict[str, Any] = {
             "bootstrap.servers": bootstrap_servers,
-            # librdkafka's own logs go to Python logging (served by poll()), not raw stderr,
-            # where an unreachable cluster would otherwise print a line every 50 ms.
-            "logger": log,
+            # librdkafka's own logs go to Python logging (served by poll()), not raw stderr.
+            "logger": client_log,
+            # Brokers close idle connections between cycles; that is not worth a log line.
+            "log.connection.close": False,
         }
         conf.update(config or {})
         conf["bootstrap.servers"] = bootstrap_servers
@@ -283,16 +299,22 @@ class KafkaSource:
 
         # Stage 2: every DescribeGroups batch and every group's OffsetFetch at once.
         describe_futures: dict[str, Future] = {}
+        offset_futures: dict[str, Future] = {}
         for i in range(0, len(group_ids), DESCRIBE_BATCH):
             batch = group_ids[i : i + DESCRIBE_BATCH]
             describe_futures.update(
-                admin.describe_consumer_groups(batch, request_timeout=cycle.remaining())
+                _submit(
+                    batch,
+                    lambda b: admin.describe_consumer_groups(b, request_timeout=cycle.remaining()),
+                )
             )
-        offset_futures: dict[str, Future] = {}
         for group in group_ids:
             offset_futures.update(
-                admin.list_consumer_group_offsets(
-                    [ConsumerGroupTopicPartitions(group)], request_timeout=cycle.remaining()
+                _submit(
+                    [group],
+                    lambda b: admin.list_consumer_group_offsets(
+                        [ConsumerGroupTopicPartitions(b[0])], request_timeout=cycle.remaining()
+                    ),
                 )
             )
         cycle.gather([*describe_futures.values(), *offset_futures.values()])

@@ -106,6 +106,20 @@ SOURCES: Final = frozenset({"kafka", "zookeeper", "storm"})
 _SORT_KEYS: Final = [(c, "ascending") for c in SORT_COLUMNS]
 
 HOUR_MS: Final = 3_600_000
+# In memory the log's strings stay dictionary-encoded, as Parquet stores them: a compaction then
+# moves 4-byte indices instead of strings (3x less memory, the sort's gather 2x faster).
+_STRING_COLUMNS: Final = tuple(f.name for f in SAMPLE_SCHEMA if pa.types.is_string(f.type))
+_DICT_SCHEMA: Final = pa.schema(
+    [
+        pa.field(f.name, pa.dictionary(pa.int32(), pa.string()), f.nullable)
+        if f.name in _STRING_COLUMNS
+        else f
+        for f in SAMPLE_SCHEMA
+    ]
+)
+_DICT_FORMAT: Final = ds.ParquetFileFormat(
+    read_options=ds.ParquetReadOptions(dictionary_columns=_STRING_COLUMNS)
+)
 _DAY_MS: Final = 24 * HOUR_MS
 _EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
 _VERSION_KEY: Final = b"lagwatch.version_ns"
@@ -140,6 +154,7 @@ def _parquet_options(zstd_level: int) -> dict[str, Any]:
         "write_statistics": True,
         "write_page_index": True,  # lets Spark skip pages of other groups/topics
         "row_group_size": _ROW_GROUP_ROWS,
+        "store_schema": False,  # Parquet's own types say it all; readers get plain strings
     }
 
 
@@ -358,10 +373,9 @@ class SampleLog:
             loaded = self._load([*compacted, *batches], expr)
             if not loaded:
                 continue
-            if not batches and len(compacted) == 1:
-                tables.append(loaded[0].table)
-            else:
-                tables.append(_merge(loaded))
+            deduplicated = not batches and len(compacted) == 1  # one compacted file
+            table = loaded[0].table if deduplicated else _merge(loaded)
+            tables.append(table.cast(SAMPLE_SCHEMA))
         if not tables:
             return SAMPLE_SCHEMA.empty_table()
         return pa.concat_tables(tables)
@@ -394,12 +408,12 @@ class SampleLog:
         paths = [f.path for f in files]
         if not paths:
             return []
-        dataset = ds.dataset(paths, schema=SAMPLE_SCHEMA, format="parquet", filesystem=self.fs)
+        dataset = ds.dataset(paths, schema=_DICT_SCHEMA, format=_DICT_FORMAT, filesystem=self.fs)
         loaded = []
         for fragment in dataset.get_fragments():
             meta = fragment.metadata.metadata or {}
             version = int(meta.get(_VERSION_KEY, b"0"))
-            table = fragment.to_table(schema=SAMPLE_SCHEMA, filter=expr)
+            table = fragment.to_table(schema=_DICT_SCHEMA, filter=expr)
             name = fragment.path.rsplit("/", 1)[-1]
             loaded.append(_Loaded(name, version, table.replace_schema_metadata(None)))
         return sorted(loaded, key=lambda item: (item.version, item.name))
@@ -589,26 +603,27 @@ def _conform(cluster: str, rows: pa.Table | Sequence[Mapping[str, Any]]) -> pa.T
 def _merge(loaded: Sequence[_Loaded]) -> pa.Table:
     """Concatenate oldest first, sort by ``SORT_COLUMNS``, keep the last row of every key.
 
-    Sorting strings directly costs ~3x more than sorting their ranks, so each string key is
-    replaced by its position among its sorted distinct values before the sort.
+    The sort runs on integers: each string key is replaced by the rank of its dictionary
+    entry, which is cheap because a dictionary holds only the distinct values; one gather
+    (``take``) then moves the surviving rows.
     """
-    table = pa.concat_tables([item.table for item in loaded]).combine_chunks()
-    if table.num_rows == 0:
+    table = pa.concat_tables([item.table for item in loaded]).unify_dictionaries().combine_chunks()
+    n = table.num_rows
+    if n == 0:
         return table
     keys = []
     for name in SORT_COLUMNS:
-        column = table[name]
-        if pa.types.is_string(column.type):
-            distinct = pc.unique(column)
-            column = pc.index_in(column, value_set=pc.take(distinct, pc.sort_indices(distinct)))
+        column = table[name].chunk(0)
+        if pa.types.is_dictionary(column.type):
+            rank = pc.rank(column.dictionary, sort_keys="ascending", tiebreaker="dense")
+            column = pc.take(rank, column.indices)
         keys.append(column)
-    keys.append(pa.array(range(table.num_rows), pa.int64()))  # write order breaks ties
+    keys.append(pa.array(range(n), pa.int64()))  # write order breaks ties: last write wins
     ranks = pa.table(keys, names=[f"k{i}" for i in range(len(keys))])
     order = pc.sort_indices(ranks, sort_keys=[(name, "ascending") for name in ranks.column_names])
     ranks = ranks.take(order)
-    n = table.num_rows
     differs = pa.chunked_array([pa.array([False] * (n - 1), pa.bool_())])
     for column in ranks.columns[:-1]:
         differs = pc.or_(differs, pc.not_equal(column.slice(0, n - 1), column.slice(1)))
     last_of_key = pa.chunked_array([*differs.chunks, pa.array([True])])
-    return table.take(order).filter(last_of_key)
+    return table.take(pc.filter(order, last_of_key))

@@ -48,6 +48,7 @@ import contextlib
 import json
 import logging
 import re
+import select
 import threading
 import time
 from collections.abc import Generator, Sequence
@@ -56,6 +57,8 @@ from typing import Any, Final
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoAuthError, NoNodeError
+from kazoo.handlers.threading import SequentialThreadingHandler
+from kazoo.handlers.utils import fileobj_to_fd
 from kazoo.interfaces import IAsyncResult
 from kazoo.retry import KazooRetry
 
@@ -71,6 +74,7 @@ from collectors.storm_znode import MAX_ZNODE_BYTES, BadZnode, parse_spout_znode
 
 __all__ = [
     "ZooKeeperSource",
+    "new_kazoo_handler",
     "parse_consumer_offset",
     "parse_consumer_registration",
 ]
@@ -91,6 +95,64 @@ _DECIMAL_OFFSET: Final = re.compile(r"-?[0-9]{1,19}")
 _MAX_OFFSET: Final = 2**63 - 1
 _MAX_PARTITION: Final = 2**31 - 1
 _THREAD_SUFFIX: Final = re.compile(r"[0-9]{1,9}")
+
+
+class _PollHandler(SequentialThreadingHandler):
+    """kazoo's threading handler with a ``select`` that costs one system call, not five.
+
+    kazoo's stock ``select`` builds an epoll instance, registers the sockets, waits and
+    closes it again on every call, and its connection thread calls it about four times per
+    request. With thousands of requests per cycle that bookkeeping, not ZooKeeper, is most of
+    the cycle: a bare async walk over 10,000 nodes spends half its CPU there (see
+    benchmarks/bench_zookeeper.py). ``poll(2)`` has no descriptor limit either, so the
+    reason kazoo left ``select(2)`` still holds. Semantics follow kazoo's ``selector_select``:
+    a descriptor in error or hung up counts as readable (the next ``recv`` reports it), and
+    one that is both readable and writable is reported as readable only.
+    """
+
+    def select(self, *args: Any, **kwargs: Any) -> tuple[list[Any], list[Any], list[Any]]:
+        return _poll_select(*args, **kwargs)
+
+
+_POLL_READ: Final = select.POLLIN | select.POLLPRI if hasattr(select, "poll") else 0
+_POLL_WRITE: Final = select.POLLOUT if hasattr(select, "poll") else 0
+_POLL_READABLE: Final = (
+    _POLL_READ | select.POLLERR | select.POLLHUP | select.POLLNVAL if hasattr(select, "poll") else 0
+)
+
+
+def _poll_select(
+    rlist: Sequence[Any], wlist: Sequence[Any], xlist: Sequence[Any], timeout: float | None = None
+) -> tuple[list[Any], list[Any], list[Any]]:
+    if timeout is not None and timeout < 0:
+        raise ValueError("timeout must be non-negative")
+    masks: dict[int, int] = {}
+    objects: dict[int, list[Any]] = {}
+    for wanted, fileobjs in ((_POLL_READ, rlist), (_POLL_WRITE, wlist)):
+        for fileobj in fileobjs:
+            fd = fileobj_to_fd(fileobj)
+            masks[fd] = masks.get(fd, 0) | wanted
+            objects.setdefault(fd, []).append(fileobj)
+    poller = select.poll()
+    for fd, mask in masks.items():
+        poller.register(fd, mask)
+    readable: list[Any] = []
+    writable: list[Any] = []
+    for fd, events in poller.poll(None if timeout is None else timeout * 1000):
+        if events & _POLL_READABLE and masks[fd] & _POLL_READ:
+            readable.extend(objects[fd])
+        elif events:
+            writable.extend(objects[fd])
+    return readable, writable, []
+
+
+def new_kazoo_handler() -> SequentialThreadingHandler:
+    """A handler for ``KazooClient(handler=...)``: the poll-based one where poll(2) exists.
+
+    Public so that other kazoo users with many requests (benchmarks, the lab) get the same
+    per-request cost as the adapter; one handler per client, as kazoo requires.
+    """
+    return _PollHandler() if hasattr(select, "poll") else SequentialThreadingHandler()
 
 
 class _CycleFailed(Exception):
@@ -239,6 +301,7 @@ class ZooKeeperSource:
             client = KazooClient(
                 hosts=self.hosts,
                 timeout=self.timeout_s,
+                handler=new_kazoo_handler(),
                 connection_retry=KazooRetry(max_tries=-1, delay=0.1, max_delay=1.0),
             )
             client.start(timeout=max(0.05, deadline - time.monotonic()))

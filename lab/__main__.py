@@ -9,7 +9,9 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import signal
+import subprocess
 import sys
 import threading
 from collections.abc import Sequence
@@ -17,6 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from lab.stack import Stack, StackError, default_run_dir
+
+REPO = Path(__file__).resolve().parents[1]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -55,7 +59,7 @@ def _parser() -> argparse.ArgumentParser:
         "demo", parents=[common], help="up --foreground with every service and the demo workload"
     )
     demo.add_argument("--redis-url", help="reuse this Redis instead of starting a private one")
-    demo.set_defaults(func=_cmd_up, services=None, foreground=True)
+    demo.set_defaults(func=_cmd_up, services=None, foreground=True, demo=True)
 
     down = commands.add_parser("down", parents=[common], help="stop what up started")
     down.set_defaults(func=_cmd_down)
@@ -106,6 +110,8 @@ def _cmd_up(args: argparse.Namespace) -> int:
         signal.signal(signum, lambda *_: stop.set())
     try:
         _print_endpoints(stack, endpoints)
+        if getattr(args, "demo", False) and "web" in endpoints:
+            _print_demo_login(stack)
         print("running in the foreground: Ctrl-C stops everything", flush=True)
         # Also return when someone ran `down` (and maybe a new `up`) from another shell.
         while not stop.wait(1.0) and stack.recorded_id() == ours:
@@ -113,6 +119,17 @@ def _cmd_up(args: argparse.Namespace) -> int:
     finally:
         stack.down(only_id=ours)
     return 0
+
+
+def _print_demo_login(stack: Stack) -> None:
+    """A fresh staff login for this demo run; the dashboard requires one on every page."""
+    env = dict(os.environ, LAGWATCH_DATA_DIR=str(stack.run_dir / "data"))
+    result = subprocess.run(
+        [sys.executable, str(REPO / "manage.py"), "demo_user", "demo"],
+        env=env, capture_output=True, text=True, check=True, timeout=120,
+    )
+    password = result.stdout.strip().splitlines()[-1]
+    print(f"login      demo / {password}", flush=True)
 
 
 def _interrupt(signum: int, frame: object) -> None:

@@ -83,8 +83,9 @@ class Producers:
 
     def produce_now(self, topic: str, count: int) -> None:
         """Write `count` records at once (a burst), outside the steady rate."""
+        state = self._topics[topic]
         for _ in range(count):
-            self._send(self._topics[topic])
+            self._send(state)
         self._producer.flush(10)
 
     def status(self) -> dict[str, dict[str, float]]:
@@ -104,19 +105,26 @@ class Producers:
         while not self._stop.is_set():
             now = time.monotonic()
             wait = 0.2
+            # Sending under the rate lock means that once set_rate(t, 0) returns, nothing
+            # more is sent to t: a scenario can flush and then act on a quiet topic.
             with self._lock:
-                due = [s for s in self._topics.values() if s.rate > 0]
-            for state in due:
-                if state.next_due == 0.0:
-                    state.next_due = now
-                # Catch up at most a second's worth so a stall does not end in a burst.
-                state.next_due = max(state.next_due, now - 1.0)
-                while state.next_due <= now:
-                    self._send(state)
-                    state.next_due += 1.0 / state.rate
-                wait = min(wait, state.next_due - now)
+                for state in self._topics.values():
+                    if state.rate <= 0:
+                        continue
+                    if state.next_due == 0.0:
+                        state.next_due = now
+                    # Catch up at most a second's worth so a stall does not end in a burst.
+                    state.next_due = max(state.next_due, now - 1.0)
+                    while state.next_due <= now:
+                        self._send(state)
+                        state.next_due += 1.0 / state.rate
+                    wait = min(wait, state.next_due - now)
             self._producer.poll(0)
             self._stop.wait(max(wait, 0.001))
+
+    def flush(self, timeout_s: float = 10.0) -> int:
+        """Wait for queued records to be delivered; return how many are still queued."""
+        return self._producer.flush(timeout_s)
 
     def _send(self, state: _TopicState) -> None:
         with self._send_lock:

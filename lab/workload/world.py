@@ -59,7 +59,9 @@ class World:
         self._keeper = threading.Thread(target=self._keep_topics, name="topic-keeper", daemon=True)
         self._watermarks: dict[str, dict[int, int]] = {}
         self.broker_reachable = False
-        self.topic_recreations = 0
+        self.topic_recreations = 0  # by the retention scenario
+        self.topics_restored = 0  # by the keeper, after the broker lost them
+        self._started = False
 
     # -- lifecycle -----------------------------------------------------------------------
     def start(self, broker_wait_s: float = 60.0) -> None:
@@ -81,6 +83,7 @@ class World:
             zk_consumer.start()
         self.topologies.start_all()
         self._keeper.start()
+        self._started = True
         log.info(
             "world started: %d topics, %d groups, %d ZooKeeper consumers, %d topologies",
             len(self.spec.topics),
@@ -126,6 +129,9 @@ class World:
     def ensure_topics(self) -> list[str]:
         created = self.admin.ensure(self.spec.topics)
         self.broker_reachable = True
+        if created and self._started:
+            self.topics_restored += len(created)
+            log.warning("broker had lost topics %s: re-created them", created)
         return created
 
     def recreate_topic(self, name: str) -> None:
@@ -166,6 +172,7 @@ class World:
         return {
             "broker_reachable": self.broker_reachable,
             "topic_recreations": self.topic_recreations,
+            "topics_restored": self.topics_restored,
             "topics": {
                 t.name: {
                     "partitions": t.partitions,
@@ -188,9 +195,7 @@ class World:
         """
         while not self._stop.wait(self._keeper_interval_s):
             try:
-                created = self.ensure_topics()
-                if created:
-                    log.warning("broker had lost topics %s: re-created them", created)
+                self.ensure_topics()
                 for t in self.spec.topics:
                     self._watermarks[t.name] = self.admin.high_watermarks(t.name, t.partitions)
             except KafkaException as exc:

@@ -33,6 +33,9 @@ from lab.workload.spec import ZkConsumerSpec
 log = logging.getLogger(__name__)
 
 _ZK_ERRORS = (KazooException, KazooTimeoutError)
+# kazoo's blocking calls wait for a reconnect without limit: during an outage the consumer
+# thread must go on fetching, so every ZooKeeper call here is async with a deadline.
+_ZK_OP_TIMEOUT_S = 5.0
 
 
 def new_consumer_id(group: str) -> str:
@@ -176,7 +179,9 @@ class ZkGroupConsumer:
         """The stored offset, or the log start for a partition never consumed."""
         while not self._stop.is_set():
             try:
-                data, _stat = self._zk.get(self.offset_path(partition))
+                data, _stat = self._zk.get_async(self.offset_path(partition)).get(
+                    timeout=_ZK_OP_TIMEOUT_S
+                )
                 offset = int(data.decode())
                 with self._lock:
                     self._written[partition] = offset
@@ -213,25 +218,29 @@ class ZkGroupConsumer:
             self._register_needed.set()
 
     def _create_ephemeral(self, path: str, value: bytes) -> None:
+        zk, deadline = self._zk, _ZK_OP_TIMEOUT_S
         try:
-            self._zk.create(path, value, ephemeral=True, makepath=True)
+            zk.create_async(path, value, ephemeral=True, makepath=True).get(timeout=deadline)
         except NodeExistsError:
-            _data, stat = self._zk.get(path)
-            if stat.ephemeralOwner != self._zk.client_id[0]:
+            _data, stat = zk.get_async(path).get(timeout=deadline)
+            if stat.ephemeralOwner != zk.client_id[0]:
                 # Left by our own expired session and not yet reaped: take it over.
-                self._zk.delete(path)
-                self._zk.create(path, value, ephemeral=True, makepath=True)
+                zk.delete_async(path).get(timeout=deadline)
+                zk.create_async(path, value, ephemeral=True, makepath=True).get(timeout=deadline)
 
     def _write_offsets(self) -> None:
+        if not self._zk.connected:
+            return  # kept, and written once ZooKeeper is back
         with self._lock:
             changed = {p: o for p, o in self._positions.items() if self._written.get(p) != o}
         for partition, offset in changed.items():
             path = self.offset_path(partition)
+            value = str(offset).encode()
             try:
                 try:
-                    self._zk.set(path, str(offset).encode())
+                    self._zk.set_async(path, value).get(timeout=_ZK_OP_TIMEOUT_S)
                 except NoNodeError:
-                    self._zk.create(path, str(offset).encode(), makepath=True)
+                    self._zk.create_async(path, value, makepath=True).get(timeout=_ZK_OP_TIMEOUT_S)
             except _ZK_ERRORS as exc:
                 log.debug("%s: offset write failed, will retry: %s", self.spec.group, exc)
                 return

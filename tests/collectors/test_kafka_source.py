@@ -409,6 +409,34 @@ def test_error_confined_to_one_group(
 
 
 @lab
+def test_request_refused_by_the_client_is_confined_to_its_group(
+    admin: AdminClient, source: KafkaSource, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    topic = create_topic(admin, 1)
+    odd, fine = name("g"), name("g")
+    alter_offsets(admin, odd, {(topic, 0): 0})
+    alter_offsets(admin, fine, {(topic, 0): 0})
+    original = source.admin.list_consumer_group_offsets
+
+    def offsets(request: list, **kwargs: Any) -> dict[str, Future]:
+        # What the client raises, before any request, for a group id it will not query ("").
+        if request[0].group_id == odd:
+            raise ValueError("'group_id' cannot be empty")
+        return original(request, **kwargs)
+
+    monkeypatch.setattr(source.admin, "list_consumer_group_offsets", offsets)
+    result = source.collect(now_ms())
+
+    assert result.reachable
+    assert [(e.where, e.error) for e in result.errors if odd in e.where] == [
+        (f"group {odd}", "OffsetFetch: ValueError: 'group_id' cannot be empty")
+    ]
+    assert group_of(result, odd) is not None and commits_of(result, odd) == {}
+    assert commits_of(result, fine) == {(topic, 0): 0}
+    assert_prompt(result)
+
+
+@lab
 def test_error_confined_to_one_partition(
     kafka_bootstrap: str, admin: AdminClient, source: KafkaSource
 ) -> None:

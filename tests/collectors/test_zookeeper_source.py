@@ -27,6 +27,7 @@ from collectors.records import CommittedOffset, GroupMember, GroupSnapshot, Sour
 from collectors.storm_znode import BadZnode
 from collectors.zookeeper_source import (
     ZooKeeperSource,
+    _PollHandler,
     parse_consumer_offset,
     parse_consumer_registration,
 )
@@ -855,3 +856,35 @@ def test_close_then_collect_reconnects(zk, root, make_source) -> None:
     assert source._client is None
     assert len(source.collect(0).commits) == 1
     assert source._client is not None and source._client.connected
+
+
+# --- the poll-based select the adapter gives kazoo -----------------------------------------
+
+
+def test_poll_select_follows_kazoos_select_contract() -> None:
+    select_ = _PollHandler().select
+    a, b = socket.socketpair()
+    try:
+        # Nothing to read: times out empty; a fresh socket is writable.
+        started = time.monotonic()
+        assert select_([a], [], [], 0.05) == ([], [], [])
+        assert time.monotonic() - started >= 0.04
+        assert select_([], [a], [], 0) == ([], [a], [])
+        b.sendall(b"x")
+        assert select_([a, b], [], [], 1) == ([a], [], [])
+        # Readable and writable at once is reported as readable only, like kazoo's own.
+        assert select_([a], [a], [], 1) == ([a, a], [], [])
+        # Plain descriptors work as well as socket objects.
+        assert select_([a.fileno()], [], [], 1) == ([a.fileno()], [], [])
+        a.recv(1)
+        # A hung-up peer makes the socket readable, so that recv() reports the end.
+        b.close()
+        assert select_([a], [], [], 1) == ([a], [], [])
+        assert a.recv(1) == b""
+        with pytest.raises(ValueError):
+            select_([a], [], [], -1)
+    finally:
+        a.close()
+        b.close()
+    with pytest.raises(TypeError):
+        select_([a], [], [], 0)  # closed: fileno() is -1, as kazoo's own select refuses
