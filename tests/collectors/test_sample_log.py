@@ -555,6 +555,7 @@ def test_spark_discovers_the_partitions_and_reads_every_sample(log: SampleLog, s
     log.write_batch("prod", "next-hour", cycle(H10_MS + 60 * MINUTE, earliest=None))
     hostile = "a/b ../42"
     log.write_batch(hostile, "x", cycle(H10_MS, 2, cluster=hostile, alive=None))
+    log.write_batch("42", "y", cycle(H10_MS, 1, cluster="42"))  # still a string to Spark
     hour_dir = Path(log.hours("prod")[-1].path)
     (hour_dir / ".batch-x.parquet.0123.tmp").write_bytes(b"half a file")  # a dead writer's
 
@@ -572,7 +573,7 @@ def test_spark_discovers_the_partitions_and_reads_every_sample(log: SampleLog, s
     for field in SAMPLE_SCHEMA:
         assert fields[field.name] == spark_types[field.type], field.name
     assert fields["date"] == T.DateType() and fields["hour"] == T.IntegerType()
-    assert frame.count() == 24 + 3 + 2 == log.read().num_rows
+    assert frame.count() == 24 + 3 + 2 + 1 == log.read().num_rows
     counts = {
         (r["cluster"], r["date"].isoformat(), r["hour"]): r["count"]
         for r in frame.groupBy("cluster", "date", "hour").count().collect()
@@ -581,6 +582,7 @@ def test_spark_discovers_the_partitions_and_reads_every_sample(log: SampleLog, s
         ("prod", "2024-05-01", 10): 24,
         ("prod", "2024-05-01", 11): 3,
         (hostile, "2024-05-01", 10): 2,
+        ("42", "2024-05-01", 10): 1,
     }
     nulls = frame.where("hour = 11").select("earliest").collect()
     assert [r["earliest"] for r in nulls] == [None] * 3

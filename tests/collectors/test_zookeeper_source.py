@@ -273,6 +273,24 @@ def test_spout_commits_are_the_exact_records(zk, root, make_source) -> None:
 
 
 @pytest.mark.lab
+def test_commits_come_in_a_stable_numeric_order(zk, root, make_source) -> None:
+    for spout in ("b", "a"):
+        for p in (11, 2, 10, 0, 1):
+            zk.create(f"{root}/{spout}/partition_{p}", spout_data("t", p, p), makepath=True)
+    other = f"{root}-other"
+    zk.create(f"{other}/c/partition_0", spout_data("t", 0, 0), makepath=True)
+    try:
+        commits = make_source([other, root]).collect(0).commits
+    finally:
+        zk.delete(other, recursive=True)
+    assert [(c.where.rsplit("/", 2)[-2], c.partition) for c in commits] == [
+        ("c", 0),
+        *[("a", p) for p in (0, 1, 2, 10, 11)],
+        *[("b", p) for p in (0, 1, 2, 10, 11)],
+    ]
+
+
+@pytest.mark.lab
 def test_non_ascii_spout_ids_topics_and_roots(zk, root, make_source) -> None:
     spout_root = f"{root}/корень"
     path = f"{spout_root}/spöut-заказы-κ/partition_2"
