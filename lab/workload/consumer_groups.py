@@ -35,6 +35,9 @@ class MemberSettings:
 
 
 class GroupMember:
+    """One consumer in its own thread, so a processing delay slows only its partitions and
+    closing it is a real LeaveGroup, as when one instance of a service goes away."""
+
     def __init__(
         self,
         spec: GroupSpec,
@@ -244,8 +247,10 @@ class ConsumerGroup:
         bootstrap: str,
         settings: MemberSettings | None = None,
         stats_sink: StatsSink | None = None,
+        partitions: int | None = None,
     ) -> None:
         self.spec = spec
+        self._partitions = partitions
         self._bootstrap = bootstrap
         self._settings = settings or MemberSettings()
         self._stats_sink = stats_sink
@@ -295,8 +300,7 @@ class ConsumerGroup:
                 return None
             member = self._members.pop()
             self.member_changes += 1
-        member.signal_stop()
-        member.join()
+        _close([member])
         return member.client_id
 
     def set_members(self, count: int) -> None:
@@ -308,12 +312,37 @@ class ConsumerGroup:
             del self._members[count:]
             missing = count - len(self._members)
             self.member_changes += len(leaving)
-        for member in leaving:
-            member.signal_stop()
-        for member in leaving:
-            member.join()
+        if count == 0 and len(leaving) > 1:
+            self._close_all(leaving)
+        else:
+            _close(leaving)
         for _ in range(missing):
             self.add_member()
+
+    def _close_all(self, members: list[GroupMember]) -> None:
+        """Empty the group in two steps: all but one, a rebalance, then the last one.
+
+        Lab workaround (Tansu, not Kafka): when every member leaves at once, Tansu may keep a
+        departed member as the group's leader, and members joining later wait forever for
+        that leader's SyncGroup. Letting one survivor take over everything first makes it
+        the leader of a fresh generation, and its leaving then really empties the group.
+        """
+        last, others = members[0], members[1:]
+        before = last.rebalances
+
+        def taken_over() -> bool:
+            if self._partitions is not None:
+                return len(last.assignment()) == self._partitions
+            return last.rebalances > before
+
+        _close(others)
+        deadline = time.monotonic() + 15
+        while before and last.alive and not taken_over():
+            if time.monotonic() > deadline:
+                log.warning("%s: no rebalance after members left; closing anyway", self.name)
+                break
+            time.sleep(0.1)
+        _close([last])
 
     def member_count(self) -> int:
         with self._lock:
@@ -331,3 +360,10 @@ class ConsumerGroup:
             "member_changes": self.member_changes,
             "members": [m.status() for m in self.members()],
         }
+
+
+def _close(members: list[GroupMember]) -> None:
+    for member in members:
+        member.signal_stop()
+    for member in members:
+        member.join()

@@ -6,7 +6,7 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from confluent_kafka import KafkaError, Producer
@@ -37,8 +37,18 @@ class Producers:
     lag a scenario causes is easy to reason about per partition.
     """
 
-    def __init__(self, bootstrap: str, topics: Iterable[TopicSpec]) -> None:
+    def __init__(
+        self,
+        bootstrap: str,
+        topics: Iterable[TopicSpec],
+        stats_sink: Callable[[str], None] | None = None,
+        statistics_interval_ms: int = 5000,
+    ) -> None:
         conf = base_config(bootstrap, "lab-workload-producer")
+        if stats_sink is not None:
+            # Producer statistics carry queued and in-flight records and expired batches
+            # (DOMAIN §4); they go to the same ingest endpoint as the consumers'.
+            conf.update({"statistics.interval.ms": statistics_interval_ms, "stats_cb": stats_sink})
         conf.update(
             {
                 # Tansu advances a partition's high watermark by one per produced *batch*,

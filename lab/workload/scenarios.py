@@ -269,7 +269,9 @@ class Retention(Scenario):
     [earliest, latest]) until the log grows past it. The spout on the topic (`audit-archiver`,
     useStartOffsetTimeIfOffsetOutOfRange) is restarted, finds its offset out of range and
     jumps to the latest offset, skipping the burst: Lagwatch shows SKIPPED_DATA with the
-    number of messages skipped. The data loss is permanent: stop only ends the scenario."""
+    number of messages skipped. Both readers are restarted around the re-creation (a
+    librdkafka crash on deleted topics, see the code), so the ZooKeeper consumer shows up
+    with a new consumer id. The data loss is permanent: stop only ends the scenario."""
 
     name = "retention"
     params = (
@@ -279,14 +281,22 @@ class Retention(Scenario):
 
     def start(self, world: World, topic: str | None = None, burst: int = 30) -> dict:
         name = _target(topic, world.spec.roles.retention_topic, "retention topic")
+        # Everything that reads the topic with assign() stops around the deletion and starts
+        # again afterwards: librdkafka 2.16 crashes the whole process (SIGSEGV in its
+        # metadata cache) when a topic an assign()ed consumer reads is deleted on Tansu.
+        # The restarted readers find their stored offsets as a live reader would.
         spouts = world.topologies.on_topic(name)
+        legacy = world.zk_consumers_on(name)
         for topology in spouts:
             world.topologies.stop(topology)
+        for group in legacy:
+            world.stop_zk_consumer(group)
         world.recreate_topic(name)
         if burst:
             world.producers.produce_now(name, burst)
-        restarted = {t: world.topologies.start_described(t) for t in spouts}
-        return {"topic": name, "burst": burst, "spouts_restarted": restarted}
+        restarted = {g: world.start_zk_consumer(g) for g in legacy}
+        restarted.update({t: world.topologies.start_described(t) for t in spouts})
+        return {"topic": name, "burst": burst, "restarted": restarted}
 
 
 class TopologyRestart(Scenario):
@@ -334,7 +344,7 @@ class SpoutIdCollision(Scenario):
         return {"topology": self._name, "reuses_spout_of": victim, "topic": other_topic}
 
     def stop(self, world: World) -> None:
-        world.topologies.stop(self._name)
+        world.topologies.remove(self._name)
 
 
 class QuietTopic(Scenario):
@@ -382,15 +392,18 @@ class SourceOutage(Scenario):
     def start(self, world: World, service: str = "kafka", seconds: float = 30.0) -> dict:
         if world.run_dir is None:
             raise ScenarioError("the workload was started without --run-dir: no stack to drive")
-        from lab.stack import Stack  # the stack is only needed by this scenario
+        from lab.stack import Stack, StackError  # only this scenario needs the stack
 
-        self._stack = Stack.load(world.run_dir)
         self._service = service
         self._world = world
         self._cancel = threading.Event()
         self._done = threading.Event()
         self.restarted_at: float | None = None
-        self._stack.stop_service(service)
+        try:
+            self._stack = Stack.load(world.run_dir)
+            self._stack.stop_service(service)
+        except StackError as exc:
+            raise ScenarioError(f"cannot stop {service}: {exc}") from exc
         self.stopped_at = time.time()
         log.info("source-outage: %s stopped for %.0fs", service, seconds)
         self._thread = threading.Thread(

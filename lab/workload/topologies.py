@@ -135,7 +135,18 @@ class Topologies:
             base = spec.name.replace(spec.topic, topic) if spec.topic in spec.name else ""
             name = base if base and base != spec.name else f"{spec.name}-{topic}"
             self._specs[name] = dataclasses.replace(spec, name=name, topic=topic)
-            return self.start_described(name)
+            self.start_described(name)
+            return name
+
+    def remove(self, name: str) -> None:
+        """Kill a topology a scenario added and forget it (described ones only stop)."""
+        with self._lock:
+            self.stop(name)
+            if name not in self._described:
+                del self._specs[name]
+                self._ids.pop(name, None)
+                self._overrides.pop(name, None)
+                self._policies.pop(name, None)
 
     def reset_to_spec(self) -> list[str]:
         """Back to the described topologies and settings; return what was restarted."""

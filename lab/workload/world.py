@@ -46,9 +46,12 @@ class World:
         self.zk_hosts = zk_hosts
         self.run_dir = run_dir
         self.admin = TopicAdmin(bootstrap)
-        self.producers = Producers(bootstrap, spec.topics)
+        self.producers = Producers(bootstrap, spec.topics, stats_sink)
         self.groups = {
-            g.name: ConsumerGroup(g, bootstrap, member_settings, stats_sink) for g in spec.groups
+            g.name: ConsumerGroup(
+                g, bootstrap, member_settings, stats_sink, spec.topic(g.topic).partitions
+            )
+            for g in spec.groups
         }
         self.zk_consumers = {
             z.group: ZkGroupConsumer(z, bootstrap, zk_hosts) for z in spec.zk_consumers
@@ -133,6 +136,21 @@ class World:
             self.topics_restored += len(created)
             log.warning("broker had lost topics %s: re-created them", created)
         return created
+
+    def zk_consumers_on(self, topic: str) -> list[str]:
+        return sorted(g for g, z in self.zk_consumers.items() if z.spec.topic == topic)
+
+    def stop_zk_consumer(self, group: str) -> None:
+        self.zk_consumers[group].stop()
+
+    def start_zk_consumer(self, group: str) -> str:
+        """Start the group's consumer again as a new process would: a new consumer id."""
+        old = self.zk_consumers[group]
+        old.stop()
+        new = ZkGroupConsumer(old.spec, self.bootstrap, self.zk_hosts)
+        self.zk_consumers[group] = new
+        new.start()
+        return new.consumer_id
 
     def recreate_topic(self, name: str) -> None:
         try:

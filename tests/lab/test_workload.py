@@ -209,7 +209,7 @@ def test_librdkafka_statistics_are_pushed_and_a_dead_endpoint_does_not_stall_con
     for poster in (good, dead):
         poster.start()
     try:
-        with World(spec, kafka_bootstrap, "unused:1"):
+        with World(spec, kafka_bootstrap, "unused:1", stats_sink=good.submit):
             groups = [
                 ConsumerGroup(spec_ok, kafka_bootstrap, FAST, good.submit),
                 ConsumerGroup(spec_dead, kafka_bootstrap, FAST, dead.submit),
@@ -237,6 +237,14 @@ def test_librdkafka_statistics_are_pushed_and_a_dead_endpoint_does_not_stall_con
                 assert doc["client_id"] == f"{spec_ok.name}-1"
                 partitions = doc["topics"][topic]["partitions"]
                 assert {"0", "1"} <= set(partitions), "per-partition figures for the product"
+                producer_doc = wait_until(
+                    lambda: next(
+                        (d for _p, _a, d in stub.received if d.get("type") == "producer"), None
+                    ),
+                    30,
+                    "the producer's statistics",
+                )
+                assert topic in producer_doc["topics"]
                 # The member behind the unreachable endpoint keeps consuming regardless.
                 member = groups[1].members()[0]
                 before = member.consumed
@@ -315,8 +323,9 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def control_world(kafka_bootstrap: str) -> Iterator[tuple[str, World]]:
+    """One small world behind a control endpoint, shared: the requests below leave no trace."""
     topic, group = uid("t"), uid("g")
     spec = WorldSpec(
         topics=(TopicSpec(topic, 2, rate=10),),
@@ -368,6 +377,7 @@ def test_control_endpoint_lists_starts_and_stops_scenarios(
         ("slow-consumer", {"group": "nope"}, 400, "no Kafka group"),
         ("source-outage", {}, 400, "'service' is required"),
         ("source-outage", {"service": "redis"}, 400, "must be one of"),
+        ("source-outage", {"service": "kafka"}, 400, "without --run-dir"),
         ("poison-message", {}, 400, "no default poison topology"),
     ],
 )
