@@ -12,6 +12,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from confluent_kafka.admin import AdminClient
+from kazoo.client import KazooClient
 
 from lab.stack import Stack
 
@@ -77,3 +79,18 @@ def zk_hosts(lab_services: LabServices) -> str:
 @pytest.fixture(scope="session")
 def kafka_bootstrap(lab_services: LabServices) -> str:
     return lab_services.bootstrap
+
+
+@pytest.fixture
+def zk(zk_hosts: str) -> Iterator[KazooClient]:
+    """A ZooKeeper client of the test's own, standing for topologies and consumers."""
+    client = KazooClient(hosts=zk_hosts)
+    client.start(timeout=15)
+    yield client
+    client.stop()
+    client.close()
+
+
+@pytest.fixture
+def admin(kafka_bootstrap: str) -> AdminClient:
+    return AdminClient({"bootstrap.servers": kafka_bootstrap})

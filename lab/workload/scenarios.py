@@ -9,6 +9,7 @@ parameters, and `start(world, **params)` / `stop(world)`. Targets default to the
 
 from __future__ import annotations
 
+import abc
 import inspect
 import logging
 import threading
@@ -30,7 +31,7 @@ def _target(value: str | None, role: str | None, what: str) -> str:
     return name
 
 
-class Scenario:
+class Scenario(abc.ABC):
     name: ClassVar[str]
     params: ClassVar[tuple[Param, ...]] = ()
     #: Starting it stops every other scenario; starting any other one ends it.
@@ -38,10 +39,11 @@ class Scenario:
     #: Started with the world and never stopped: it documents a standing condition.
     always_on: ClassVar[bool] = False
 
+    @abc.abstractmethod
     def start(self, world: World, **params: Any) -> dict[str, Any]:
-        raise NotImplementedError
+        """Bring the fault about; returns what was done, for the control endpoint's answer."""
 
-    def stop(self, world: World) -> None:
+    def stop(self, world: World) -> None:  # noqa: B027 - a deliberate no-op default
         """Undo what start did; scenarios whose effect is permanent document so."""
 
     def running(self) -> bool:
@@ -108,7 +110,7 @@ class SlowConsumer(Scenario):
             "max_consume_rate": consume_rate,
         }
 
-    def stop(self, world: World) -> None:
+    def stop(self, world: World) -> None:  # noqa: B027 - a deliberate no-op default
         self._group.set_delay_ms(self._previous)
 
 
@@ -129,7 +131,7 @@ class DeadConsumer(Scenario):
         g.set_members(0)
         return {"group": g.name, "members_closed": closed}
 
-    def stop(self, world: World) -> None:
+    def stop(self, world: World) -> None:  # noqa: B027 - a deliberate no-op default
         self._group.set_members(self._group.spec.members)
 
 
@@ -163,7 +165,7 @@ class PoisonMessage(Scenario):
         world.topologies.set_poison(self._topology, partition, offset)
         return {"topology": self._topology, "partition": partition, "offset": offset}
 
-    def stop(self, world: World) -> None:
+    def stop(self, world: World) -> None:  # noqa: B027 - a deliberate no-op default
         world.topologies.clear_poison(self._topology)
 
 
@@ -218,7 +220,7 @@ class PendingLeak(Scenario):
         )
         return {"topology": self._topology, "topology_id": topology_id}
 
-    def stop(self, world: World) -> None:
+    def stop(self, world: World) -> None:  # noqa: B027 - a deliberate no-op default
         world.topologies.restart(self._topology, reset=True)
 
 
@@ -255,7 +257,7 @@ class RebalanceStorm(Scenario):
                 self._group.add_member()
             self.changes += 1
 
-    def stop(self, world: World) -> None:
+    def stop(self, world: World) -> None:  # noqa: B027 - a deliberate no-op default
         self._stop.set()
         self._thread.join(timeout=30)
         self._group.set_members(self._group.spec.members)
@@ -343,7 +345,7 @@ class SpoutIdCollision(Scenario):
         self._name = world.topologies.start_collider(victim, other_topic)
         return {"topology": self._name, "reuses_spout_of": victim, "topic": other_topic}
 
-    def stop(self, world: World) -> None:
+    def stop(self, world: World) -> None:  # noqa: B027 - a deliberate no-op default
         world.topologies.remove(self._name)
 
 
@@ -428,7 +430,7 @@ class SourceOutage(Scenario):
     def running(self) -> bool:
         return not self._done.is_set()
 
-    def stop(self, world: World) -> None:
+    def stop(self, world: World) -> None:  # noqa: B027 - a deliberate no-op default
         self._cancel.set()
         self._thread.join(timeout=60)
 

@@ -52,11 +52,6 @@ def name(kind: str) -> str:
 
 
 @pytest.fixture
-def admin(kafka_bootstrap: str) -> AdminClient:
-    return AdminClient({"bootstrap.servers": kafka_bootstrap})
-
-
-@pytest.fixture
 def source(kafka_bootstrap: str) -> Iterator[KafkaSource]:
     src = KafkaSource(kafka_bootstrap, timeout_s=10)
     yield src

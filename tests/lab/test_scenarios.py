@@ -49,20 +49,6 @@ def uid(kind: str) -> str:
 
 
 @pytest.fixture
-def admin(kafka_bootstrap: str) -> AdminClient:
-    return AdminClient({"bootstrap.servers": kafka_bootstrap})
-
-
-@pytest.fixture
-def zk(zk_hosts: str) -> Iterator[KazooClient]:
-    client = KazooClient(hosts=zk_hosts)
-    client.start(timeout=15)
-    yield client
-    client.stop()
-    client.close()
-
-
-@pytest.fixture
 def run_world(lab_services: Any) -> Iterator[Any]:
     """Start a world (and its scenario runner) on the session stack; stop both afterwards."""
     started: list[tuple[World, ScenarioRunner]] = []

@@ -55,15 +55,6 @@ def produce(bootstrap: str, topic: str, count: int, partition: int = 0) -> None:
 
 
 @pytest.fixture
-def zk(zk_hosts: str) -> Iterator[KazooClient]:
-    client = KazooClient(hosts=zk_hosts)
-    client.start(timeout=15)
-    yield client
-    client.stop()
-    client.close()
-
-
-@pytest.fixture
 def new_spout(zk_hosts: str, kafka_bootstrap: str) -> Iterator[Callable[..., KafkaSpoutSim]]:
     """Start spouts with test-friendly defaults; stop them all afterwards."""
     started: list[KafkaSpoutSim] = []

@@ -57,20 +57,6 @@ def uid(kind: str) -> str:
     return f"wl-{kind}-{uuid.uuid4().hex[:8]}"
 
 
-@pytest.fixture
-def admin(kafka_bootstrap: str) -> AdminClient:
-    return AdminClient({"bootstrap.servers": kafka_bootstrap})
-
-
-@pytest.fixture
-def zk(zk_hosts: str) -> Iterator[KazooClient]:
-    client = KazooClient(hosts=zk_hosts)
-    client.start(timeout=15)
-    yield client
-    client.stop()
-    client.close()
-
-
 def test_groups_of_each_assignor_commit_and_are_listed_by_the_broker(
     kafka_bootstrap: str, admin: AdminClient
 ) -> None:
