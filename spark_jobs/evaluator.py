@@ -1,0 +1,1120 @@
+"""The status evaluator (SPEC §4): why a partition is OK, lagging or stuck, and its group's status.
+
+One implementation for every caller: the Spark status job calls ``evaluate_partition`` once per
+partition inside ``applyInPandas`` (about 10,000 calls a run), and ``manage.py evaluate_window``
+calls it for a user who wants to know why a partition has its status. So this module is plain
+Python with no Spark and no Django, and a call allocates little beyond its answer.
+
+The rules are Burrow's, as SPEC §4 lists them, written as small named predicates in Burrow's
+style (``core/internal/evaluator/caching.go``) and combined in one place,
+``evaluate_partition``. Given only commits and broker offsets (liveness unknown), the verdict is
+exactly Burrow's. Evidence Burrow never has changes the verdict only where Burrow is known to
+go wrong:
+
+- a fresh broker ``latest`` offset recomputes the current lag (Burrow freezes it between
+  commits);
+- liveness (a group member or owner node holds the partition, a spout's acked/failed counts
+  move) decides STALL (alive, not moving) against STOP (dead), and a dead consumer is STOP as
+  soon as messages wait, however recent its last zero-lag commit;
+- a source that cannot be reached gives UNKNOWN with ``SOURCE_UNREACHABLE``, never STOP;
+- a committed offset outside ``[earliest, latest]`` is ERR, not a negative or clamped lag.
+
+Every non-OK verdict carries diagnoses with their evidence where the data allows, and every
+verdict carries one plain sentence, ``reason``, citing the figures that decided it.
+docs/EVALUATOR.md describes the rules, the input format and the choices made where the
+specification is silent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from collectors.rates import Sample, rates
+
+__all__ = [
+    "BACKPRESSURE",
+    "DEAD_CONSUMER",
+    "ERR",
+    "OK",
+    "OUT_OF_RANGE",
+    "PENDING_LEAK",
+    "POISON_MESSAGE",
+    "REBALANCE_STORM",
+    "REBALANCING",
+    "REWIND",
+    "SKIPPED_DATA",
+    "SLOW_CONSUMER",
+    "SOURCE_UNREACHABLE",
+    "SPOUT_ID_COLLISION",
+    "STALL",
+    "STATUSES",
+    "STOP",
+    "TOPOLOGY_RESTARTED",
+    "UNKNOWN",
+    "WARN",
+    "Commit",
+    "Diagnosis",
+    "EvaluationRequest",
+    "EvaluatorConfig",
+    "GroupVerdict",
+    "GroupWindows",
+    "PartitionVerdict",
+    "PartitionWindow",
+    "SpoutSeries",
+    "WindowInputError",
+    "build_window",
+    "current_lag",
+    "find_unrecovered_rewind",
+    "had_lag_within_allowed",
+    "has_stopped_committing",
+    "is_commit_overdue",
+    "lag_never_decreased",
+    "offsets_unchanged",
+    "was_caught_up_recently",
+    "evaluate_document",
+    "evaluate_group",
+    "evaluate_partition",
+    "evaluate_request",
+    "parse_config",
+    "parse_partition",
+    "parse_request",
+    "verdict_to_json",
+    "verdicts_to_json",
+]
+
+# Statuses: Burrow's names, plus UNKNOWN for a partition whose source could not be reached.
+OK = "OK"
+WARN = "WARN"
+ERR = "ERR"
+STOP = "STOP"
+STALL = "STALL"
+REWIND = "REWIND"
+UNKNOWN = "UNKNOWN"
+STATUSES = (OK, UNKNOWN, WARN, ERR, STOP, STALL, REWIND)
+
+# Diagnoses. State diagnoses explain a non-OK verdict; event diagnoses report something that
+# happened in the window and are attached whatever the status.
+SOURCE_UNREACHABLE = "SOURCE_UNREACHABLE"
+OUT_OF_RANGE = "OUT_OF_RANGE"
+DEAD_CONSUMER = "DEAD_CONSUMER"
+POISON_MESSAGE = "POISON_MESSAGE"
+PENDING_LEAK = "PENDING_LEAK"
+BACKPRESSURE = "BACKPRESSURE"
+SLOW_CONSUMER = "SLOW_CONSUMER"
+REBALANCING = "REBALANCING"
+REBALANCE_STORM = "REBALANCE_STORM"
+SKIPPED_DATA = "SKIPPED_DATA"
+TOPOLOGY_RESTARTED = "TOPOLOGY_RESTARTED"
+SPOUT_ID_COLLISION = "SPOUT_ID_COLLISION"
+
+# Group status is the worst partition status; like Burrow, STOP, STALL and REWIND count as ERR
+# at group level. UNKNOWN ranks above OK (the group cannot claim health it cannot see) and
+# below WARN (an unreachable source is not a lagging consumer).
+_GROUP_RANK = {OK: 0, UNKNOWN: 1, WARN: 2, ERR: 3}
+_GROUP_STATUS = {OK: OK, UNKNOWN: UNKNOWN, WARN: WARN, ERR: ERR, STOP: ERR, STALL: ERR, REWIND: ERR}
+
+
+# ---------------------------------------------------------------------------------------------
+# Inputs and outputs
+
+
+@dataclass(frozen=True, slots=True)
+class EvaluatorConfig:
+    """Thresholds of the rules; the defaults are Burrow's (window of 10, no allowed lag).
+
+    ``rebalance_storm_count`` is K of REBALANCE_STORM (more than K rebalances in the window);
+    ``backpressure_share`` is the share of spout samples at ``max.spout.pending`` that makes
+    "most of the window" for BACKPRESSURE.
+    """
+
+    allowed_lag: int = 0
+    minimum_complete: float = 0.0
+    window: int = 10
+    min_distance_s: float = 0.0
+    rebalance_storm_count: int = 3
+    backpressure_share: float = 0.8
+
+    def __post_init__(self) -> None:
+        if self.window < 1:
+            raise ValueError("window must be at least 1 commit")
+        if self.allowed_lag < 0 or self.min_distance_s < 0 or self.rebalance_storm_count < 0:
+            raise ValueError("allowed_lag, min_distance_s and rebalance_storm_count must be >= 0")
+        if not 0.0 <= self.minimum_complete <= 1.0:
+            raise ValueError("minimum_complete must be between 0 and 1")
+        if not 0.0 < self.backpressure_share <= 1.0:
+            raise ValueError("backpressure_share must be in (0, 1]")
+
+
+@dataclass(frozen=True, slots=True)
+class Commit:
+    """One committed offset of the window.
+
+    ``lag`` is the lag when the commit was seen (None: unknown). ``earliest`` is the broker's
+    log start offset at that time, when known: it is what reveals an out-of-range jump
+    (SKIPPED_DATA).
+    """
+
+    offset: int
+    timestamp_ms: int
+    lag: int | None = None
+    earliest: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SpoutSeries:
+    """A Storm spout's figures for the partition, one value per sample, oldest first.
+
+    ``acked`` and ``failed`` are cumulative counters (a decrease is a restart, not negative
+    work); ``pending`` is a gauge.
+    """
+
+    pending: tuple[int, ...] = ()
+    failed: tuple[int, ...] = ()
+    acked: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionWindow:
+    """Everything known about one partition: its window of commits and current figures.
+
+    The first eight fields are the issue's JSON; Burrow has exactly those with ``earliest``,
+    ``latest``, ``alive`` and ``spout`` unknown. The rest are optional evidence (None or empty:
+    unknown) that the collectors can supply:
+
+    - ``stale``/``stale_since_ms``: the source was unreachable; the figures are the last known;
+    - ``max_spout_pending``: ``topology.max.spout.pending``, for BACKPRESSURE;
+    - ``smallest_failed_offset``: the offset a spout keeps retrying, for POISON_MESSAGE;
+    - ``rebalances_ms``: times of the group's rebalances (generation changes) seen lately;
+    - ``rebalancing``: the group is rebalancing now (nobody owning the partition is expected);
+    - ``topology_ids``: topology instance ids seen on the spout path, oldest first;
+    - ``topics``: topics seen written under the spout path.
+    """
+
+    id: str
+    commits: tuple[Commit, ...]
+    latest_offsets: tuple[int, ...]
+    current_lag: int
+    earliest: int | None = None
+    latest: int | None = None
+    alive: bool | None = None
+    spout: SpoutSeries | None = None
+    stale: bool = False
+    stale_since_ms: int | None = None
+    max_spout_pending: int | None = None
+    smallest_failed_offset: int | None = None
+    rebalances_ms: tuple[int, ...] = ()
+    rebalancing: bool | None = None
+    topology_ids: tuple[str, ...] = ()
+    topics: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Diagnosis:
+    """A named finding and the figures that support it (JSON-ready values only)."""
+
+    code: str
+    evidence: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionVerdict:
+    """Status, completeness and explanation of one partition.
+
+    ``lag`` is the current lag the rules used (recomputed from ``latest`` when known); it is
+    None only when no lag can be stated (committed beyond the latest offset).
+    """
+
+    id: str
+    status: str
+    complete: float
+    diagnosis: tuple[Diagnosis, ...]
+    reason: str
+    lag: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class GroupVerdict:
+    id: str
+    status: str
+    complete: float
+    total_lag: int
+    partitions: tuple[PartitionVerdict, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class GroupWindows:
+    id: str
+    partitions: tuple[PartitionWindow, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class EvaluationRequest:
+    """A parsed ``evaluate_window`` document."""
+
+    config: EvaluatorConfig
+    now_ms: int
+    partitions: tuple[PartitionWindow, ...]
+    groups: tuple[GroupWindows, ...]
+
+
+class WindowInputError(ValueError):
+    """Bad input; the message starts with the path of the offending field."""
+
+    def __init__(self, path: str, problem: str) -> None:
+        self.path = path
+        self.problem = problem
+        super().__init__(f"{path}: {problem}")
+
+
+# ---------------------------------------------------------------------------------------------
+# The window
+
+
+def build_window(commits: Iterable[Commit], config: EvaluatorConfig) -> tuple[Commit, ...]:
+    """The last ``config.window`` commits, a commit within ``min_distance_s`` replacing the one
+    before it (SPEC §4, Burrow's ``min-distance``).
+
+    Replacement compares with the commit kept last, as Burrow's ring does, so the function is
+    idempotent: the Spark job may hand it raw commits or an already-built window. Commits are
+    taken in the order given (oldest first); nothing is reordered.
+    """
+    min_ms = config.min_distance_s * 1000.0
+    kept: list[Commit] = []
+    for commit in commits:
+        if kept and min_ms > 0 and commit.timestamp_ms - kept[-1].timestamp_ms < min_ms:
+            kept[-1] = commit
+        else:
+            kept.append(commit)
+    return tuple(kept[-config.window :])
+
+
+# ---------------------------------------------------------------------------------------------
+# Burrow's predicates (SPEC §4 rules 3 to 7), one small function each
+
+
+def has_stopped_committing(commits: Sequence[Commit], now_ms: int) -> bool:
+    """Rule 3, first half: the time since the last commit exceeds the window's own span."""
+    last = commits[-1].timestamp_ms
+    return now_ms - last > last - commits[0].timestamp_ms
+
+
+def was_caught_up_recently(commits: Sequence[Commit], latest_offsets: Sequence[int]) -> bool:
+    """Rule 3, second half (Burrow #290): a recent broker offset was at or below the last
+    commit, so the consumer had no lag lately and new data may simply not be consumed yet."""
+    last = commits[-1].offset
+    return any(latest <= last for latest in latest_offsets)
+
+
+def find_unrecovered_rewind(commits: Sequence[Commit]) -> int | None:
+    """Rule 4: index of a commit lower than the one before it that no later commit climbed
+    back to (reached the offset it fell from); None when every rewind recovered."""
+    offsets = [c.offset for c in commits]
+    for i in range(1, len(offsets)):
+        fell_from = offsets[i - 1]
+        if offsets[i] < fell_from and not any(o >= fell_from for o in offsets[i + 1 :]):
+            return i
+    return None
+
+
+def had_lag_within_allowed(commits: Sequence[Commit], allowed_lag: int) -> Commit | None:
+    """Rule 5: the most recent commit whose lag was within ``allowed_lag`` (unknown lags do
+    not count)."""
+    for commit in reversed(commits):
+        if commit.lag is not None and commit.lag <= allowed_lag:
+            return commit
+    return None
+
+
+def offsets_unchanged(commits: Sequence[Commit]) -> bool:
+    """Rule 6: every commit of the window is at the same offset."""
+    first = commits[0].offset
+    return all(c.offset == first for c in commits)
+
+
+def lag_never_decreased(commits: Sequence[Commit]) -> bool:
+    """Rule 7: from one commit to the next (skipping unknown lags), lag never went down."""
+    previous: int | None = None
+    for commit in commits:
+        if commit.lag is None:
+            continue
+        if previous is not None and commit.lag < previous:
+            return False
+        previous = commit.lag
+    return True
+
+
+# ---------------------------------------------------------------------------------------------
+# Evidence Burrow lacks
+
+
+def is_commit_overdue(commits: Sequence[Commit], now_ms: int) -> bool:
+    """The next commit is late: more time passed since the last one than the window's mean
+    interval between commits. Guards the dead-consumer rule against an owner missing for a
+    moment while commits still arrive on time."""
+    idle = now_ms - commits[-1].timestamp_ms
+    if len(commits) < 2:
+        return idle > 0
+    return idle * (len(commits) - 1) > commits[-1].timestamp_ms - commits[0].timestamp_ms
+
+
+def current_lag(window: PartitionWindow, commits: Sequence[Commit]) -> int:
+    """The lag now: from the fresh broker ``latest`` when known, else the collector's figure.
+
+    Burrow computes lag when a commit arrives and keeps it until the next one; a consumer that
+    stopped committing therefore keeps the lag of its last commit forever. Recomputing from the
+    latest offset of this poll is the first improvement of SPEC §4. The result may be negative
+    (committed beyond latest): the caller turns that into ERR, never into a clamped lag.
+    """
+    if window.latest is not None and commits:
+        return window.latest - commits[-1].offset
+    return window.current_lag
+
+
+def _moved(series: Sequence[int]) -> bool:
+    return any(b != a for a, b in zip(series, series[1:], strict=False))
+
+
+def _rise(series: Sequence[int]) -> int:
+    """Work counted by a cumulative counter; a drop (a restart) counts from zero again."""
+    total = 0
+    for a, b in zip(series, series[1:], strict=False):
+        total += b - a if b >= a else b
+    return total
+
+
+def _liveness(window: PartitionWindow, frozen: bool) -> tuple[bool | None, dict[str, Any]]:
+    """Is a consumer working on this partition? (value, evidence); None when nobody can tell.
+
+    Moving acked/failed counts are the strongest evidence (a Storm spout rewrites its znode
+    only on progress, so its commit times say nothing of liveness); then the owner as the
+    collector saw it, unless the group is rebalancing, when owning nothing is expected; last, a
+    spout whose counts did not move while its commit is frozen is dead.
+    """
+    spout = window.spout
+    samples = 0
+    if spout is not None:
+        samples = max(len(spout.acked), len(spout.failed))
+        if _moved(spout.acked) or _moved(spout.failed):
+            return True, {
+                "source": "spout",
+                "acked_rise": _rise(spout.acked),
+                "failed_rise": _rise(spout.failed),
+            }
+    if window.alive is not None and not (window.alive is False and window.rebalancing):
+        return window.alive, {"source": "owner", "alive": window.alive}
+    if samples >= 2 and frozen:
+        return False, {"source": "spout", "acked_rise": 0, "failed_rise": 0, "samples": samples}
+    return None, {}
+
+
+def _out_of_range(window: PartitionWindow, committed: int, lag: int) -> dict[str, Any] | None:
+    if window.latest is not None and committed > window.latest:
+        return {"committed": committed, "latest": window.latest, "side": "ahead_of_latest"}
+    if window.earliest is not None and committed < window.earliest:
+        return {"committed": committed, "earliest": window.earliest, "side": "behind_earliest"}
+    if window.latest is None and lag < 0:
+        return {"committed": committed, "current_lag": lag, "side": "ahead_of_latest"}
+    return None
+
+
+def _state_diagnoses(
+    window: PartitionWindow,
+    commits: Sequence[Commit],
+    config: EvaluatorConfig,
+    frozen: bool,
+) -> list[Diagnosis]:
+    """What the spout figures say about a non-OK partition (POISON, PENDING_LEAK, BACKPRESSURE)."""
+    spout = window.spout
+    if spout is None:
+        return []
+    found = []
+    committed = commits[-1].offset
+    failed_rise = _rise(spout.failed)
+    if frozen and failed_rise > 0:
+        offset = window.smallest_failed_offset
+        found.append(
+            Diagnosis(
+                POISON_MESSAGE,
+                {
+                    "offset": committed if offset is None else offset,
+                    "committed": committed,
+                    "failed_rise": failed_rise,
+                },
+            )
+        )
+    pending = spout.pending
+    if (
+        frozen
+        and len(pending) >= 2
+        and pending[-1] > pending[0]
+        and all(b >= a for a, b in zip(pending, pending[1:], strict=False))
+    ):
+        found.append(
+            Diagnosis(
+                PENDING_LEAK,
+                {"committed": committed, "pending_from": pending[0], "pending_to": pending[-1]},
+            )
+        )
+    cap = window.max_spout_pending
+    if cap is not None and pending:
+        at_cap = sum(1 for p in pending if p >= cap)
+        share = at_cap / len(pending)
+        if share >= config.backpressure_share:
+            found.append(
+                Diagnosis(
+                    BACKPRESSURE,
+                    {
+                        "max_spout_pending": cap,
+                        "share_at_cap": round(share, 3),
+                        "samples": len(pending),
+                    },
+                )
+            )
+    return found
+
+
+def _slow_consumer(commits: Sequence[Commit], lag: int) -> Diagnosis | None:
+    """Progress, but no faster than production: rates from the commits' own lags (the latest
+    offset at a commit is its offset plus its lag), the ETA at those rates."""
+    if commits[-1].offset <= commits[0].offset:
+        return None
+    samples = [
+        Sample(c.timestamp_ms, c.offset + c.lag, c.offset) for c in commits if c.lag is not None
+    ]
+    figures = rates(samples)
+    if figures is None or figures.consume_per_s > figures.produce_per_s:
+        return None
+    return Diagnosis(
+        SLOW_CONSUMER,
+        {
+            "consume_per_s": round(figures.consume_per_s, 3),
+            "produce_per_s": round(figures.produce_per_s, 3),
+            "lag": lag,
+            "eta_s": None,  # consumption does not outpace production: never drains
+        },
+    )
+
+
+def _skipped_data(commits: Sequence[Commit]) -> Diagnosis | None:
+    """The out-of-range jump: a commit below the log start, followed by one past it."""
+    for previous, commit in zip(commits, commits[1:], strict=False):
+        start = commit.earliest
+        if start is not None and previous.offset < start < commit.offset:
+            return Diagnosis(
+                SKIPPED_DATA,
+                {
+                    "from": previous.offset,
+                    "to": commit.offset,
+                    "earliest": start,
+                    "skipped": commit.offset - start,
+                    "deleted_by_retention": start - previous.offset,
+                    "at_ms": commit.timestamp_ms,
+                },
+            )
+    return None
+
+
+def _distinct(values: Iterable[str]) -> list[str]:
+    return list(dict.fromkeys(values))
+
+
+def _event_diagnoses(
+    window: PartitionWindow, commits: Sequence[Commit], config: EvaluatorConfig
+) -> tuple[Diagnosis, ...]:
+    found: list[Diagnosis] = []
+    if window.rebalancing:
+        found.append(Diagnosis(REBALANCING, {"rebalancing": True}))
+    if window.rebalances_ms:
+        since = commits[0].timestamp_ms if commits else None
+        count = sum(1 for t in window.rebalances_ms if since is None or t >= since)
+        if count > config.rebalance_storm_count:
+            found.append(
+                Diagnosis(
+                    REBALANCE_STORM,
+                    {
+                        "rebalances": count,
+                        "threshold": config.rebalance_storm_count,
+                        "since_ms": since,
+                    },
+                )
+            )
+    if any(c.earliest is not None for c in commits):
+        skipped = _skipped_data(commits)
+        if skipped is not None:
+            found.append(skipped)
+    if window.topology_ids:
+        ids = _distinct(window.topology_ids)
+        if len(ids) > 1:
+            found.append(
+                Diagnosis(TOPOLOGY_RESTARTED, {"from": ids[-2], "to": ids[-1], "ids": ids})
+            )
+    if window.topics:
+        topics = _distinct(window.topics)
+        if len(topics) > 1:
+            found.append(Diagnosis(SPOUT_ID_COLLISION, {"topics": topics}))
+    return tuple(found)
+
+
+# ---------------------------------------------------------------------------------------------
+# Sentences
+
+
+def _secs(ms: float) -> str:
+    seconds = ms / 1000.0
+    if seconds == int(seconds):
+        return f"{int(seconds)} s"
+    return f"{seconds:.1f} s"
+
+
+def _hint(diagnosis: Diagnosis) -> str:
+    """A clause naming the diagnosis with its main figure, for the end of a reason."""
+    e = diagnosis.evidence
+    code = diagnosis.code
+    if code == POISON_MESSAGE:
+        return (
+            f"offset {e['offset']} keeps failing ({e['failed_rise']} more failures): "
+            "a poison message"
+        )
+    if code == PENDING_LEAK:
+        return (
+            f"pending grew from {e['pending_from']} to {e['pending_to']} while the commit "
+            "stayed put: a pending leak"
+        )
+    if code == BACKPRESSURE:
+        share = round(e["share_at_cap"] * 100)
+        return f"pending sat at max.spout.pending ({e['max_spout_pending']}) in {share}% of samples"
+    if code == SLOW_CONSUMER:
+        return (
+            f"it consumes {e['consume_per_s']:g}/s against {e['produce_per_s']:g}/s produced, "
+            "so the lag never drains"
+        )
+    if code == REBALANCING:
+        return "the group is rebalancing"
+    if code == REBALANCE_STORM:
+        return f"{e['rebalances']} rebalances in the window (more than {e['threshold']})"
+    if code == SKIPPED_DATA:
+        return (
+            f"the commit jumped from {e['from']} to {e['to']} past the log start {e['earliest']}, "
+            f"skipping {e['skipped']} messages"
+        )
+    if code == TOPOLOGY_RESTARTED:
+        return f"a new topology instance {e['to']} replaced {e['from']} on the spout path"
+    if code == SPOUT_ID_COLLISION:
+        return f"topics {', '.join(e['topics'])} are written under one spout path"
+    return code
+
+
+def _sentence(base: str, diagnoses: Sequence[Diagnosis]) -> str:
+    for diagnosis in diagnoses:
+        if diagnosis.code not in (DEAD_CONSUMER, OUT_OF_RANGE, SOURCE_UNREACHABLE):
+            return f"{base}; {_hint(diagnosis)}."
+    return f"{base}."
+
+
+def _alive_clause(evidence: Mapping[str, Any]) -> str:
+    if evidence.get("source") == "spout":
+        return (
+            f"the spout is alive (acked +{evidence['acked_rise']}, "
+            f"failed +{evidence['failed_rise']})"
+        )
+    return "the consumer is alive (it owns the partition)"
+
+
+def _last_drop(commits: Sequence[Commit]) -> tuple[int, int]:
+    """The most recent decrease of lag between two commits with known lags (rule 8's proof)."""
+    known = [c.lag for c in commits if c.lag is not None]
+    for i in range(len(known) - 1, 0, -1):
+        if known[i] < known[i - 1]:
+            return known[i - 1], known[i]
+    return known[-1], known[-1]
+
+
+def _waiting_clause(lag: int, last: Commit) -> str:
+    if last.lag is not None and lag > last.lag:
+        return f"while {lag - last.lag} new messages arrived"
+    return f"with {lag} messages waiting"
+
+
+# ---------------------------------------------------------------------------------------------
+# The evaluator
+
+
+def _verdict(
+    window: PartitionWindow,
+    status: str,
+    complete: float,
+    lag: int | None,
+    base: str,
+    diagnoses: Sequence[Diagnosis],
+) -> PartitionVerdict:
+    found = tuple(diagnoses)
+    return PartitionVerdict(window.id, status, complete, found, _sentence(base, found), lag)
+
+
+def evaluate_partition(
+    window: PartitionWindow, config: EvaluatorConfig, now_ms: int
+) -> PartitionVerdict:
+    """Status, completeness, diagnoses and reason of one partition (SPEC §4), rules in order.
+
+    With ``earliest``, ``latest``, ``alive``, ``spout`` and the optional extras unknown, this is
+    Burrow's evaluation exactly. The steps that use more evidence are marked "improvement".
+    """
+    commits = window.commits
+    if len(commits) > config.window or config.min_distance_s > 0:
+        commits = build_window(commits, config)
+    complete = min(len(commits), config.window) / config.window
+    lag = current_lag(window, commits)
+    events = _event_diagnoses(window, commits, config)
+
+    # Improvement: an unreachable source says nothing about the consumer.
+    if window.stale:
+        since = window.stale_since_ms
+        evidence = {
+            "stale_since_ms": since,
+            "last_known_lag": lag,
+            "committed": commits[-1].offset if commits else None,
+        }
+        when = "" if since is None else f" for {_secs(now_ms - since)}"
+        return _verdict(
+            window,
+            UNKNOWN,
+            complete,
+            lag,
+            f"The source could not be reached{when}; these are the last known figures "
+            f"(lag {lag}), marked stale",
+            (Diagnosis(SOURCE_UNREACHABLE, evidence), *events),
+        )
+
+    if not commits:
+        return _verdict(
+            window, OK, complete, lag, "No commit in the window yet: nothing to judge", events
+        )
+    first, last = commits[0], commits[-1]
+
+    # ERR (SPEC §3, §4): the committed offset lies outside the log.
+    outside = _out_of_range(window, last.offset, lag)
+    if outside is not None:
+        if outside["side"] == "behind_earliest":
+            base = (
+                f"Committed offset {last.offset} is below the earliest available offset "
+                f"{outside['earliest']}: the data was deleted by retention or the log was reset"
+            )
+        else:
+            bound = outside.get("latest")
+            where = f"the latest offset {bound}" if bound is not None else "the latest offset"
+            base = (
+                f"Committed offset {last.offset} is beyond {where}: the log was reset or recreated"
+            )
+        return _verdict(
+            window,
+            ERR,
+            complete,
+            lag if lag >= 0 else None,
+            base,
+            (Diagnosis(OUT_OF_RANGE, outside), *events),
+        )
+
+    # Rule 1: not enough data.
+    if complete < config.minimum_complete:
+        return _verdict(
+            window,
+            OK,
+            complete,
+            lag,
+            f"Only {len(commits)} of {config.window} commits in the window "
+            f"({complete:.0%} < {config.minimum_complete:.0%} required): not enough data to judge",
+            events,
+        )
+
+    idle_ms = now_ms - last.timestamp_ms
+    span_ms = last.timestamp_ms - first.timestamp_ms
+
+    # Rule 2 (with the improvement that ``lag`` is fresh): nothing waits, however old the commit.
+    if lag <= config.allowed_lag:
+        old = f", although the last commit is {_secs(idle_ms)} old" if idle_ms > span_ms else ""
+        return _verdict(
+            window,
+            OK,
+            complete,
+            lag,
+            f"Current lag {lag} is within the allowed lag of {config.allowed_lag}{old}",
+            events,
+        )
+
+    time_stopped = has_stopped_committing(commits, now_ms)
+    stopped = time_stopped and not was_caught_up_recently(commits, window.latest_offsets)
+    stalled = offsets_unchanged(commits)
+    frozen = stalled or time_stopped
+    alive, alive_evidence = _liveness(window, frozen)
+    dead = None
+    if alive is False:
+        dead = Diagnosis(
+            DEAD_CONSUMER,
+            {**alive_evidence, "lag": lag, "committed": last.offset, "idle_s": idle_ms / 1000},
+        )
+
+    # Improvement: a consumer known dead is STOP once its next commit is overdue, however
+    # recent its last zero-lag commit (Burrow waits for the whole window's span).
+    if dead is not None and is_commit_overdue(commits, now_ms):
+        if alive_evidence["source"] == "owner":
+            base = (
+                f"Nobody owns the partition, no commit for {_secs(idle_ms)} and {lag} messages "
+                "wait: the consumer is dead"
+            )
+        else:
+            base = (
+                f"The spout neither acked nor failed anything and its commit has not moved for "
+                f"{_secs(idle_ms)}, with {lag} messages waiting: the consumer is dead"
+            )
+        state = _state_diagnoses(window, commits, config, frozen)
+        return _verdict(window, STOP, complete, lag, base, (dead, *state, *events))
+
+    # Rule 3: STOP; improvement: a live consumer that stopped committing is STALL.
+    if stopped:
+        base = (
+            f"No commit for {_secs(idle_ms)}, longer than the window's {_secs(span_ms)} span, "
+            f"{_waiting_clause(lag, last)}"
+        )
+        state = _state_diagnoses(window, commits, config, frozen)
+        if alive:
+            base = f"{base}, but {_alive_clause(alive_evidence)}: stalled, not stopped"
+            return _verdict(window, STALL, complete, lag, base, (*state, *events))
+        return _verdict(window, STOP, complete, lag, base, (*state, *events))
+
+    # Rule 4: REWIND.
+    rewind = find_unrecovered_rewind(commits)
+    if rewind is not None:
+        base = (
+            f"Committed offset went back from {commits[rewind - 1].offset} to "
+            f"{commits[rewind].offset} and never climbed back (last commit {last.offset})"
+        )
+        state = _state_diagnoses(window, commits, config, frozen)
+        return _verdict(window, REWIND, complete, lag, base, (*state, *events))
+
+    # Rule 5: caught up at some commit of the window.
+    caught_up = had_lag_within_allowed(commits, config.allowed_lag)
+    if caught_up is not None:
+        base = (
+            f"Lag was {caught_up.lag} (allowed {config.allowed_lag}) at a commit "
+            f"{_secs(now_ms - caught_up.timestamp_ms)} ago: the consumer caught up recently"
+        )
+        return _verdict(window, OK, complete, lag, base, events)
+
+    # Rule 6: STALL; improvement: a dead consumer's frozen offset is STOP.
+    if stalled:
+        base = (
+            f"All {len(commits)} commits in the window are at offset {last.offset} with lag {lag}"
+        )
+        state = _state_diagnoses(window, commits, config, frozen)
+        if dead is not None:
+            base = f"{base}, and nobody works on it: the consumer is dead"
+            return _verdict(window, STOP, complete, lag, base, (dead, *state, *events))
+        if alive:
+            base = f"{base}; {_alive_clause(alive_evidence)} but not moving"
+        return _verdict(window, STALL, complete, lag, base, (*state, *events))
+
+    known = [c.lag for c in commits if c.lag is not None]
+    # Rule 7: WARN.
+    if lag_never_decreased(commits):
+        trend = f" (from {known[0]} to {known[-1]})" if known else ""
+        base = f"Lag never decreased across the window's {len(commits)} commits{trend}"
+        state = _state_diagnoses(window, commits, config, frozen)
+        slow = _slow_consumer(commits, lag)
+        if slow is not None:
+            state.insert(0, slow)
+        return _verdict(window, WARN, complete, lag, base, (*state, *events))
+
+    # Rule 8.
+    drop = _last_drop(commits)
+    base = f"Lag went down from {drop[0]} to {drop[1]} within the window: the consumer catches up"
+    return _verdict(window, OK, complete, lag, base, events)
+
+
+def evaluate_group(group_id: str, verdicts: Sequence[PartitionVerdict]) -> GroupVerdict:
+    """Burrow's group rules: the worst partition (STOP, STALL, REWIND shown as ERR), completeness
+    as the share of partitions whose window is full, and the sum of the partitions' lags.
+
+    A partition with no statable lag (committed beyond latest) adds nothing to ``total_lag``;
+    it is already ERR. A group without partitions is OK with completeness 0, as in Burrow.
+    """
+    status = OK
+    full = 0
+    total = 0
+    for verdict in verdicts:
+        mapped = _GROUP_STATUS[verdict.status]
+        if _GROUP_RANK[mapped] > _GROUP_RANK[status]:
+            status = mapped
+        if verdict.complete >= 1.0:
+            full += 1
+        if verdict.lag is not None and verdict.lag > 0:
+            total += verdict.lag
+    complete = full / len(verdicts) if verdicts else 0.0
+    return GroupVerdict(group_id, status, complete, total, tuple(verdicts))
+
+
+def evaluate_request(
+    request: EvaluationRequest,
+) -> tuple[list[PartitionVerdict], list[GroupVerdict]]:
+    """Every partition and group of a parsed ``evaluate_window`` document."""
+    config, now = request.config, request.now_ms
+    partitions = [evaluate_partition(p, config, now) for p in request.partitions]
+    groups = [
+        evaluate_group(g.id, [evaluate_partition(p, config, now) for p in g.partitions])
+        for g in request.groups
+    ]
+    return partitions, groups
+
+
+# ---------------------------------------------------------------------------------------------
+# JSON in and out
+
+
+def verdict_to_json(verdict: PartitionVerdict) -> dict[str, Any]:
+    return {
+        "id": verdict.id,
+        "status": verdict.status,
+        "complete": verdict.complete,
+        "diagnosis": [{"code": d.code, "evidence": d.evidence} for d in verdict.diagnosis],
+        "reason": verdict.reason,
+    }
+
+
+def verdicts_to_json(
+    partitions: Sequence[PartitionVerdict], groups: Sequence[GroupVerdict]
+) -> dict[str, Any]:
+    """The ``evaluate_window`` output; each group also lists its partitions' verdicts, since
+    that is where a user finds why the group has its status."""
+    return {
+        "partitions": [verdict_to_json(v) for v in partitions],
+        "groups": [
+            {
+                "id": g.id,
+                "status": g.status,
+                "complete": g.complete,
+                "total_lag": g.total_lag,
+                "partitions": [verdict_to_json(v) for v in g.partitions],
+            }
+            for g in groups
+        ],
+    }
+
+
+def evaluate_document(doc: object) -> dict[str, Any]:
+    """Parse, evaluate and render one ``evaluate_window`` document; raises WindowInputError."""
+    return verdicts_to_json(*evaluate_request(parse_request(doc)))
+
+
+def _object(value: object, path: str, allowed: frozenset[str], required: Iterable[str]) -> dict:
+    if not isinstance(value, dict):
+        raise WindowInputError(path or "document", "must be an object")
+    for key in value:
+        if key not in allowed:
+            raise WindowInputError(f"{path}.{key}" if path else str(key), "unknown field")
+    for key in required:
+        if key not in value:
+            raise WindowInputError(f"{path}.{key}" if path else key, "is required")
+    return value
+
+
+def _int(value: object, path: str, minimum: int | None = 0, nullable: bool = False) -> Any:
+    if value is None and nullable:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise WindowInputError(path, "must be an integer" + (" or null" if nullable else ""))
+    if minimum is not None and value < minimum:
+        raise WindowInputError(path, f"must be >= {minimum}")
+    return value
+
+
+def _number(value: object, path: str, low: float, high: float | None = None) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise WindowInputError(path, "must be a number")
+    if value < low or (high is not None and value > high):
+        bounds = f"between {low:g} and {high:g}" if high is not None else f">= {low:g}"
+        raise WindowInputError(path, f"must be {bounds}")
+    return float(value)
+
+
+def _bool(value: object, path: str) -> bool | None:
+    if value is not None and not isinstance(value, bool):
+        raise WindowInputError(path, "must be true, false or null")
+    return value
+
+
+def _string(value: object, path: str) -> str:
+    if not isinstance(value, str) or not value:
+        raise WindowInputError(path, "must be a non-empty string")
+    return value
+
+
+def _list(value: object, path: str, nullable: bool = False) -> list:
+    if value is None and nullable:
+        return []
+    if not isinstance(value, list):
+        raise WindowInputError(path, "must be a list" + (" or null" if nullable else ""))
+    return value
+
+
+def _ints(value: object, path: str, nullable: bool = False) -> tuple[int, ...]:
+    items = _list(value, path, nullable)
+    return tuple(_int(v, f"{path}[{i}]") for i, v in enumerate(items))
+
+
+def _strings(value: object, path: str) -> tuple[str, ...]:
+    items = _list(value, path, nullable=True)
+    return tuple(_string(v, f"{path}[{i}]") for i, v in enumerate(items))
+
+
+_CONFIG_FIELDS = frozenset(
+    {
+        "allowed_lag",
+        "minimum_complete",
+        "window",
+        "min_distance_s",
+        "rebalance_storm_count",
+        "backpressure_share",
+    }
+)
+_COMMIT_FIELDS = frozenset({"offset", "timestamp_ms", "lag", "earliest"})
+_SPOUT_FIELDS = frozenset({"pending", "failed", "acked"})
+_PARTITION_REQUIRED = ("id", "commits", "latest_offsets", "current_lag")
+_PARTITION_FIELDS = frozenset(
+    {
+        *_PARTITION_REQUIRED,
+        "earliest",
+        "latest",
+        "alive",
+        "spout",
+        "stale",
+        "stale_since_ms",
+        "max_spout_pending",
+        "smallest_failed_offset",
+        "rebalances_ms",
+        "rebalancing",
+        "topology_ids",
+        "topics",
+    }
+)
+_GROUP_FIELDS = frozenset({"id", "partitions"})
+_REQUEST_FIELDS = frozenset({"config", "now_ms", "partitions", "groups"})
+
+
+def parse_config(value: object, path: str = "config") -> EvaluatorConfig:
+    """An EvaluatorConfig from its JSON object; absent fields take the defaults."""
+    if value is None:
+        return EvaluatorConfig()
+    doc = _object(value, path, _CONFIG_FIELDS, ())
+    kwargs: dict[str, Any] = {}
+    if "allowed_lag" in doc:
+        kwargs["allowed_lag"] = _int(doc["allowed_lag"], f"{path}.allowed_lag")
+    if "minimum_complete" in doc:
+        kwargs["minimum_complete"] = _number(
+            doc["minimum_complete"], f"{path}.minimum_complete", 0.0, 1.0
+        )
+    if "window" in doc:
+        kwargs["window"] = _int(doc["window"], f"{path}.window", minimum=1)
+    if "min_distance_s" in doc:
+        kwargs["min_distance_s"] = _number(doc["min_distance_s"], f"{path}.min_distance_s", 0.0)
+    if "rebalance_storm_count" in doc:
+        kwargs["rebalance_storm_count"] = _int(
+            doc["rebalance_storm_count"], f"{path}.rebalance_storm_count"
+        )
+    if "backpressure_share" in doc:
+        share = _number(doc["backpressure_share"], f"{path}.backpressure_share", 0.0, 1.0)
+        if share == 0.0:
+            raise WindowInputError(f"{path}.backpressure_share", "must be above 0")
+        kwargs["backpressure_share"] = share
+    return EvaluatorConfig(**kwargs)
+
+
+def _parse_commits(value: object, path: str) -> tuple[Commit, ...]:
+    commits = []
+    previous_ms: int | None = None
+    for i, item in enumerate(_list(value, path)):
+        here = f"{path}[{i}]"
+        doc = _object(item, here, _COMMIT_FIELDS, ("offset", "timestamp_ms"))
+        timestamp = _int(doc["timestamp_ms"], f"{here}.timestamp_ms")
+        if previous_ms is not None and timestamp < previous_ms:
+            raise WindowInputError(
+                f"{here}.timestamp_ms", "older than the commit before it (commits go oldest first)"
+            )
+        previous_ms = timestamp
+        commits.append(
+            Commit(
+                offset=_int(doc["offset"], f"{here}.offset"),
+                timestamp_ms=timestamp,
+                lag=_int(doc.get("lag"), f"{here}.lag", nullable=True),
+                earliest=_int(doc.get("earliest"), f"{here}.earliest", nullable=True),
+            )
+        )
+    return tuple(commits)
+
+
+def _parse_spout(value: object, path: str) -> SpoutSeries | None:
+    if value is None:
+        return None
+    doc = _object(value, path, _SPOUT_FIELDS, ())
+    return SpoutSeries(
+        pending=_ints(doc.get("pending"), f"{path}.pending", nullable=True),
+        failed=_ints(doc.get("failed"), f"{path}.failed", nullable=True),
+        acked=_ints(doc.get("acked"), f"{path}.acked", nullable=True),
+    )
+
+
+def parse_partition(value: object, path: str = "partition") -> PartitionWindow:
+    """A PartitionWindow from its JSON object; ``path`` prefixes every error message."""
+    doc = _object(value, path, _PARTITION_FIELDS, _PARTITION_REQUIRED)
+    stale = _bool(doc.get("stale"), f"{path}.stale")
+    return PartitionWindow(
+        id=_string(doc["id"], f"{path}.id"),
+        commits=_parse_commits(doc["commits"], f"{path}.commits"),
+        latest_offsets=_ints(doc["latest_offsets"], f"{path}.latest_offsets"),
+        current_lag=_int(doc["current_lag"], f"{path}.current_lag", minimum=None),
+        earliest=_int(doc.get("earliest"), f"{path}.earliest", nullable=True),
+        latest=_int(doc.get("latest"), f"{path}.latest", nullable=True),
+        alive=_bool(doc.get("alive"), f"{path}.alive"),
+        spout=_parse_spout(doc.get("spout"), f"{path}.spout"),
+        stale=bool(stale),
+        stale_since_ms=_int(doc.get("stale_since_ms"), f"{path}.stale_since_ms", nullable=True),
+        max_spout_pending=_int(
+            doc.get("max_spout_pending"), f"{path}.max_spout_pending", minimum=1, nullable=True
+        ),
+        smallest_failed_offset=_int(
+            doc.get("smallest_failed_offset"), f"{path}.smallest_failed_offset", nullable=True
+        ),
+        rebalances_ms=_ints(doc.get("rebalances_ms"), f"{path}.rebalances_ms", nullable=True),
+        rebalancing=_bool(doc.get("rebalancing"), f"{path}.rebalancing"),
+        topology_ids=_strings(doc.get("topology_ids"), f"{path}.topology_ids"),
+        topics=_strings(doc.get("topics"), f"{path}.topics"),
+    )
+
+
+def parse_request(doc: object) -> EvaluationRequest:
+    """Validate an ``evaluate_window`` document (already decoded from JSON).
+
+    Unknown fields are refused rather than ignored: a misspelt optional field would otherwise
+    silently read as "unknown" and change a verdict without a word.
+    """
+    top = _object(doc, "", _REQUEST_FIELDS, ("now_ms",))
+    config = parse_config(top.get("config"))
+    now_ms = _int(top["now_ms"], "now_ms")
+    partitions = tuple(
+        parse_partition(p, f"partitions[{i}]")
+        for i, p in enumerate(_list(top.get("partitions"), "partitions", nullable=True))
+    )
+    groups = []
+    for i, item in enumerate(_list(top.get("groups"), "groups", nullable=True)):
+        here = f"groups[{i}]"
+        group = _object(item, here, _GROUP_FIELDS, ("id", "partitions"))
+        members = _list(group["partitions"], f"{here}.partitions")
+        groups.append(
+            GroupWindows(
+                id=_string(group["id"], f"{here}.id"),
+                partitions=tuple(
+                    parse_partition(p, f"{here}.partitions[{j}]") for j, p in enumerate(members)
+                ),
+            )
+        )
+    return EvaluationRequest(config, now_ms, partitions, tuple(groups))

@@ -1,0 +1,1 @@
+"""Tests of the Spark jobs and the pure modules they run."""
