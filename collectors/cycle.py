@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from collectors.figures import PartitionFigure
+from collectors.rebalance import RebalanceEvent
 from collectors.records import GroupSnapshot, PartitionOffsets, SourceError, SpoutFigures
 
 
@@ -23,16 +24,6 @@ class SourceOutcome:
     error: str = ""
 
 
-@dataclass(frozen=True, slots=True)
-class RebalanceRecord:
-    source: str
-    group: str
-    time_ms: int
-    generation: int | None
-    cause: str
-    detail: dict = field(default_factory=dict)
-
-
 @dataclass
 class CycleOutcome:
     cluster: str
@@ -41,6 +32,6 @@ class CycleOutcome:
     groups: list[GroupSnapshot] = field(default_factory=list)
     offsets: list[PartitionOffsets] = field(default_factory=list)
     spouts: list[SpoutFigures] = field(default_factory=list)
-    rebalances: list[RebalanceRecord] = field(default_factory=list)
+    rebalances: list[RebalanceEvent] = field(default_factory=list)
     sources: list[SourceOutcome] = field(default_factory=list)
     errors: list[SourceError] = field(default_factory=list)

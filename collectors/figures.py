@@ -29,6 +29,11 @@ class PartitionFigure:
     owner: str | None
     topology_id: str | None
     where: str
+    # Liveness and spout counts, filled by the cycle's assembly when a source tells them.
+    alive: bool | None = None
+    pending: int | None = None
+    failed: int | None = None
+    acked: int | None = None
 
 
 def lag_of(
@@ -93,11 +98,22 @@ def partition_figures(
             seconds, kind = tl.seconds, str(tl.kind)
         figures.append(
             PartitionFigure(
-                source=c.source, group=c.group, topic=c.topic, partition=c.partition,
-                committed=c.offset, earliest=earliest, latest=latest, lag=lag,
-                time_lag_s=seconds, time_lag_kind=kind, out_of_range=out_of_range,
-                commit_time_ms=c.commit_time_ms, commit_version=c.commit_version,
-                owner=c.owner, topology_id=c.topology_id, where=c.where,
+                source=c.source,
+                group=c.group,
+                topic=c.topic,
+                partition=c.partition,
+                committed=c.offset,
+                earliest=earliest,
+                latest=latest,
+                lag=lag,
+                time_lag_s=seconds,
+                time_lag_kind=kind,
+                out_of_range=out_of_range,
+                commit_time_ms=c.commit_time_ms,
+                commit_version=c.commit_version,
+                owner=c.owner,
+                topology_id=c.topology_id,
+                where=c.where,
             )
         )
     return figures

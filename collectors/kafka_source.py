@@ -61,6 +61,8 @@ client_log = logging.getLogger(f"{__name__}.librdkafka")
 # Groups per DescribeGroups call. librdkafka already splits a call per coordinator; batching
 # bounds the size of one request and answer, and every batch is in flight at once anyway.
 DESCRIBE_BATCH = 50
+# Cycles in a row with a timeout after which the AdminClient is replaced (see _note_timeouts).
+_RECREATE_AFTER_TIMEOUTS = 3
 
 # Kafka's own spelling of the states (GroupState / ConsumerGroupState in the broker), which the
 # rest of Lagwatch compares against. UNKNOWN maps to None: "the source did not say".
@@ -240,7 +242,11 @@ class KafkaSource:
         }
         conf.update(config or {})
         conf["bootstrap.servers"] = bootstrap_servers
+        self._conf = conf
         self._admin: AdminClient | None = AdminClient(conf)
+        self._partitions_of: dict[str, list[int]] = {}
+        self._timeouts_in_a_row = 0
+        self._renew_client = False  # set by a cycle that could not reach the cluster
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -266,6 +272,8 @@ class KafkaSource:
 
     def collect(self, now_ms: int) -> CollectionResult:
         """Read one cycle. Never raises for anything the cluster does or fails to do."""
+        if self._renew_client and self._admin is not None:
+            self._recreate_client("the last cycle could not reach the cluster")
         admin = self.admin
         cycle = _Cycle(now_ms, self.timeout_s)
         try:
@@ -276,7 +284,80 @@ class KafkaSource:
         finally:
             admin.poll(0)  # serve queued librdkafka log lines
         cycle.result.finished_ms = cycle.clock_ms()
+        self._note_timeouts(cycle.result)
         return cycle.result
+
+    def log_offsets(self, topics: Iterable[str], now_ms: int) -> CollectionResult:
+        """Earliest and latest offsets of every partition of ``topics``, in two batched calls.
+
+        For topics no Kafka group consumes (Storm spouts, ZooKeeper consumers): their lag and
+        time lag need the same broker offsets. Partition lists come from the last cycle's
+        metadata, refreshed here only for topics it did not hold.
+        """
+        admin = self.admin
+        cycle = _Cycle(now_ms, self.timeout_s)
+        wanted = sorted(set(topics))
+        try:
+            missing = [t for t in wanted if t not in self._partitions_of]
+            if missing:
+                metadata = admin.list_topics(timeout=cycle.remaining())
+                self._remember_partitions(metadata, cycle, only=set(missing))
+            partitions = [(t, p) for t in wanted for p in self._partitions_of.get(t, ())]
+            for topic in wanted:
+                if topic not in self._partitions_of:
+                    cycle.error(f"topic {topic}", "not found on the broker")
+            if partitions:
+                cycle.result.offsets.extend(self._log_offsets(admin, partitions, cycle))
+        except KafkaException as exc:
+            cycle.result.reachable = False
+            cycle.error("cluster", f"unreachable: {_describe_exc(exc)}")
+        finally:
+            admin.poll(0)
+        cycle.result.finished_ms = cycle.clock_ms()
+        return cycle.result
+
+    def _note_timeouts(self, result: CollectionResult) -> None:
+        """Replace the client after an outage, or after repeated timeouts.
+
+        An AdminClient that lived through a broker restart can time out forever on group
+        requests (shared/LAB.md); a fresh client reconnects cleanly. So a cycle that could not
+        reach the cluster at all makes the next one start on a new client: made then, not now,
+        it connects at once when the cluster is back instead of first waiting out the
+        reconnect backoff it would build up during the outage, and the first cycle after the
+        outage is whole. Otherwise three cycles in a row with a timeout are the signal (a
+        restart no cycle saw), so one slow answer does not cost the warm client.
+        """
+        if not result.reachable:
+            self._renew_client = True
+            return
+        timed_out = any("timed out" in e.error for e in result.errors)
+        self._timeouts_in_a_row = self._timeouts_in_a_row + 1 if timed_out else 0
+        if self._timeouts_in_a_row >= _RECREATE_AFTER_TIMEOUTS:
+            self._recreate_client(f"{_RECREATE_AFTER_TIMEOUTS} cycles in a row timed out")
+
+    def _recreate_client(self, why: str) -> None:
+        log.warning("recreating the Kafka admin client for %s: %s", self.bootstrap_servers, why)
+        self._admin = AdminClient(self._conf)
+        self._partitions_of = {}
+        self._timeouts_in_a_row = 0
+        self._renew_client = False
+
+    def _remember_partitions(
+        self, metadata: Any, cycle: _Cycle, only: set[str] | None = None
+    ) -> dict[str, list[int]]:
+        partitions_of: dict[str, list[int]] = {}
+        for name, topic in metadata.topics.items():
+            if only is not None and name not in only:
+                continue
+            if topic.error is not None and topic.error.code() != KafkaError.NO_ERROR:
+                cycle.error(f"topic {name}", f"metadata: {topic.error.name()}")
+                continue
+            partitions_of[name] = sorted(topic.partitions)
+        if only is None:
+            self._partitions_of = partitions_of
+        else:
+            self._partitions_of.update(partitions_of)
+        return partitions_of
 
     def _collect(self, admin: AdminClient, cycle: _Cycle) -> None:
         result = cycle.result
@@ -289,13 +370,8 @@ class KafkaSource:
             result.reachable = False
             cycle.error("cluster", f"unreachable: {_describe_exc(exc)}")
             return
-        partitions_of: dict[str, list[int]] = {}
-        for name, topic in metadata.topics.items():
-            if topic.error is not None and topic.error.code() != KafkaError.NO_ERROR:
-                cycle.error(f"topic {name}", f"metadata: {topic.error.name()}")
-                continue
-            partitions_of[name] = sorted(topic.partitions)
-            result.partition_counts[name] = len(topic.partitions)
+        partitions_of = self._remember_partitions(metadata, cycle)
+        result.partition_counts.update((name, len(ps)) for name, ps in partitions_of.items())
 
         listed = self._listed_groups(groups_future, cycle)
         if listed is None:

@@ -72,9 +72,12 @@ def _spout_figures(topology_id: str, page: dict) -> list[SpoutFigures]:
             latency_ms = None
         figures.append(
             SpoutFigures(
-                topology_id=topology_id, spout_id=str(spout["spoutId"]),
-                emitted=_count(spout.get("emitted")), acked=_count(spout.get("acked")),
-                failed=_count(spout.get("failed")), complete_latency_ms=latency_ms,
+                topology_id=topology_id,
+                spout_id=str(spout["spoutId"]),
+                emitted=_count(spout.get("emitted")),
+                acked=_count(spout.get("acked")),
+                failed=_count(spout.get("failed")),
+                complete_latency_ms=latency_ms,
             )
         )
     return figures

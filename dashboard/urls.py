@@ -11,5 +11,6 @@ urlpatterns = [
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
+    path("api/v1/ingest/", include("dashboard.monitoring.ingest")),
     path("", include("dashboard.monitoring.urls")),
 ]

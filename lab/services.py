@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import re
+import secrets
 import shutil
 import socket
 import subprocess
@@ -22,6 +23,11 @@ from pathlib import Path
 from lab.ports import LOOPBACK
 
 REPO = Path(__file__).resolve().parents[1]
+
+# The lab's one cluster, as ``lab.stack.clusters_yaml`` declares it to the product; the
+# workload pushes its clients' statistics to this cluster's ingest endpoint.
+LAB_CLUSTER = "lab"
+INGEST_TOKEN_VAR = "LAGWATCH_INGEST_TOKEN"
 
 
 @dataclass(frozen=True)
@@ -238,6 +244,30 @@ def _redis_ready(ctx: Context, log: str) -> bool:
 # --- Django and Celery -----------------------------------------------------------------------
 
 
+def ingest_token(ctx: Context) -> str:
+    """The bearer token the web server accepts and the workload pushes with.
+
+    ``$LAGWATCH_INGEST_TOKEN`` if set; otherwise one generated for the run directory and
+    kept in ``<run_dir>/ingest-token`` (mode 0600), so both services, started separately
+    and restarted separately, read the same one.
+    """
+    if token := os.environ.get(INGEST_TOKEN_VAR):
+        return token
+    path = ctx.run_dir / "ingest-token"
+    ctx.run_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        token = path.read_text().strip()
+        if token:
+            return token
+        fd = os.open(path, os.O_WRONLY | os.O_TRUNC)
+    token = secrets.token_urlsafe(32)
+    with os.fdopen(fd, "w") as out:
+        out.write(token + "\n")
+    return token
+
+
 def django_env(ctx: Context) -> dict[str, str]:
     """The product's processes find the lab through these variables (see docs/CONTRACTS.md)."""
     env = dict(os.environ)
@@ -246,6 +276,7 @@ def django_env(ctx: Context) -> dict[str, str]:
         LAGWATCH_DATA_DIR=str(ctx.data_dir),
         PYTHONUNBUFFERED="1",
     )
+    env[INGEST_TOKEN_VAR] = ingest_token(ctx)
     if ctx.redis_url:
         env["REDIS_URL"] = ctx.redis_url
     for port_name, var in (("zookeeper", "LAGWATCH_LAB_ZK"), ("kafka", "LAGWATCH_LAB_BOOTSTRAP")):
@@ -301,6 +332,16 @@ def _worker_argv(ctx: Context) -> list[str]:
     ]  # fmt: skip
 
 
+def _collector_argv(ctx: Context) -> list[str]:
+    # One process, a thread per cluster: the adapters' connections and each cluster's offset
+    # history stay in this process between cycles (dashboard/monitoring/collection.py).
+    return [
+        ctx.python, "-m", "celery", "-A", "dashboard", "worker", "-Q", "collectors",
+        "-l", "info", "--pool", "threads", "--concurrency", "4",
+        "-n", "lagwatch-collector@%h", "--without-gossip", "--without-mingle",
+    ]  # fmt: skip
+
+
 _WORKER_READY = re.compile(r"\S+@\S+ ready\.")
 
 
@@ -333,15 +374,24 @@ def _workload_argv(ctx: Context) -> list[str]:
     ] + _ingest_args(ctx)  # fmt: skip
 
 
+def ingest_url(ctx: Context) -> str:
+    return f"{ctx.url('web')}/api/v1/ingest/{LAB_CLUSTER}"
+
+
 def _ingest_args(ctx: Context) -> list[str]:
-    """Where the workload pushes its clients' librdkafka statistics (SPEC §2.3): the broker
-    does not report consumer assignments in the lab (see shared/LAB.md), the clients do."""
-    # The token, if any, reaches it as $LAGWATCH_INGEST_TOKEN, which it reads itself.
-    return ["--ingest-url", ctx.url("web") + "/api/v1/ingest"] if "web" in ctx.ports else []
+    """Where the workload pushes its clients' librdkafka statistics and its spouts' figures
+    (SPEC §2.3): the broker does not report consumer assignments in the lab (see
+    shared/LAB.md), the clients do."""
+    # The token reaches it as $LAGWATCH_INGEST_TOKEN (see _workload_env), never on the
+    # command line, which stack.json records and `ps` shows.
+    return ["--ingest-url", ingest_url(ctx)] if "web" in ctx.ports else []
 
 
 def _workload_env(ctx: Context) -> dict[str, str]:
-    return {**os.environ, "PYTHONUNBUFFERED": "1"}
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    if "web" in ctx.ports:
+        env[INGEST_TOKEN_VAR] = ingest_token(ctx)
+    return env
 
 
 def _workload_ready(ctx: Context, log: str) -> bool:
@@ -406,6 +456,15 @@ SERVICES: dict[str, ServiceSpec] = {
             requires=("redis",),
             env=django_env,
             argv=_worker_argv,
+            ready=_worker_ready,
+            ready_timeout_s=60.0,
+            stop_grace_s=15.0,
+        ),
+        ServiceSpec(
+            name="collector",
+            requires=("redis",),
+            env=django_env,
+            argv=_collector_argv,
             ready=_worker_ready,
             ready_timeout_s=60.0,
             stop_grace_s=15.0,

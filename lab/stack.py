@@ -26,7 +26,15 @@ from typing import Any
 from urllib.parse import urlparse
 
 from lab import ports, procs
-from lab.services import REPO, SERVICES, Context, ServiceSpec, private_redis_url, redis_ping
+from lab.services import (
+    LAB_CLUSTER,
+    REPO,
+    SERVICES,
+    Context,
+    ServiceSpec,
+    private_redis_url,
+    redis_ping,
+)
 
 log = logging.getLogger("lab")
 
@@ -532,7 +540,7 @@ def clusters_yaml(ctx: Context) -> str:
     """
     lines = [
         "clusters:",
-        "  - name: lab",
+        f"  - name: {LAB_CLUSTER}",
         "    poll_interval_s: 10",
         f"    kafka: {{bootstrap_servers: {json.dumps(ctx.addr('kafka'))}, config: {{}}, "
         "read_consumer_offsets_topic: false}",

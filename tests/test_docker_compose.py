@@ -11,7 +11,9 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 COMPOSE = ROOT / "docker-compose.yml"
-LAGWATCH_SERVICES = {"web", "worker", "beat", "migrate", "spark-master", "spark-worker"}
+LAGWATCH_SERVICES = {
+    "web", "worker", "collector", "beat", "migrate", "spark-master", "spark-worker",
+}
 EXTERNAL_SERVICES = {"kafka", "zookeeper", "redis", "postgres"}
 
 
@@ -58,6 +60,8 @@ def test_depends_on_names_defined_services_and_waits_for_health(compose: dict) -
             if cond["condition"] == "service_healthy":
                 assert "healthcheck" in services[dep], f"{dep} has no healthcheck"
     assert set(services["worker"]["depends_on"]) >= {"redis", "kafka", "zookeeper", "migrate"}
+    assert set(services["collector"]["depends_on"]) >= {"redis", "kafka", "zookeeper", "migrate"}
+    assert "collectors" in services["collector"]["command"]
     assert set(services["web"]["depends_on"]) >= {"redis", "migrate"}
     assert services["migrate"]["depends_on"]["postgres"]["condition"] == "service_healthy"
 

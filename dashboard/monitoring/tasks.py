@@ -1,12 +1,82 @@
 """Celery tasks of the monitoring app: thin wrappers around plain functions."""
 
+from __future__ import annotations
+
+import logging
+import time
+from datetime import timedelta
+
 from celery import shared_task
+from django.conf import settings
+from django.db import DatabaseError
 from django.utils import timezone
 
-from dashboard.monitoring.models import ServiceHeartbeat
+from collectors.sample_log import SampleLog
+from dashboard.monitoring.collection import cycle_slot, run_cycle
+from dashboard.monitoring.ingest_store import prune_reports
+from dashboard.monitoring.locks import claim_once, exclusive
+from dashboard.monitoring.models import Cluster, ServiceHeartbeat
+from dashboard.monitoring.store import prune_history
+
+log = logging.getLogger(__name__)
 
 
 @shared_task(name="dashboard.monitoring.tasks.heartbeat", ignore_result=True)
 def heartbeat() -> None:
     """Record that beat scheduled and a worker ran a task: the pipeline is alive."""
     ServiceHeartbeat.objects.update_or_create(name="celery", defaults={"at": timezone.now()})
+
+
+@shared_task(name="dashboard.monitoring.tasks.dispatch_collection", ignore_result=True)
+def dispatch_collection() -> int:
+    """Send one collection task per enabled cluster whose poll slot has started.
+
+    Beat calls this every few seconds; the slot key makes a late or doubled call harmless,
+    and ``expires`` drops a cycle that waited so long (Redis or the workers were down) that
+    the next slot has begun: a stale cycle is worth less than the current one.
+    """
+    now_ms = int(time.time() * 1000)
+    sent = 0
+    for name, interval in Cluster.objects.filter(enabled=True).values_list(
+        "name", "poll_interval_s"
+    ):
+        slot = cycle_slot(now_ms, interval)
+        if claim_once(f"lagwatch:dispatched:{name}:{slot}", ttl_s=3 * interval):
+            collect_cluster.apply_async((name, slot), expires=max(1, interval))
+            sent += 1
+    return sent
+
+
+@shared_task(
+    bind=True,
+    name="dashboard.monitoring.tasks.collect_cluster",
+    ignore_result=True,
+    max_retries=3,
+)
+def collect_cluster(self, name: str, cycle_ms: int) -> dict | None:
+    """One cycle; retried with the same ``cycle_ms`` if storing failed (idempotent)."""
+    cluster = Cluster.objects.filter(name=name, enabled=True).first()
+    if cluster is None:
+        return None
+    with exclusive(f"lagwatch:collecting:{name}", ttl_s=3 * cluster.poll_interval_s) as mine:
+        if not mine:
+            log.warning("cluster %s: previous cycle still running, slot %d skipped", name, cycle_ms)
+            return None
+        try:
+            return run_cycle(cluster, cycle_ms).as_dict()
+        except (DatabaseError, OSError) as exc:
+            raise self.retry(exc=exc, countdown=1) from exc
+
+
+@shared_task(name="dashboard.monitoring.tasks.maintain_storage", ignore_result=True)
+def maintain_storage() -> dict:
+    """Drop raw history and old client reports, compact closed hours of the sample log."""
+    now = timezone.now()
+    pruned = prune_history(timedelta(hours=settings.LAGWATCH_RAW_HISTORY_HOURS), now)
+    pruned += prune_reports(now - timedelta(hours=1))
+    sample_log = SampleLog.from_url(settings.LAGWATCH_SAMPLE_LOG_URL)
+    compacted = sample_log.compact_closed_hours(now)
+    removed = sample_log.apply_retention(
+        now - timedelta(days=settings.LAGWATCH_SAMPLE_RETENTION_DAYS)
+    )
+    return {"pruned_rows": pruned, "compacted_hours": len(compacted), "removed_hours": len(removed)}

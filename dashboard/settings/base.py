@@ -108,6 +108,12 @@ STORAGES = {
 # Ingest payloads are bounded (SPEC §2.3): refuse oversized bodies before parsing them.
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("LAGWATCH_MAX_REQUEST_BYTES", 1024 * 1024)
 
+# The ingest endpoint (SPEC §2.3, docs/INGEST.md) takes pushes from clients with this bearer
+# token. Without one it is off (503) rather than open: anyone could write figures otherwise.
+LAGWATCH_INGEST_TOKEN = env_str("LAGWATCH_INGEST_TOKEN", "")
+# librdkafka documents grow with the partitions a client knows; refused (413) before reading.
+LAGWATCH_INGEST_MAX_BYTES = env_int("LAGWATCH_INGEST_MAX_BYTES", 1024 * 1024)
+
 REDIS_URL = env_str("REDIS_URL", "redis://127.0.0.1:6379/0")
 CELERY_BROKER_URL = REDIS_URL
 CELERY_RESULT_BACKEND = None
@@ -116,15 +122,33 @@ CELERY_TIMEZONE = TIME_ZONE
 CELERY_TASK_ACKS_LATE = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# Collection cycles run on their own queue, consumed by one collector process with a thread
+# pool: the adapters' connections and the offset history stay warm in that one process.
+CELERY_TASK_ROUTES = {"dashboard.monitoring.tasks.collect_cluster": {"queue": "collectors"}}
 CELERY_BEAT_SCHEDULE = {
     "heartbeat": {
         "task": "dashboard.monitoring.tasks.heartbeat",
         "schedule": env_int("LAGWATCH_HEARTBEAT_S", 10),
     },
+    # Every couple of seconds beat asks which clusters' poll slots have started; each
+    # cluster's own poll_interval_s (in the database) decides how often it is collected.
+    "dispatch-collection": {
+        "task": "dashboard.monitoring.tasks.dispatch_collection",
+        "schedule": float(env_int("LAGWATCH_DISPATCH_S", 2)),
+    },
+    "maintain-storage": {
+        "task": "dashboard.monitoring.tasks.maintain_storage",
+        "schedule": float(env_int("LAGWATCH_MAINTENANCE_S", 600)),
+    },
 }
 
 SPARK_MASTER = env_str("SPARK_MASTER", "local[*]")
 LAGWATCH_SAMPLE_LOG_URL = env_str("LAGWATCH_SAMPLE_LOG_URL", str(DATA_DIR / "samples"))
+# Collection (SPEC §2, §5): a source's answer deadline per cycle (never beyond the cluster's
+# poll interval), the raw history kept in the database, the sample log's retention.
+LAGWATCH_SOURCE_TIMEOUT_S = env_int("LAGWATCH_SOURCE_TIMEOUT_S", 10)
+LAGWATCH_RAW_HISTORY_HOURS = env_int("LAGWATCH_RAW_HISTORY_HOURS", 6)
+LAGWATCH_SAMPLE_RETENTION_DAYS = env_int("LAGWATCH_SAMPLE_RETENTION_DAYS", 30)
 
 LOGGING = {
     "version": 1,

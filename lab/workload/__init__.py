@@ -8,6 +8,7 @@ Run it with ``python -m lab.workload`` (see ``__main__``); scenarios are listed 
   ``zk_consumer``, ``topologies``) and its topic keeper;
 - ``scenarios`` / ``params`` / ``runner``: the faults, their parameters, which are active;
 - ``server`` / ``control``: the HTTP control endpoint and its client;
-- ``stats``: librdkafka statistics pushed to Lagwatch's ingest endpoint;
+- ``stats`` / ``spout_stats``: librdkafka statistics and the spouts' per-partition figures
+  pushed to Lagwatch's ingest endpoint;
 - ``probes``: reading back what the services hold (tests, debugging).
 """

@@ -23,6 +23,7 @@ from lab.storm.ui_api import StormUIServer, TopologyRegistry
 from lab.workload.demo import DEMO_WORLD
 from lab.workload.runner import ScenarioRunner
 from lab.workload.server import ControlServer
+from lab.workload.spout_stats import SpoutStatsPoster
 from lab.workload.stats import StatsPoster
 from lab.workload.world import World
 
@@ -36,7 +37,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--control-port", type=int, required=True)
     parser.add_argument("--storm-ui-port", type=int, required=True)
     parser.add_argument("--run-dir", type=Path, help="lab stack run dir (source-outage needs it)")
-    parser.add_argument("--ingest-url", help="Lagwatch ingest base URL for librdkafka stats")
+    parser.add_argument(
+        "--ingest-url",
+        help="Lagwatch ingest base URL (<web>/api/v1/ingest/<cluster>) for librdkafka "
+        "statistics and spout figures",
+    )
     parser.add_argument(
         "--ingest-token",
         default=os.environ.get("LAGWATCH_INGEST_TOKEN"),
@@ -70,6 +75,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         registry=registry,
     )
     runner = ScenarioRunner(world)
+    spout_poster = (
+        SpoutStatsPoster(args.ingest_url, args.ingest_token, world.topologies.spouts)
+        if args.ingest_url
+        else None
+    )
     storm_ui = StormUIServer("127.0.0.1", args.storm_ui_port, registry)
     control = ControlServer(
         runner,
@@ -77,6 +87,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         extra_status=lambda: {
             "storm_ui": storm_ui.url,
             "ingest": poster.status() if poster else None,
+            "spout_ingest": spout_poster.status() if spout_poster else None,
         },
     )
     if poster:
@@ -84,6 +95,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         world.start()
         runner.start_always_on()
+        if spout_poster:
+            spout_poster.start()
         storm_ui.start()
         control.start()
         log.info("workload running (storm ui %s, control %s)", storm_ui.url, control.url)
@@ -92,6 +105,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         log.info("shutting down")
     finally:
         control.stop()
+        if spout_poster:
+            spout_poster.stop()
         runner.stop_all()
         world.stop()
         storm_ui.stop()

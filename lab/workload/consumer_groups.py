@@ -13,6 +13,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
@@ -21,7 +22,12 @@ from lab.workload.spec import GroupSpec
 
 log = logging.getLogger(__name__)
 
-StatsSink = Callable[[str], None]
+
+class StatsSink(Protocol):
+    """Takes a librdkafka statistics document, and the group of the consumer that wrote it
+    (librdkafka's document does not name it). Must not block: it runs inside poll()."""
+
+    def __call__(self, stats_json: str, group: str | None = None) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -231,7 +237,7 @@ class GroupMember:
 
     def _on_stats(self, stats_json: str) -> None:
         if self._stats_sink is not None:
-            self._stats_sink(stats_json)
+            self._stats_sink(stats_json, self.spec.name)
         try:
             self.cgrp = json.loads(stats_json).get("cgrp", {})
         except ValueError:

@@ -3,6 +3,7 @@
 Tansu does not report group members' assignments (LAB.md), so the product learns them from
 the clients' own statistics. librdkafka calls `stats_cb` inside `poll()`: the callback must
 only enqueue, and a slow or absent endpoint must cost dropped documents, never consumer time.
+The same queue-and-drop poster carries the spouts' figures (`lab.workload.spout_stats`).
 """
 
 from __future__ import annotations
@@ -12,21 +13,29 @@ import logging
 import queue
 import threading
 import time
+import urllib.parse
 import urllib.request
 
 log = logging.getLogger(__name__)
 
 
-class StatsPoster:
+class IngestPoster:
+    """POSTs JSON documents to one ingest URL from its own thread; a full queue drops."""
+
     def __init__(
-        self, ingest_url: str, token: str | None, max_queue: int = 200, timeout_s: float = 5.0
+        self,
+        url: str,
+        token: str | None,
+        max_queue: int = 200,
+        timeout_s: float = 5.0,
+        name: str = "ingest-poster",
     ) -> None:
-        self.url = ingest_url.rstrip("/") + "/librdkafka"
+        self.url = url
         self._token = token
         self._timeout_s = timeout_s
-        self._queue: queue.Queue[str] = queue.Queue(maxsize=max_queue)
+        self._queue: queue.Queue[tuple[str, str]] = queue.Queue(maxsize=max_queue)
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="stats-poster", daemon=True)
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self.posted = 0
         self.failed = 0
         self.dropped = 0
@@ -37,12 +46,14 @@ class StatsPoster:
 
     def stop(self) -> None:
         self._stop.set()
-        self._thread.join(timeout=self._timeout_s + 1)
+        if self._thread.is_alive():
+            self._thread.join(timeout=self._timeout_s + 1)
 
-    def submit(self, stats_json: str) -> None:
-        """Enqueue one statistics document; never blocks."""
+    def enqueue(self, body: str, query: dict[str, str] | None = None) -> None:
+        """Queue one document for ``url?query``; never blocks."""
+        url = f"{self.url}?{urllib.parse.urlencode(query)}" if query else self.url
         try:
-            self._queue.put_nowait(stats_json)
+            self._queue.put_nowait((url, body))
         except queue.Full:
             self.dropped += 1
 
@@ -57,11 +68,11 @@ class StatsPoster:
     def _run(self) -> None:
         while not self._stop.is_set():
             try:
-                doc = self._queue.get(timeout=0.5)
+                url, body = self._queue.get(timeout=0.5)
             except queue.Empty:
                 continue
             try:
-                self._post(doc)
+                self._post(url, body)
                 self.posted += 1
             except (OSError, http.client.HTTPException) as exc:  # URLError is an OSError
                 self.failed += 1
@@ -69,16 +80,29 @@ class StatsPoster:
                 if now - self._last_failure_log > 30:
                     self._last_failure_log = now
                     log.warning(
-                        "posting librdkafka statistics to %s failed (%s); %d failures so far",
-                        self.url,
-                        exc,
-                        self.failed,
+                        "posting to %s failed (%s); %d failures so far", url, exc, self.failed
                     )
 
-    def _post(self, doc: str) -> None:
+    def _post(self, url: str, body: str) -> None:
         headers = {"Content-Type": "application/json"}
         if self._token:
             headers["Authorization"] = f"Bearer {self._token}"
-        req = urllib.request.Request(self.url, data=doc.encode(), headers=headers, method="POST")
+        req = urllib.request.Request(url, data=body.encode(), headers=headers, method="POST")
         with urllib.request.urlopen(req, timeout=self._timeout_s) as resp:
             resp.read()
+
+
+class StatsPoster(IngestPoster):
+    """librdkafka statistics to ``<ingest>/librdkafka``, a consumer's with its group."""
+
+    def __init__(
+        self, ingest_url: str, token: str | None, max_queue: int = 200, timeout_s: float = 5.0
+    ) -> None:
+        super().__init__(
+            ingest_url.rstrip("/") + "/librdkafka", token, max_queue, timeout_s, "stats-poster"
+        )
+
+    def submit(self, stats_json: str, group: str | None = None) -> None:
+        """Enqueue one statistics document; never blocks. The document does not carry the
+        consumer's ``group.id``, so the group travels as ``?group=``."""
+        self.enqueue(stats_json, {"group": group} if group else None)

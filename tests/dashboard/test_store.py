@@ -2,8 +2,9 @@
 
 import pytest
 
-from collectors.cycle import CycleOutcome, RebalanceRecord, SourceOutcome
+from collectors.cycle import CycleOutcome, SourceOutcome
 from collectors.figures import PartitionFigure
+from collectors.rebalance import RebalanceEvent as ObservedRebalance
 from collectors.records import GroupMember, GroupSnapshot, PartitionOffsets, Source, SourceError
 from dashboard.monitoring.models import (
     BrokerOffsetSample,
@@ -98,7 +99,7 @@ def test_errors_are_those_of_the_latest_cycle(cluster: Cluster) -> None:
 
 
 def test_rebalance_events_are_stored_once(cluster: Cluster) -> None:
-    event = RebalanceRecord("kafka", "g", 1_000_000, 7, "member_joined", {"member": "m2"})
+    event = ObservedRebalance("g", Source.KAFKA, 1_000_000, 7, "member_joined", {"member": "m2"})
     for _ in range(2):
         store_cycle(cluster, outcome(1_000_000, figure(1, 2), rebalances=[event]))
     stored = RebalanceEvent.objects.get()
@@ -111,3 +112,52 @@ def test_same_group_name_in_two_clusters_stays_apart(cluster: Cluster) -> None:
     store_cycle(other, outcome(1_000_000, figure(10, 100)))
     assert sorted(PartitionState.objects.values_list("committed", flat=True)) == [10, 40]
     assert OffsetSample.objects.count() == 2
+
+
+def zk_figure(committed: int, latest: int | None, source: Source = Source.STORM) -> PartitionFigure:
+    return PartitionFigure(
+        source=source, group="spout", topic="orders", partition=0, committed=committed,
+        earliest=0 if latest is not None else None, latest=latest,
+        lag=None if latest is None else latest - committed, time_lag_s=None,
+        time_lag_kind="unknown", out_of_range=None, commit_time_ms=1_000_000, commit_version=3,
+        owner="topo", topology_id="topo-1", where="/s/spout/partition_0",
+        alive=True, pending=7, failed=2, acked=40,
+    )
+
+
+def test_spout_counts_and_liveness_are_stored(cluster: Cluster) -> None:
+    store_cycle(cluster, CycleOutcome(cluster="c", cycle_ms=1_000_000, figures=[zk_figure(4, 9)]))
+    p = PartitionState.objects.get()
+    assert (p.pending, p.failed, p.acked, p.alive) == (7, 2, 40, True)
+    assert (OffsetSample.objects.get().pending, OffsetSample.objects.get().failed) == (7, 2)
+
+
+def test_broker_down_keeps_last_broker_figures_of_zookeeper_read_partitions(
+    cluster: Cluster,
+) -> None:
+    """Offsets still come from ZooKeeper, but lag needs the broker: keep the last known one."""
+    store_cycle(cluster, CycleOutcome(cluster="c", cycle_ms=1_000_000, figures=[zk_figure(4, 9)]))
+    down = [SourceOutcome("kafka", False, 1_010_000, 1_010_100, "broker down")]
+    store_cycle(
+        cluster,
+        CycleOutcome(cluster="c", cycle_ms=1_010_000, figures=[zk_figure(6, None)], sources=down),
+    )
+    p = PartitionState.objects.get()
+    assert (p.committed, p.latest, p.lag, p.stale) == (6, 9, 5, True)
+
+
+def test_zookeeper_down_marks_spouts_stale_too(cluster: Cluster) -> None:
+    store_cycle(cluster, CycleOutcome(cluster="c", cycle_ms=1_000_000, figures=[zk_figure(4, 9)]))
+    down = [SourceOutcome("zookeeper", False, 1_010_000, 1_010_100, "connection refused")]
+    store_cycle(cluster, CycleOutcome(cluster="c", cycle_ms=1_010_000, sources=down))
+    p = PartitionState.objects.get()
+    assert (p.committed, p.lag, p.stale, p.group.stale) == (4, 5, True, True)
+
+
+def test_storm_ui_down_does_not_hide_spout_offsets(cluster: Cluster) -> None:
+    down = [SourceOutcome("storm", False, 1_000_000, 1_000_100, "Storm UI: refused")]
+    store_cycle(
+        cluster,
+        CycleOutcome(cluster="c", cycle_ms=1_000_000, figures=[zk_figure(4, 9)], sources=down),
+    )
+    assert PartitionState.objects.get().stale is False

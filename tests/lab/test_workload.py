@@ -216,9 +216,9 @@ def test_librdkafka_statistics_are_pushed_and_a_dead_endpoint_does_not_stall_con
                     30,
                     "a statistics document with the assignment and the topic",
                 )
-                path, auth, _ = stub.received[0]
-                assert path == "/api/v1/ingest/librdkafka"
-                assert auth == "Bearer s3cret"
+                path = next(p for p, _a, d in stub.received if d is doc)
+                assert path == f"/api/v1/ingest/librdkafka?group={spec_ok.name}"
+                assert {a for _p, a, _d in stub.received} == {"Bearer s3cret"}
                 assert doc["type"] == "consumer"
                 assert doc["client_id"] == f"{spec_ok.name}-1"
                 partitions = doc["topics"][topic]["partitions"]
@@ -231,6 +231,8 @@ def test_librdkafka_statistics_are_pushed_and_a_dead_endpoint_does_not_stall_con
                     "the producer's statistics",
                 )
                 assert topic in producer_doc["topics"]
+                path = next(p for p, _a, d in stub.received if d is producer_doc)
+                assert path == "/api/v1/ingest/librdkafka", "a producer belongs to no group"
                 # The member behind the unreachable endpoint keeps consuming regardless.
                 member = groups[1].members()[0]
                 before = member.consumed

@@ -2,6 +2,7 @@
 
 from dashboard.monitoring.models.config import Cluster
 from dashboard.monitoring.models.health import CollectionError, ServiceHeartbeat, SourceHealth
+from dashboard.monitoring.models.ingest import ClientReportRow, IngestKind
 from dashboard.monitoring.models.state import (
     BrokerOffsetSample,
     ConsumerGroup,
@@ -14,9 +15,11 @@ from dashboard.monitoring.models.state import (
 
 __all__ = [
     "BrokerOffsetSample",
+    "ClientReportRow",
     "Cluster",
     "CollectionError",
     "ConsumerGroup",
+    "IngestKind",
     "OffsetSample",
     "PartitionState",
     "RebalanceEvent",

@@ -53,4 +53,3 @@ class CollectionError(models.Model):
 
     def __str__(self) -> str:
         return f"{self.source} {self.where}: {self.error}"
-

@@ -151,4 +151,3 @@ class RebalanceEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.group_id} {self.cause} @ {self.at:%H:%M:%S}"
-

@@ -1,0 +1,134 @@
+"""assemble_cycle: adapter results joined into one cycle's outcome (pure, no services)."""
+
+from __future__ import annotations
+
+from collectors.assemble import CycleMemory, assemble_cycle, sample_rows
+from collectors.figures import TimeTables
+from collectors.rebalance import MEMBER_JOINED, RebalanceTracker
+from collectors.records import (
+    CollectionResult,
+    CommittedOffset,
+    GroupMember,
+    GroupSnapshot,
+    PartitionOffsets,
+    Source,
+    SpoutFigures,
+)
+
+T0 = 1_700_000_000_000
+
+
+def memory() -> CycleMemory:
+    return CycleMemory(TimeTables(60), RebalanceTracker())
+
+
+def kafka(
+    members: tuple[GroupMember, ...] = (),
+    state: str = "Stable",
+    reachable: bool = True,
+    latest: int = 100,
+    at: int = T0,
+) -> CollectionResult:
+    return CollectionResult(
+        source=Source.KAFKA, started_ms=at, finished_ms=at + 50, reachable=reachable,
+        commits=[CommittedOffset(Source.KAFKA, "g", "t", 0, 40), CommittedOffset(Source.KAFKA, "g", "t", 1, 7)]
+        if reachable else [],
+        offsets=[PartitionOffsets("t", 0, 0, latest, at), PartitionOffsets("t", 1, 0, 7, at)]
+        if reachable else [],
+        groups=[GroupSnapshot(Source.KAFKA, "g", state, members=members, topics=("t",))]
+        if reachable else [],
+    )  # fmt: skip
+
+
+def spout_result(reachable: bool = True) -> CollectionResult:
+    return CollectionResult(
+        source=Source.ZOOKEEPER, started_ms=T0, finished_ms=T0 + 20, reachable=reachable,
+        commits=[CommittedOffset(Source.STORM, "sp", "t", 0, 90, owner="topo", topology_id="topo-1")]
+        if reachable else [],
+    )  # fmt: skip
+
+
+def figures_by(outcome, source: Source) -> dict:
+    return {(f.group, f.topic, f.partition): f for f in outcome.figures if f.source is source}
+
+
+def test_lag_of_every_source_comes_from_one_set_of_broker_offsets() -> None:
+    out = assemble_cycle("c", T0, T0, [kafka(), spout_result()], memory())
+    assert figures_by(out, Source.KAFKA)[("g", "t", 0)].lag == 60
+    assert figures_by(out, Source.STORM)[("sp", "t", 0)].lag == 10
+    assert [s.source for s in out.sources] == ["kafka", "zookeeper"]
+
+
+def test_a_member_owning_the_partition_makes_it_alive_and_names_the_owner() -> None:
+    members = (GroupMember("m-1", assignment=(("t", 0),)),)
+    figs = figures_by(assemble_cycle("c", T0, T0, [kafka(members)], memory()), Source.KAFKA)
+    assert (figs[("g", "t", 0)].alive, figs[("g", "t", 0)].owner) == (True, "m-1")
+    # Assignments are known for this group and nobody owns partition 1: not alive.
+    assert figs[("g", "t", 1)].alive is False
+
+
+def test_unknown_assignments_leave_liveness_unknown_and_empty_groups_dead() -> None:
+    unknown = figures_by(
+        assemble_cycle("c", T0, T0, [kafka((GroupMember("m-1"),))], memory()), Source.KAFKA
+    )
+    assert unknown[("g", "t", 0)].alive is None
+    empty = figures_by(assemble_cycle("c", T0, T0, [kafka(state="Empty")], memory()), Source.KAFKA)
+    assert empty[("g", "t", 0)].alive is False
+
+
+def test_storm_ui_listing_decides_spout_liveness() -> None:
+    listed = CollectionResult(
+        source=Source.STORM, started_ms=T0, spouts=[SpoutFigures("topo-1", "kafka-spout")]
+    )
+    killed = CollectionResult(source=Source.STORM, started_ms=T0, spouts=[])
+    down = CollectionResult(source=Source.STORM, started_ms=T0, reachable=False)
+    verdicts = []
+    for ui in (listed, killed, down):
+        out = assemble_cycle("c", T0, T0, [kafka(), spout_result(), ui], memory())
+        verdicts.append(figures_by(out, Source.STORM)[("sp", "t", 0)].alive)
+    assert verdicts == [True, False, None]
+
+
+def test_pushed_spout_counts_land_on_their_partition() -> None:
+    pushed = [
+        SpoutFigures("topo-1", "sp", acked=40, failed=3, pending=12, topic="t", partition=0),
+        SpoutFigures("topo-1", "sp", acked=1, failed=0, pending=0, topic="t", partition=5),
+    ]
+    out = assemble_cycle("c", T0, T0, [kafka(), spout_result()], memory(), pushed_spouts=pushed)
+    f = figures_by(out, Source.STORM)[("sp", "t", 0)]
+    assert (f.pending, f.failed, f.acked, f.alive) == (12, 3, 40, True)
+    assert len(out.spouts) == 2
+
+
+def test_time_lag_uses_the_history_kept_between_cycles() -> None:
+    mem = memory()
+    assemble_cycle("c", T0, T0, [kafka(latest=40)], mem)
+    out = assemble_cycle("c", T0 + 10_000, T0 + 10_000, [kafka(latest=100, at=T0 + 10_000)], mem)
+    # Committed 40 was the latest offset at T0: ten seconds behind.
+    assert figures_by(out, Source.KAFKA)[("g", "t", 0)].time_lag_s == 10.0
+
+
+def test_rebalance_events_between_cycles() -> None:
+    mem = memory()
+    one = (GroupMember("m-1", assignment=(("t", 0), ("t", 1))),)
+    two = (GroupMember("m-1", assignment=(("t", 0),)), GroupMember("m-2", assignment=(("t", 1),)))
+    assert assemble_cycle("c", T0, T0, [kafka(one)], mem).rebalances == []
+    events = assemble_cycle("c", T0 + 10_000, T0 + 10_000, [kafka(two, at=T0 + 10_000)], mem)
+    assert [(e.group, e.cause) for e in events.rebalances] == [("g", MEMBER_JOINED)]
+
+
+def test_sample_rows_mark_broker_less_rows_stale_only_when_the_broker_was_down() -> None:
+    out = assemble_cycle("c", T0, T0, [kafka(reachable=False), spout_result()], memory())
+    rows = sample_rows(out)
+    assert [(r["group"], r["lag"], r["stale"], r["ts_ms"]) for r in rows] == [
+        ("sp", None, True, T0)
+    ]
+    out = assemble_cycle("c", T0, T0, [kafka(), spout_result()], memory())
+    assert not any(r["stale"] for r in sample_rows(out))
+
+
+def test_errors_and_unreachable_sources_are_carried() -> None:
+    out = assemble_cycle("c", T0, T0, [kafka(), spout_result(reachable=False)], memory())
+    zk = next(s for s in out.sources if s.source == "zookeeper")
+    assert zk.reachable is False
+    assert figures_by(out, Source.STORM) == {}
