@@ -324,9 +324,10 @@ def _web_ready(ctx: Context, log: str) -> bool:
 
 
 def _worker_argv(ctx: Context) -> list[str]:
-    # Prefork with two children: a long Spark job must not hold up the next source poll.
+    # Prefork with two children: a long Spark job (queue "spark") must not hold up the small
+    # tasks of the default queue. Each child keeps its Spark session between runs.
     return [
-        ctx.python, "-m", "celery", "-A", "dashboard", "worker",
+        ctx.python, "-m", "celery", "-A", "dashboard", "worker", "-Q", "celery,spark",
         "-l", "info", "--pool", "prefork", "--concurrency", "2",
         "-n", "lagwatch-lab@%h", "--without-gossip", "--without-mingle",
     ]  # fmt: skip

@@ -62,6 +62,9 @@ def test_depends_on_names_defined_services_and_waits_for_health(compose: dict) -
     assert set(services["worker"]["depends_on"]) >= {"redis", "kafka", "zookeeper", "migrate"}
     assert set(services["collector"]["depends_on"]) >= {"redis", "kafka", "zookeeper", "migrate"}
     assert "collectors" in services["collector"]["command"]
+    # The worker runs the Spark jobs (queue "spark") besides the default queue's tasks.
+    worker = services["worker"]["command"]
+    assert set(worker[worker.index("-Q") + 1].split(",")) == {"celery", "spark"}
     assert set(services["web"]["depends_on"]) >= {"redis", "migrate"}
     assert services["migrate"]["depends_on"]["postgres"]["condition"] == "service_healthy"
 

@@ -1,6 +1,12 @@
 from django.contrib import admin
 
-from dashboard.monitoring.models import Cluster, ServiceHeartbeat
+from dashboard.monitoring.models import (
+    Cluster,
+    CollectionError,
+    ServiceHeartbeat,
+    SourceHealth,
+    SparkJobRun,
+)
 
 
 @admin.register(Cluster)
@@ -14,3 +20,33 @@ class ClusterAdmin(admin.ModelAdmin):
 class ServiceHeartbeatAdmin(admin.ModelAdmin):
     list_display = ("name", "at")
     readonly_fields = ("name", "at")
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    """Records the pipeline writes: visible to operators, never edited by hand."""
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+
+@admin.register(SourceHealth)
+class SourceHealthAdmin(ReadOnlyAdmin):
+    list_display = ("cluster", "source", "reachable", "last_success_at", "last_error_at",
+                    "last_duration_s", "consecutive_failures")  # fmt: skip
+    list_filter = ("reachable", "source")
+
+
+@admin.register(CollectionError)
+class CollectionErrorAdmin(ReadOnlyAdmin):
+    list_display = ("cluster", "source", "where", "error", "at")
+    list_filter = ("source",)
+    search_fields = ("where", "error")
+
+
+@admin.register(SparkJobRun)
+class SparkJobRunAdmin(ReadOnlyAdmin):
+    list_display = ("job", "started_at", "duration_s", "input_rows", "output_rows", "outcome")
+    list_filter = ("job", "outcome")

@@ -1,7 +1,10 @@
 """The current state as one JSON-ready document: ``lagwatch_status --json`` and the API.
 
-Read-only, three queries whatever the number of partitions. Group totals are computed from
-the partitions' latest figures, so they agree with the partition rows printed beside them.
+Read-only, a handful of queries whatever the number of partitions. Group totals are computed
+from the partitions' latest figures, so they agree with the partition rows printed beside them.
+Statuses, diagnoses, reasons and ``complete`` are the status job's (SPEC §4, §6), as of its
+``evaluated_at``; UNKNOWN with no ``evaluated_at`` means no status run has judged it yet.
+``spark_jobs`` lists each job's latest finished run and when it last succeeded.
 """
 
 from __future__ import annotations
@@ -16,7 +19,10 @@ from dashboard.monitoring.models import (
     ConsumerGroup,
     PartitionState,
     RebalanceEvent,
+    SparkJobOutcome,
+    SparkJobRun,
 )
+from dashboard.monitoring.spark_runs import JOBS
 
 
 def _iso(at: datetime | None) -> str | None:
@@ -35,7 +41,7 @@ def status_document(
     ).values(
         "group_id", "topic", "partition", "committed", "earliest", "latest", "lag",
         "time_lag_s", "owner", "alive", "pending", "failed", "acked", "status", "diagnosis",
-        "last_commit_at", "stale",
+        "last_commit_at", "stale", "reason", "complete", "evaluated_at",
     )  # fmt: skip
     errors = CollectionError.objects.select_related("cluster").order_by(
         "cluster__name", "source", "where"
@@ -77,6 +83,9 @@ def status_document(
                 "owner": p["owner"] or None,
                 "status": p["status"],
                 "diagnosis": p["diagnosis"],
+                "reason": p["reason"] or None,
+                "complete": p["complete"],
+                "evaluated_at": _iso(p["evaluated_at"]),
                 "last_commit_at": _iso(p["last_commit_at"]),
                 "stale": p["stale"],
                 "alive": p["alive"],
@@ -94,6 +103,8 @@ def status_document(
             "generation": g.generation,
             "members": len(g.members) if g.members_known else None,
             "status": g.status,
+            "complete": g.complete,
+            "evaluated_at": _iso(g.evaluated_at),
             "total_lag": totals[g.id][0] if totals[g.id][2] else None,
             "max_time_lag_s": totals[g.id][1],
             "owner": g.owner or None,
@@ -123,4 +134,31 @@ def status_document(
             {"cluster": e.cluster.name, "source": e.source, "where": e.where, "error": e.error}
             for e in errors
         ],
+        "spark_jobs": spark_job_runs(),
     }
+
+
+def spark_job_runs() -> list[dict[str, Any]]:
+    """Per job that ever ran: its latest finished run (ok, failed or skipped) and the finish
+    time of its latest successful one, so a string of failures or skips shows how stale the
+    results have become."""
+    finished = SparkJobRun.objects.exclude(outcome=SparkJobOutcome.RUNNING).order_by("-started_at")
+    rows = []
+    for job in JOBS:
+        run = finished.filter(job=job).first()
+        if run is None:
+            continue
+        last_ok = finished.filter(job=job, outcome=SparkJobOutcome.OK).first()
+        rows.append(
+            {
+                "job": job,
+                "finished_at": _iso(run.finished_at),
+                "duration_s": None if run.duration_s is None else round(run.duration_s, 3),
+                "input_rows": run.input_rows,
+                "output_rows": run.output_rows,
+                "outcome": run.outcome,
+                "error": run.error or None,
+                "last_ok_at": _iso(last_ok.finished_at) if last_ok else None,
+            }
+        )
+    return rows

@@ -16,6 +16,7 @@ from dashboard.monitoring.collection import cycle_slot, run_cycle
 from dashboard.monitoring.ingest_store import prune_reports
 from dashboard.monitoring.locks import claim_once, exclusive
 from dashboard.monitoring.models import Cluster, ServiceHeartbeat
+from dashboard.monitoring.spark_runs import run_job
 from dashboard.monitoring.store import prune_history
 
 log = logging.getLogger(__name__)
@@ -80,3 +81,19 @@ def maintain_storage() -> dict:
         now - timedelta(days=settings.LAGWATCH_SAMPLE_RETENTION_DAYS)
     )
     return {"pruned_rows": pruned, "compacted_hours": len(compacted), "removed_hours": len(removed)}
+
+
+# Spark jobs (SPEC §6): queue "spark". The lock inside run_job keeps one run per job even when
+# beat's next call arrives while a run is still going; that call records a skipped run.
+
+
+@shared_task(name="dashboard.monitoring.tasks.spark_status", ignore_result=True)
+def spark_status(window_s: int | None = None) -> dict:
+    """Status and diagnosis of every partition and group, loaded into the database."""
+    return run_job("status", window_s).as_dict()
+
+
+@shared_task(name="dashboard.monitoring.tasks.spark_rollups", ignore_result=True)
+def spark_rollups(window_s: int | None = None) -> dict:
+    """Per-minute and per-hour rollups of the sample log's recent window."""
+    return run_job("rollups", window_s).as_dict()

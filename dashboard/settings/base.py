@@ -124,7 +124,17 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # Collection cycles run on their own queue, consumed by one collector process with a thread
 # pool: the adapters' connections and the offset history stay warm in that one process.
-CELERY_TASK_ROUTES = {"dashboard.monitoring.tasks.collect_cluster": {"queue": "collectors"}}
+# Spark jobs run on their own queue "spark" (the worker consumes it beside "celery"), so a
+# long run never delays the small housekeeping tasks queued behind it.
+CELERY_TASK_ROUTES = {
+    "dashboard.monitoring.tasks.collect_cluster": {"queue": "collectors"},
+    "dashboard.monitoring.tasks.spark_status": {"queue": "spark"},
+    "dashboard.monitoring.tasks.spark_rollups": {"queue": "spark"},
+}
+# Spark jobs (SPEC §6, docs/SPARK_JOBS.md): status every minute, rollups every 10 minutes. A
+# run queued longer than its interval is dropped (``expires``): the next one is as good.
+LAGWATCH_STATUS_EVERY_S = env_int("LAGWATCH_STATUS_EVERY_S", 60)
+LAGWATCH_ROLLUPS_EVERY_S = env_int("LAGWATCH_ROLLUPS_EVERY_S", 600)
 CELERY_BEAT_SCHEDULE = {
     "heartbeat": {
         "task": "dashboard.monitoring.tasks.heartbeat",
@@ -140,10 +150,37 @@ CELERY_BEAT_SCHEDULE = {
         "task": "dashboard.monitoring.tasks.maintain_storage",
         "schedule": float(env_int("LAGWATCH_MAINTENANCE_S", 600)),
     },
+    "spark-status": {
+        "task": "dashboard.monitoring.tasks.spark_status",
+        "schedule": float(LAGWATCH_STATUS_EVERY_S),
+        "options": {"expires": LAGWATCH_STATUS_EVERY_S},
+    },
+    "spark-rollups": {
+        "task": "dashboard.monitoring.tasks.spark_rollups",
+        "schedule": float(LAGWATCH_ROLLUPS_EVERY_S),
+        "options": {"expires": LAGWATCH_ROLLUPS_EVERY_S},
+    },
 }
 
 SPARK_MASTER = env_str("SPARK_MASTER", "local[*]")
 LAGWATCH_SAMPLE_LOG_URL = env_str("LAGWATCH_SAMPLE_LOG_URL", str(DATA_DIR / "samples"))
+# Where the Spark jobs write their runs (spark_jobs/jobs.py), and how many runs of a job stay.
+LAGWATCH_RESULTS_URL = env_str("LAGWATCH_RESULTS_URL", str(DATA_DIR / "results"))
+LAGWATCH_SPARK_KEEP_RUNS = env_int("LAGWATCH_SPARK_KEEP_RUNS", 5)
+# The status job reads this much of the log: enough to hold a stuck partition's last commit.
+LAGWATCH_STATUS_LOOKBACK_S = env_int("LAGWATCH_STATUS_LOOKBACK_S", 3600)
+LAGWATCH_ROLLUPS_WINDOW_S = env_int("LAGWATCH_ROLLUPS_WINDOW_S", 7200)
+# One run of a job at a time: the lock expires after this, should a worker die holding it.
+LAGWATCH_SPARK_LOCK_TTL_S = env_int("LAGWATCH_SPARK_LOCK_TTL_S", 1800)
+LAGWATCH_SPARK_RUNS_KEEP_DAYS = env_int("LAGWATCH_SPARK_RUNS_KEEP_DAYS", 7)
+# The evaluator's thresholds (SPEC §4; defaults are Burrow's). minimum_complete is a percent
+# here, since settings come from integer environment variables.
+LAGWATCH_EVALUATOR = {
+    "window": env_int("LAGWATCH_STATUS_WINDOW_COMMITS", 10),
+    "allowed_lag": env_int("LAGWATCH_STATUS_ALLOWED_LAG", 0),
+    "min_distance_s": env_int("LAGWATCH_STATUS_MIN_DISTANCE_S", 0),
+    "minimum_complete": env_int("LAGWATCH_STATUS_MINIMUM_COMPLETE_PCT", 0) / 100,
+}
 # Collection (SPEC §2, §5): a source's answer deadline per cycle (never beyond the cluster's
 # poll interval), the raw history kept in the database, the sample log's retention.
 LAGWATCH_SOURCE_TIMEOUT_S = env_int("LAGWATCH_SOURCE_TIMEOUT_S", 10)

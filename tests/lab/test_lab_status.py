@@ -47,8 +47,9 @@ def lagwatch_status(run_dir: Path) -> dict:
     }
     out = subprocess.run(
         [sys.executable, "manage.py", "lagwatch_status", "--json"],
-        cwd=REPO, env=env, capture_output=True, text=True, timeout=60, check=True,
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=60,
     )  # fmt: skip
+    assert out.returncode == 0, out.stderr[-3000:]
     return json.loads(out.stdout)
 
 

@@ -3,6 +3,7 @@
 from dashboard.monitoring.models.config import Cluster
 from dashboard.monitoring.models.health import CollectionError, ServiceHeartbeat, SourceHealth
 from dashboard.monitoring.models.ingest import ClientReportRow, IngestKind
+from dashboard.monitoring.models.jobs import SparkJobOutcome, SparkJobRun
 from dashboard.monitoring.models.state import (
     BrokerOffsetSample,
     ConsumerGroup,
@@ -26,5 +27,7 @@ __all__ = [
     "ServiceHeartbeat",
     "SourceHealth",
     "SourceKind",
+    "SparkJobOutcome",
+    "SparkJobRun",
     "Status",
 ]

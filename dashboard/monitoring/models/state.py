@@ -44,6 +44,9 @@ class ConsumerGroup(models.Model):
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.UNKNOWN)
     total_lag = models.BigIntegerField(null=True)
     max_time_lag_s = models.FloatField(null=True)
+    # Set by the status job (SPEC §4): share of partitions with a full window, and when.
+    complete = models.FloatField(null=True)
+    evaluated_at = models.DateTimeField(null=True)
     stale = models.BooleanField(default=False)
     first_seen_at = models.DateTimeField()
     last_seen_at = models.DateTimeField()
@@ -77,6 +80,11 @@ class PartitionState(models.Model):
     acked = models.BigIntegerField(null=True)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.UNKNOWN)
     diagnosis = models.JSONField(default=list)
+    # Set by the status job: the evaluator's one-sentence reason, and when it was evaluated.
+    # db_default: the store inserts partitions with raw SQL that does not name these columns.
+    reason = models.TextField(blank=True, default="", db_default="")
+    complete = models.FloatField(null=True)
+    evaluated_at = models.DateTimeField(null=True)
     stale = models.BooleanField(default=False)
     sampled_at = models.DateTimeField()
 

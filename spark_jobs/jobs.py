@@ -1,0 +1,372 @@
+"""Entry points of the Spark jobs: read a window of the sample log, compute, write results
+atomically (SPEC §6). No Django here: a thin Celery task (``dashboard.monitoring.spark_runs``)
+calls these and loads the status results into the database.
+
+Jobs:
+
+- **status** (:func:`run_status_job`): status, diagnosis and reason of every partition and
+  group (``spark_jobs.status``, the evaluator's rules). It reads a *look-back* (default 1 h)
+  rather than the evaluator's window: the window is the partition's last N commits, and a
+  stuck partition's last commit may be long ago, so the read must reach back far enough to
+  hold it. A commit older than the look-back is not seen; the partition is then judged on
+  its first sample in the look-back, as if that were its first commit.
+- **rollups** (:func:`run_rollups_job`): per-minute and per-hour trends of every partition,
+  topic, group and cluster (``spark_jobs.rollups``).
+
+**Result layout**, under ``results_url`` (a local path, ``file://``, ``hdfs://``, ``s3a://``)::
+
+    status/run=<now_ms>/_SUCCESS               the run's summary (JSON), written last
+    status/run=<now_ms>/partitions/*.parquet   PARTITION_VERDICT_SCHEMA
+    status/run=<now_ms>/groups/*.parquet       GROUP_VERDICT_SCHEMA
+    rollups/run=<now_ms>/_SUCCESS
+    rollups/run=<now_ms>/{partitions,topics,groups,clusters}/*.parquet   1m and 1h rows
+    <job>/.tmp-<now_ms>-<hex>/                 a run being written (hidden from readers)
+
+**Atomicity.** A run writes its tables into a hidden temp directory beside the runs, renames
+it to ``run=<now_ms>`` and only then writes the run's ``_SUCCESS`` marker. On a local file
+system and HDFS the rename of a directory is atomic, so a reader listing runs sees a whole run
+or none. On an object store (``s3a://``) a rename is a copy then a delete, object by object,
+so a reader could see half a directory: that is what the marker is for. **Readers consider
+only runs with a ``_SUCCESS`` marker, newest first** (``latest_run``), and since the marker
+is written after the last table is in place, a run with a marker is whole everywhere. A run
+that fails leaves at most a temp directory or an unmarked run, both invisible to readers and
+removed by a later run; the previous runs stay as they were.
+
+**Retention.** Each run keeps the ``keep`` newest complete runs of its job and deletes older
+ones (marked or not), plus temp directories older than an hour (a crashed run's leftovers;
+younger ones may belong to a run still writing). One run of a job at a time is the caller's
+business (a Redis lock in ``dashboard.monitoring.spark_runs``).
+
+Files are handled with Hadoop's ``FileSystem`` through the driver's JVM: the same connector,
+configuration and credentials Spark itself writes with, whatever the URL's scheme.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import secrets
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pyspark import StorageLevel
+from pyspark.sql import DataFrame, SparkSession
+
+from spark_jobs.evaluator import EvaluatorConfig
+from spark_jobs.rollups import rollup
+from spark_jobs.sample_reader import read_samples
+from spark_jobs.status import evaluate_status
+
+__all__ = [
+    "DEFAULT_KEEP_RUNS",
+    "DEFAULT_ROLLUPS_WINDOW_MS",
+    "DEFAULT_STATUS_LOOKBACK_MS",
+    "JOBS",
+    "ROLLUP_LOOKBEHIND_MS",
+    "ROLLUP_TABLES",
+    "STATUS_TABLES",
+    "SUCCESS_MARKER",
+    "JobResult",
+    "completed_runs",
+    "latest_run",
+    "run_dir",
+    "run_rollups_job",
+    "run_status_job",
+]
+
+JOBS = ("status", "rollups")
+SUCCESS_MARKER = "_SUCCESS"
+STATUS_TABLES = ("partitions", "groups")
+# Table name -> rollups level (spark_jobs.rollups: partition, topic, group, cluster).
+ROLLUP_TABLES = {"partitions": "partition", "topics": "topic", "groups": "group",
+                 "clusters": "cluster"}  # fmt: skip
+DEFAULT_STATUS_LOOKBACK_MS = 3_600_000
+DEFAULT_ROLLUPS_WINDOW_MS = 2 * 3_600_000
+DEFAULT_KEEP_RUNS = 5
+# Samples read before the first rollup bucket, only as the predecessors of its first interval:
+# comfortably more than a poll interval.
+ROLLUP_LOOKBEHIND_MS = 10 * 60_000
+# A temp directory this old belongs to a run that died: no run of a job takes an hour.
+_TEMP_MAX_AGE_MS = 3_600_000
+_RUN_PREFIX = "run="
+_TEMP_PREFIX = ".tmp-"
+
+
+@dataclass(frozen=True)
+class JobResult:
+    """What a run produced: its rows in and out, and where its results are.
+
+    ``tables`` maps each table of the run to its row count; ``partitions`` and ``groups`` are
+    the status job's verdict counts (for rollups, the partition and group rollup rows).
+    """
+
+    job: str
+    now_ms: int
+    window_ms: int
+    input_rows: int
+    output_path: str
+    tables: Mapping[str, int] = field(default_factory=dict)
+
+    @property
+    def partitions(self) -> int:
+        return self.tables.get("partitions", 0)
+
+    @property
+    def groups(self) -> int:
+        return self.tables.get("groups", 0)
+
+    @property
+    def output_rows(self) -> int:
+        return sum(self.tables.values())
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "job": self.job, "now_ms": self.now_ms, "window_ms": self.window_ms,
+            "input_rows": self.input_rows, "output_path": self.output_path,
+            "tables": dict(self.tables),
+        }  # fmt: skip
+
+
+# ---------------------------------------------------------------------------------------------
+# Files, through Hadoop's FileSystem in the driver's JVM
+
+
+class _Files:
+    """The few file operations a run needs, on whatever file system ``url`` names."""
+
+    def __init__(self, spark: SparkSession, url: str) -> None:
+        self._jvm = spark.sparkContext._jvm
+        self._conf = spark.sparkContext._jsc.hadoopConfiguration()
+        self._fs = self.path(url).getFileSystem(self._conf)
+
+    def path(self, url: str) -> Any:
+        return self._jvm.org.apache.hadoop.fs.Path(url)
+
+    def exists(self, url: str) -> bool:
+        return bool(self._fs.exists(self.path(url)))
+
+    def delete(self, url: str) -> None:
+        self._fs.delete(self.path(url), True)
+
+    def rename(self, src: str, dst: str) -> None:
+        if not self._fs.rename(self.path(src), self.path(dst)):
+            raise OSError(f"could not rename {src} to {dst}")
+
+    def write(self, url: str, data: bytes) -> None:
+        out = self._fs.create(self.path(url), True)
+        try:
+            out.write(bytearray(data))
+        finally:
+            out.close()
+
+    def children(self, url: str) -> list[str]:
+        """Names in directory ``url``; none if it does not exist."""
+        if not self.exists(url):
+            return []
+        return [status.getPath().getName() for status in self._fs.listStatus(self.path(url))]
+
+
+def _job_dir(results_url: str, job: str) -> str:
+    return f"{results_url.rstrip('/')}/{job}"
+
+
+def run_dir(results_url: str, job: str, now_ms: int) -> str:
+    """Where the run of ``job`` at ``now_ms`` lands (``<results>/<job>/run=<now_ms>``)."""
+    return f"{_job_dir(results_url, job)}/{_RUN_PREFIX}{now_ms}"
+
+
+def _run_ms(name: str) -> int | None:
+    if name.startswith(_RUN_PREFIX) and name[len(_RUN_PREFIX) :].isdigit():
+        return int(name[len(_RUN_PREFIX) :])
+    return None
+
+
+def _temp_ms(name: str) -> int | None:
+    stamp = name[len(_TEMP_PREFIX) :].split("-", 1)[0] if name.startswith(_TEMP_PREFIX) else ""
+    return int(stamp) if stamp.isdigit() else None
+
+
+def completed_runs(spark: SparkSession, results_url: str, job: str) -> list[str]:
+    """The runs of ``job`` a reader may use (those with a ``_SUCCESS`` marker), newest first."""
+    files = _Files(spark, results_url)
+    base = _job_dir(results_url, job)
+    runs = sorted(
+        ((ms, name) for name in files.children(base) if (ms := _run_ms(name)) is not None),
+        reverse=True,
+    )
+    return [f"{base}/{name}" for _, name in runs if files.exists(f"{base}/{name}/{SUCCESS_MARKER}")]
+
+
+def latest_run(spark: SparkSession, results_url: str, job: str) -> str | None:
+    """The newest complete run of ``job``, or None before the first one."""
+    runs = completed_runs(spark, results_url, job)
+    return runs[0] if runs else None
+
+
+def _publish(files: _Files, temp: str, final: str, summary: Mapping[str, Any]) -> None:
+    """Temp directory → ``run=<now_ms>``, then the marker: the run becomes visible whole.
+
+    A run at the same ``now_ms`` already there (a retried call) is replaced: renaming onto an
+    existing directory would move the temp directory *into* it.
+    """
+    if files.exists(final):
+        files.delete(final)
+    files.rename(temp, final)
+    files.write(f"{final}/{SUCCESS_MARKER}", json.dumps(summary, sort_keys=True).encode())
+
+
+def _prune(files: _Files, results_url: str, job: str, now_ms: int, keep: int) -> None:
+    """Keep the ``keep`` newest complete runs; delete older runs and old temp directories."""
+    base = _job_dir(results_url, job)
+    names = files.children(base)
+    runs = sorted(((ms, n) for n in names if (ms := _run_ms(n)) is not None), reverse=True)
+    complete = [ms for ms, n in runs if files.exists(f"{base}/{n}/{SUCCESS_MARKER}")]
+    if len(complete) >= keep:
+        oldest_kept = complete[keep - 1]
+        for ms, name in runs:
+            if ms < oldest_kept:
+                files.delete(f"{base}/{name}")
+    for name in names:
+        stamp = _temp_ms(name)
+        if stamp is not None and stamp < now_ms - _TEMP_MAX_AGE_MS:
+            files.delete(f"{base}/{name}")
+
+
+def _write(frame: DataFrame, url: str) -> None:
+    # Results are thousands of rows, read whole by the loader: one file per table.
+    frame.coalesce(1).write.mode("errorifexists").parquet(url)
+
+
+def _finish(
+    spark: SparkSession,
+    files: _Files,
+    job: str,
+    results_url: str,
+    temp: str,
+    now_ms: int,
+    window_ms: int,
+    input_rows: int,
+    keep: int,
+) -> JobResult:
+    tables = {
+        name: spark.read.parquet(f"{temp}/{name}").count()  # Parquet footers, no scan
+        for name in files.children(temp)
+        if not name.startswith(("_", "."))
+    }
+    final = run_dir(results_url, job, now_ms)
+    summary = {"job": job, "now_ms": now_ms, "window_ms": window_ms,
+               "input_rows": input_rows, "tables": tables}  # fmt: skip
+    _publish(files, temp, final, summary)
+    _prune(files, results_url, job, now_ms, keep)
+    return JobResult(job, now_ms, window_ms, input_rows, final, tables)
+
+
+def _temp_dir(results_url: str, job: str, now_ms: int) -> str:
+    return f"{_job_dir(results_url, job)}/{_TEMP_PREFIX}{now_ms}-{secrets.token_hex(4)}"
+
+
+def _check_window(now_ms: int, window_ms: int) -> None:
+    if window_ms <= 0:
+        raise ValueError(f"the window must be positive, got {window_ms} ms")
+    if now_ms < window_ms:
+        raise ValueError(f"now_ms {now_ms} is before the window's length {window_ms} ms")
+
+
+# ---------------------------------------------------------------------------------------------
+# The jobs
+
+
+def run_status_job(
+    spark: SparkSession,
+    sample_url: str,
+    results_url: str,
+    now_ms: int,
+    window_ms: int = DEFAULT_STATUS_LOOKBACK_MS,
+    config: EvaluatorConfig | None = None,
+    keep: int = DEFAULT_KEEP_RUNS,
+) -> JobResult:
+    """Status and diagnosis of every partition and group seen in the last ``window_ms`` of
+    samples (up to and including ``now_ms``), written as one run.
+
+    ``window_ms`` is the look-back of the read, not the evaluator's window (its last
+    ``config.window`` commits): see the module's docstring. Raises on any failure (an
+    unreadable log, a corrupt file, an unwritable results directory); nothing is then visible
+    to readers.
+    """
+    _check_window(now_ms, window_ms)
+    config = config or EvaluatorConfig()
+    files = _Files(spark, results_url)
+    temp = _temp_dir(results_url, "status", now_ms)
+    samples = read_samples(spark, sample_url, now_ms - window_ms, now_ms + 1)
+    samples = samples.persist(StorageLevel.MEMORY_AND_DISK)
+    partitions = None
+    try:
+        input_rows = samples.count()
+        partitions, groups = evaluate_status(samples, now_ms, config)
+        # The group frame is built from the partition frame: evaluate the partitions once.
+        partitions = partitions.persist(StorageLevel.MEMORY_AND_DISK)
+        _write(partitions, f"{temp}/partitions")
+        _write(groups, f"{temp}/groups")
+        return _finish(spark, files, "status", results_url, temp, now_ms, window_ms,
+                       input_rows, keep)  # fmt: skip
+    except BaseException:
+        _discard(files, temp)
+        raise
+    finally:
+        if partitions is not None:
+            partitions.unpersist()
+        samples.unpersist()
+
+
+def run_rollups_job(
+    spark: SparkSession,
+    sample_url: str,
+    results_url: str,
+    now_ms: int,
+    window_ms: int = DEFAULT_ROLLUPS_WINDOW_MS,
+    keep: int = DEFAULT_KEEP_RUNS,
+) -> JobResult:
+    """Per-minute and per-hour rollups of the last ``window_ms`` of samples, written as one run.
+
+    Minute buckets start at the first minute the window touches, hour buckets at the first
+    hour (so every hour bucket but the current one is whole); samples up to
+    ``ROLLUP_LOOKBEHIND_MS`` before that are read only to give the first bucket its first
+    interval. The current buckets are partial, and complete in a later run.
+    """
+    _check_window(now_ms, window_ms)
+    files = _Files(spark, results_url)
+    temp = _temp_dir(results_url, "rollups", now_ms)
+    start = {"1m": (now_ms - window_ms) // 60_000 * 60_000,
+             "1h": (now_ms - window_ms) // 3_600_000 * 3_600_000}  # fmt: skip
+    read_from = max(0, min(start.values()) - ROLLUP_LOOKBEHIND_MS)
+    samples = read_samples(spark, sample_url, read_from, now_ms + 1)
+    samples = samples.persist(StorageLevel.MEMORY_AND_DISK)
+    persisted: list[DataFrame] = []
+    try:
+        input_rows = samples.count()
+        by_resolution = {}
+        for resolution, start_ms in start.items():
+            frames = rollup(samples, resolution, start_ms)
+            # Every level is built from the partition frame: compute it once.
+            frames["partition"] = frames["partition"].persist(StorageLevel.MEMORY_AND_DISK)
+            persisted.append(frames["partition"])
+            by_resolution[resolution] = frames
+        for table, level in ROLLUP_TABLES.items():
+            minute, hour = by_resolution["1m"][level], by_resolution["1h"][level]
+            _write(minute.unionByName(hour), f"{temp}/{table}")
+        return _finish(spark, files, "rollups", results_url, temp, now_ms, window_ms,
+                       input_rows, keep)  # fmt: skip
+    except BaseException:
+        _discard(files, temp)
+        raise
+    finally:
+        for frame in persisted:
+            frame.unpersist()
+        samples.unpersist()
+
+
+def _discard(files: _Files, temp: str) -> None:
+    """Remove a failed run's temp directory; a failure here must not hide the real error."""
+    with contextlib.suppress(Exception):  # best effort: a later run's prune retries
+        files.delete(temp)

@@ -1,0 +1,218 @@
+"""The jobs' entry points on real local Spark (no Django): a window of the sample log in, one
+run's results out, published atomically, old runs pruned, a failed run invisible."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+import pytest
+from pyspark.sql import SparkSession
+
+from collectors.sample_log import SampleLog
+from spark_jobs.evaluator import EvaluatorConfig
+from spark_jobs.jobs import (
+    DEFAULT_ROLLUPS_WINDOW_MS,
+    SUCCESS_MARKER,
+    completed_runs,
+    latest_run,
+    run_dir,
+    run_rollups_job,
+    run_status_job,
+)
+from spark_jobs.status import GROUP_VERDICT_SCHEMA, PARTITION_VERDICT_SCHEMA
+from tests.spark_jobs.samples import HOUR, MIN, T0, sample
+
+NOW = T0 + 10 * MIN
+
+
+def rows() -> list[dict[str, Any]]:
+    """Two partitions of one group, ten polls a minute apart: one stuck, one keeping up."""
+    out = []
+    for i in range(10):
+        out.append(sample(T0 + i * MIN, 1000, earliest=0, latest=1100 + 100 * i))
+        out.append(sample(T0 + i * MIN, 100 * i, partition=1, earliest=0, latest=100 * i))
+    return out
+
+
+@pytest.fixture
+def log(tmp_path: Path) -> SampleLog:
+    log = SampleLog(tmp_path / "samples")
+    log.write_batch("c1", "cycles", rows())
+    return log
+
+
+def names(path: str | Path) -> set[str]:
+    """Entries of a directory, without the checksum files Hadoop's local file system adds."""
+    return {p.name for p in Path(path).iterdir() if not p.name.endswith(".crc")}
+
+
+def test_status_run_is_published_whole(spark: SparkSession, log: SampleLog, tmp_path: Path) -> None:
+    results = str(tmp_path / "results")
+    result = run_status_job(spark, log.base, results, NOW, HOUR, EvaluatorConfig())
+
+    assert result.output_path == run_dir(results, "status", NOW) == f"{results}/status/run={NOW}"
+    assert (result.input_rows, result.partitions, result.groups) == (20, 2, 1)
+    assert names(f"{results}/status") == {f"run={NOW}"}  # no temp directory left behind
+    assert {"partitions", "groups", SUCCESS_MARKER} <= names(result.output_path)
+    summary = json.loads(Path(result.output_path, SUCCESS_MARKER).read_text())
+    assert summary == {
+        "job": "status",
+        "now_ms": NOW,
+        "window_ms": HOUR,
+        "input_rows": 20,
+        "tables": {"partitions": 2, "groups": 1},
+    }
+
+    partitions = pq.read_table(f"{result.output_path}/partitions")
+    assert partitions.column_names == PARTITION_VERDICT_SCHEMA.fieldNames()
+    statuses = dict(
+        zip(partitions["partition"].to_pylist(), partitions["status"].to_pylist(), strict=True)
+    )
+    assert statuses == {0: "STOP", 1: "OK"}
+    groups = pq.read_table(f"{result.output_path}/groups")
+    assert groups.column_names == GROUP_VERDICT_SCHEMA.fieldNames()
+    assert groups.to_pylist()[0]["status"] == "ERR"
+    assert latest_run(spark, results, "status") == result.output_path
+
+
+def test_the_look_back_bounds_what_is_read(
+    spark: SparkSession, log: SampleLog, tmp_path: Path
+) -> None:
+    """Five minutes back from poll 9 (both ends included) hold polls 4 to 9 of both
+    partitions, and nothing after ``now_ms``."""
+    result = run_status_job(spark, log.base, str(tmp_path / "r"), T0 + 9 * MIN, 5 * MIN)
+    assert result.input_rows == 2 * 6
+    result = run_status_job(spark, log.base, str(tmp_path / "r"), T0 + 5 * MIN, 5 * MIN)
+    assert result.input_rows == 2 * 6  # polls 0 to 5
+
+
+def test_an_empty_log_gives_an_empty_run(spark: SparkSession, tmp_path: Path) -> None:
+    """A fresh install: the job succeeds with no verdicts rather than failing every minute."""
+    result = run_status_job(spark, str(tmp_path / "none"), str(tmp_path / "r"), NOW, HOUR)
+    assert (result.input_rows, result.partitions, result.groups) == (0, 0, 0)
+    assert pq.read_table(f"{result.output_path}/partitions").num_rows == 0
+    assert (Path(result.output_path) / SUCCESS_MARKER).exists()
+
+
+def test_old_runs_are_pruned_and_unmarked_runs_are_invisible(
+    spark: SparkSession, log: SampleLog, tmp_path: Path
+) -> None:
+    results = tmp_path / "results"
+    base = results / "status"
+    for ms in (1, 2, 3, 4):  # complete runs, older than the one about to be written
+        (base / f"run={ms}").mkdir(parents=True)
+        (base / f"run={ms}" / SUCCESS_MARKER).write_text("{}")
+    (base / f"run={NOW - 1}").mkdir()  # no marker: cut short, or still being copied
+    old_temp = base / f".tmp-{NOW - 2 * HOUR}-dead"  # a run that died long ago
+    young_temp = base / f".tmp-{NOW - MIN}-busy"  # may belong to a run still writing
+    old_temp.mkdir()
+    young_temp.mkdir()
+    assert latest_run(spark, str(results), "status") == f"{results}/status/run=4"
+
+    run_status_job(spark, log.base, str(results), NOW, HOUR, keep=2)
+
+    assert names(base) == {f"run={NOW}", f"run={NOW - 1}", "run=4", young_temp.name}
+    assert completed_runs(spark, str(results), "status") == [
+        f"{results}/status/run={NOW}",
+        f"{results}/status/run=4",
+    ]
+
+
+def test_a_failed_run_leaves_the_previous_runs_alone(
+    spark: SparkSession, log: SampleLog, tmp_path: Path
+) -> None:
+    results = str(tmp_path / "results")
+    first = run_status_job(spark, log.base, results, NOW, HOUR)
+    hour_dir = Path(log.base) / "cluster=c1" / "date=2024-05-01" / "hour=10"
+    (hour_dir / "batch-corrupt.parquet").write_bytes(b"not parquet at all")
+
+    with pytest.raises(Exception, match="(?i)parquet"):
+        run_status_job(spark, log.base, results, NOW + MIN, HOUR)
+
+    assert names(f"{results}/status") == {f"run={NOW}"}  # no new run, no temp directory
+    assert latest_run(spark, results, "status") == first.output_path
+    assert pq.read_table(f"{first.output_path}/partitions").num_rows == 2
+
+
+def test_a_run_at_the_same_time_replaces_its_earlier_self(
+    spark: SparkSession, log: SampleLog, tmp_path: Path
+) -> None:
+    """A retried run (same ``now_ms``) must not nest the new run inside the old one."""
+    results = str(tmp_path / "results")
+    run_status_job(spark, log.base, results, NOW, HOUR)
+    again = run_status_job(spark, log.base, results, NOW, HOUR)
+    assert names(again.output_path) == {"partitions", "groups", SUCCESS_MARKER}
+    assert pq.read_table(f"{again.output_path}/partitions").num_rows == 2
+
+
+def test_the_window_must_be_positive(spark: SparkSession, tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="positive"):
+        run_status_job(spark, str(tmp_path), str(tmp_path / "r"), NOW, 0)
+
+
+ROLLUP_PARTITION_COLUMNS = [
+    "cluster",
+    "source",
+    "group",
+    "topic",
+    "partition",
+    "resolution",
+    "bucket_start_ms",
+    "samples",
+    "committed",
+    "latest",
+    "lag",
+    "max_lag",
+    "avg_lag",
+    "max_time_lag_s",
+    "produce_per_s",
+    "consume_per_s",
+    "lag_slope_per_s",
+    "eta_s",
+]
+LEVEL_COLUMNS = [
+    "resolution",
+    "bucket_start_ms",
+    "partitions",
+    "lag",
+    "max_lag",
+    "avg_lag",
+    "max_time_lag_s",
+    "produce_per_s",
+    "consume_per_s",
+    "lag_slope_per_s",
+    "eta_s",
+]
+
+
+def test_rollups_run_holds_every_level_at_both_resolutions(
+    spark: SparkSession, log: SampleLog, tmp_path: Path
+) -> None:
+    results = str(tmp_path / "results")
+    result = run_rollups_job(spark, log.base, results, NOW, DEFAULT_ROLLUPS_WINDOW_MS)
+
+    assert result.output_path == f"{results}/rollups/run={NOW}"
+    assert result.input_rows == 20
+    assert names(result.output_path) == {
+        "partitions",
+        "topics",
+        "groups",
+        "clusters",
+        SUCCESS_MARKER,
+    }
+    tables = {t: pq.read_table(f"{result.output_path}/{t}") for t in result.tables}
+    assert tables["partitions"].column_names == ROLLUP_PARTITION_COLUMNS
+    assert tables["topics"].column_names == ["cluster", "source", "group", "topic", *LEVEL_COLUMNS]
+    assert tables["groups"].column_names == ["cluster", "source", "group", *LEVEL_COLUMNS]
+    assert tables["clusters"].column_names == ["cluster", *LEVEL_COLUMNS]
+    # Ten minute buckets and one hour bucket per partition; one of each per cluster.
+    partitions = tables["partitions"].to_pylist()
+    assert sorted(r["resolution"] for r in partitions) == ["1h"] * 2 + ["1m"] * 20
+    clusters = tables["clusters"].to_pylist()
+    assert sorted(r["resolution"] for r in clusters) == ["1h"] + ["1m"] * 10
+    hour = next(r for r in clusters if r["resolution"] == "1h")
+    assert (hour["bucket_start_ms"], hour["lag"]) == (T0, 1000)  # stuck 1000 behind, other 0
+    assert result.tables == {"partitions": 22, "topics": 11, "groups": 11, "clusters": 11}

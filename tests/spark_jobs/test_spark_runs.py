@@ -1,0 +1,506 @@
+"""The Spark jobs wired to Django: ``manage.py spark_job`` (the Celery tasks' code path) on real
+local Spark, a real SQLite database and a real Redis for the lock.
+
+The world: a sample log of four partitions polled once a minute for ten minutes, up to the
+moment the test starts (the jobs run as of *now*), and the database rows the collectors would
+have written for them, plus a partition and a group the log does not mention:
+
+=========  ======================  ==================================================
+ name       where                   samples
+=========  ======================  ==================================================
+ stuck      c1/kafka/orders-app     committed 1000 while latest grows by 100 a poll
+ healthy    orders-app/orders/1     keeps up: lag 0 at even polls, 20 at odd ones
+ quiet      quiet-app/quiet/0       read to the end (300) long ago, nothing new
+ stale      stale-app/t/0           catching up, then the broker unreachable twice
+=========  ======================  ==================================================
+
+Each partition's window is written out by hand below; the database must end up with exactly
+what ``evaluate_partition`` says for it as of the run's time.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from django.conf import settings as django_settings
+from django.core.management import call_command
+from django.core.management.base import CommandError
+
+from collectors.cycle import CycleOutcome
+from collectors.figures import PartitionFigure
+from collectors.records import Source
+from collectors.sample_log import SampleLog
+from dashboard.monitoring import locks, spark_results, tasks
+from dashboard.monitoring.models import (
+    Cluster,
+    ConsumerGroup,
+    PartitionState,
+    SparkJobOutcome,
+    SparkJobRun,
+)
+from dashboard.monitoring.spark_results import apply_status_results
+from dashboard.monitoring.spark_runs import lock_key, parse_window, run_job
+from dashboard.monitoring.store import store_cycle
+from lab.services import Context, _worker_argv
+from spark_jobs.evaluator import (
+    Commit,
+    EvaluatorConfig,
+    PartitionWindow,
+    evaluate_group,
+    evaluate_partition,
+)
+from spark_jobs.jobs import SUCCESS_MARKER
+from spark_jobs.status import diagnosis_json, partition_id
+from tests.spark_jobs.samples import MIN, sample
+
+pytestmark = pytest.mark.django_db
+
+
+# The world ----------------------------------------------------------------------------------
+
+
+class World:
+    """The samples (ten polls up to ``now0``) and the window each partition must be judged on."""
+
+    def __init__(self, now0: int) -> None:
+        self.now0 = now0
+        self.rows: list[dict[str, Any]] = []
+        self.windows: dict[str, PartitionWindow] = {}
+        polls = range(10)
+
+        def at(i: int) -> int:
+            return now0 - (9 - i) * MIN
+
+        orders = {"group": "orders-app", "topic": "orders"}
+        self.stuck = self._add(
+            [sample(at(i), 1000, **orders, earliest=0, latest=1100 + 100 * i) for i in polls],
+            (Commit(1000, at(0), 100, 0),),
+            tuple(1100 + 100 * i for i in polls),
+            1000,
+            earliest=0,
+            latest=2000,
+        )
+        lags = [0 if i % 2 == 0 else 20 for i in polls]
+        latest = [500 + 100 * i for i in polls]
+        self.healthy = self._add(
+            [
+                sample(
+                    at(i), latest[i] - lags[i], **orders, partition=1, earliest=0, latest=latest[i]
+                )
+                for i in polls
+            ],
+            tuple(Commit(latest[i] - lags[i], at(i), lags[i], 0) for i in polls),
+            tuple(latest),
+            20,
+            earliest=0,
+            latest=1400,
+        )
+        self.quiet = self._add(
+            [
+                sample(at(i), 300, group="quiet-app", topic="quiet", earliest=0, latest=300)
+                for i in polls
+            ],
+            (Commit(300, at(0), 0, 0),),
+            (300,) * 10,
+            0,
+            earliest=0,
+            latest=300,
+        )
+        stale = {"group": "stale-app", "topic": "t"}
+        self.stale = self._add(
+            [
+                sample(at(i), 100 + 10 * i, **stale, earliest=0, latest=120 + 10 * i)
+                for i in range(8)
+            ]
+            + [sample(at(i), 170, **stale, stale=True) for i in (8, 9)],
+            tuple(Commit(100 + 10 * i, at(i), 20, 0) for i in range(8)),
+            tuple(120 + 10 * i for i in range(8)),
+            20,  # the last known lag
+            stale=True,
+            stale_since_ms=at(8),
+        )
+
+    def _add(self, rows: list[dict[str, Any]], *window: Any, **fields: Any) -> str:
+        first = rows[0]
+        pid = partition_id("c1", "kafka", first["group"], first["topic"], first["partition"])
+        self.rows.extend(rows)
+        self.windows[pid] = PartitionWindow(pid, *window, **fields)
+        return pid
+
+    def expected(self, now_ms: int) -> dict[str, Any]:
+        """pid → the evaluator's verdict as of ``now_ms``."""
+        config = EvaluatorConfig(**django_settings.LAGWATCH_EVALUATOR)
+        return {pid: evaluate_partition(w, config, now_ms) for pid, w in self.windows.items()}
+
+
+def figure(group: str, topic: str, partition: int, committed: int, latest: int) -> PartitionFigure:
+    return PartitionFigure(
+        source=Source.KAFKA,
+        group=group,
+        topic=topic,
+        partition=partition,
+        committed=committed,
+        earliest=0,
+        latest=latest,
+        lag=latest - committed,
+        time_lag_s=None,
+        time_lag_kind="unknown",
+        out_of_range=None,
+        commit_time_ms=None,
+        commit_version=None,
+        owner="",
+        topology_id=None,
+        where="",
+    )
+
+
+@pytest.fixture
+def lagwatch(
+    settings: Any, tmp_path: Path, redis_url: str, spark: Any, monkeypatch
+) -> Iterator[Any]:
+    """Settings pointing the jobs at this test's sample log, results and Redis."""
+    settings.REDIS_URL = redis_url
+    settings.LAGWATCH_SAMPLE_LOG_URL = str(tmp_path / "samples")
+    settings.LAGWATCH_RESULTS_URL = str(tmp_path / "results")
+    monkeypatch.setattr(locks, "_client", None)  # the lock client of this test's Redis
+    yield settings
+    if locks._client is not None:
+        locks._client.close()
+
+
+@pytest.fixture
+def world(lagwatch: Any) -> World:
+    world = World(int(time.time() * 1000))
+    SampleLog(lagwatch.LAGWATCH_SAMPLE_LOG_URL).write_batch("c1", "cycles", world.rows)
+    cluster = Cluster.objects.create(name="c1", kafka_bootstrap_servers="k:9092")
+    figures = [
+        figure("orders-app", "orders", 0, 1000, 2000),
+        figure("orders-app", "orders", 1, 1380, 1400),
+        figure("orders-app", "orders", 2, 5, 5),  # not in the log
+        figure("quiet-app", "quiet", 0, 300, 300),
+        figure("stale-app", "t", 0, 170, 190),
+        figure("gone-app", "t", 0, 1, 1),  # not in the log
+    ]
+    store_cycle(cluster, CycleOutcome(cluster="c1", cycle_ms=world.now0, figures=figures))
+    PartitionState.objects.filter(partition=2).update(status="WARN", reason="earlier run")
+    ConsumerGroup.objects.filter(name="gone-app").update(status="ERR", total_lag=7)
+    return world
+
+
+def spark_job(*args: str) -> dict[str, Any]:
+    out = io.StringIO()
+    call_command("spark_job", *args, stdout=out)
+    return json.loads(out.getvalue())
+
+
+def statuses() -> dict[str, tuple]:
+    return {
+        partition_id("c1", p.group.source, p.group.name, p.topic, p.partition): (
+            p.status,
+            p.diagnosis,
+            p.reason,
+        )
+        for p in PartitionState.objects.select_related("group")
+    }
+
+
+def group_row(name: str) -> tuple:
+    g = ConsumerGroup.objects.get(name=name)
+    return (g.status, g.complete, g.total_lag)
+
+
+# The status job -----------------------------------------------------------------------------
+
+
+def test_status_job_stores_the_evaluators_verdicts(world: World) -> None:
+    printed = spark_job("status", "--window", "1h")
+
+    run = SparkJobRun.objects.get()
+    assert printed == run.as_dict()
+    assert (run.job, run.outcome, run.error, run.window_s) == ("status", "ok", "", 3600)
+    assert run.input_rows == len(world.rows) == 40
+    assert run.output_rows == 4 + 3  # four partition verdicts, three group verdicts
+    assert run.duration_s > 0 and run.finished_at >= run.started_at
+    assert run.output_path == f"{django_settings.LAGWATCH_RESULTS_URL}/status/run={run.as_of_ms}"
+
+    expected = world.expected(run.as_of_ms)
+    stored = statuses()
+    for pid, verdict in expected.items():
+        assert stored[pid] == (
+            verdict.status,
+            json.loads(diagnosis_json(verdict)),
+            verdict.reason,
+        ), pid
+    assert {pid: v.status for pid, v in expected.items()} == {
+        world.stuck: "STOP",
+        world.healthy: "OK",
+        world.quiet: "OK",
+        world.stale: "UNKNOWN",
+    }
+    assert stored[world.stale][1][0]["code"] == "SOURCE_UNREACHABLE"
+    # Partitions and groups the run did not see keep what they had.
+    assert stored[partition_id("c1", "kafka", "orders-app", "orders", 2)] == (
+        "WARN",
+        [],
+        "earlier run",
+    )
+    assert group_row("gone-app") == ("ERR", None, 7)
+
+    orders = evaluate_group("orders-app", [expected[world.stuck], expected[world.healthy]])
+    assert group_row("orders-app") == (orders.status, orders.complete, orders.total_lag)
+    assert group_row("orders-app") == ("ERR", 0.5, 1020)
+    assert group_row("quiet-app")[0] == "OK" and group_row("stale-app")[0] == "UNKNOWN"
+    evaluated = PartitionState.objects.get(partition=1).evaluated_at
+    assert int(evaluated.timestamp() * 1000) == run.as_of_ms
+
+
+def test_lagwatch_status_shows_the_evaluated_status(world: World) -> None:
+    spark_job("status")
+    out = io.StringIO()
+    call_command("lagwatch_status", "--json", stdout=out)
+    doc = json.loads(out.getvalue())
+
+    run = SparkJobRun.objects.get()
+    expected = world.expected(run.as_of_ms)
+    rows = {
+        partition_id(r["cluster"], r["source"], r["group"], r["topic"], r["partition"]): r
+        for r in doc["partitions"]
+    }
+    for pid, verdict in expected.items():
+        row = rows[pid]
+        assert (row["status"], row["reason"]) == (verdict.status, verdict.reason)
+        assert row["diagnosis"] == json.loads(diagnosis_json(verdict))
+        assert row["complete"] == verdict.complete
+    groups = {g["group"]: g for g in doc["groups"]}
+    assert (groups["orders-app"]["status"], groups["orders-app"]["complete"]) == ("ERR", 0.5)
+    assert groups["stale-app"]["status"] == "UNKNOWN"
+    assert doc["spark_jobs"] == [
+        {
+            "job": "status",
+            "finished_at": run.as_dict()["finished_at"],
+            "duration_s": round(run.duration_s, 3),
+            "input_rows": 40,
+            "output_rows": 7,
+            "outcome": "ok",
+            "error": None,
+            "last_ok_at": run.as_dict()["finished_at"],
+        }
+    ]
+
+
+def test_a_failed_run_exits_non_zero_and_changes_nothing(world: World) -> None:
+    spark_job("status")
+    before = statuses()
+    groups_before = {
+        g.name: (g.status, g.complete, g.total_lag) for g in ConsumerGroup.objects.all()
+    }
+    written = SampleLog(django_settings.LAGWATCH_SAMPLE_LOG_URL).write_batch(
+        "c1", "c", world.rows[:1]
+    )
+    Path(written[0]).with_name("batch-corrupt.parquet").write_bytes(b"not a parquet file")
+
+    with pytest.raises(CommandError, match="spark job status failed") as failed:
+        spark_job("status")
+
+    assert failed.value.returncode == 1
+    run = SparkJobRun.objects.order_by("-started_at").first()
+    assert run.outcome == "failed" and "parquet" in run.error.lower()
+    assert run.finished_at is not None and run.input_rows is None
+    assert statuses() == before
+    assert {g.name: (g.status, g.complete, g.total_lag) for g in ConsumerGroup.objects.all()} == (
+        groups_before
+    )
+    results = Path(django_settings.LAGWATCH_RESULTS_URL) / "status"
+    assert [p.name for p in results.iterdir() if p.name.startswith("run=")] == [
+        f"run={SparkJobRun.objects.get(outcome='ok').as_of_ms}"
+    ]
+    (job,) = json.loads(_status_json())["spark_jobs"]
+    assert (job["outcome"], job["last_ok_at"] is not None) == ("failed", True)
+
+
+def _status_json() -> str:
+    out = io.StringIO()
+    call_command("lagwatch_status", "--json", stdout=out)
+    return out.getvalue()
+
+
+def test_an_unreadable_sample_log_fails_the_run(world: World, lagwatch: Any) -> None:
+    lagwatch.LAGWATCH_SAMPLE_LOG_URL = "nosuchfs://bucket/samples"
+    run = run_job("status")
+    assert run.outcome == SparkJobOutcome.FAILED
+    assert "nosuchfs" in run.error
+    assert set(PartitionState.objects.values_list("status", flat=True)) == {"UNKNOWN", "WARN"}
+
+
+def test_a_run_while_another_holds_the_lock_is_skipped(world: World) -> None:
+    with locks.exclusive(lock_key("status"), ttl_s=60) as mine:
+        assert mine
+        with pytest.raises(CommandError, match="skipped") as skipped:
+            spark_job("status")
+        assert skipped.value.returncode == 3
+        with locks.exclusive(lock_key("rollups"), ttl_s=60) as other:
+            assert other  # each job has a lock of its own
+    run = SparkJobRun.objects.get(job="status")
+    assert (run.outcome, run.input_rows, run.output_path) == ("skipped", None, "")
+    assert "lock" in run.error
+    assert PartitionState.objects.get(partition=1).status == "UNKNOWN"
+    assert run_job("status").outcome == "ok"  # the lock was released
+
+
+# The rollups job ----------------------------------------------------------------------------
+
+
+def test_rollups_job_writes_a_complete_run(world: World) -> None:
+    printed = spark_job("rollups", "--window", "30m")
+    run = SparkJobRun.objects.get()
+    assert (printed["outcome"], printed["window_s"], printed["input_rows"]) == ("ok", 1800, 40)
+    path = Path(run.output_path)
+    assert path.parent.name == "rollups" and path.name == f"run={run.as_of_ms}"
+    summary = json.loads((path / SUCCESS_MARKER).read_text())
+    assert summary["tables"] == {
+        name: pq.read_table(path / name).num_rows
+        for name in ("partitions", "topics", "groups", "clusters")
+    }
+    partitions = pq.read_table(path / "partitions")
+    assert {
+        "resolution",
+        "bucket_start_ms",
+        "lag",
+        "produce_per_s",
+        "consume_per_s",
+        "eta_s",
+    } <= set(partitions.column_names)
+    assert set(partitions["resolution"].to_pylist()) == {"1m", "1h"}
+    assert run.output_rows == sum(summary["tables"].values())
+    # Rollups never touch the statuses.
+    assert PartitionState.objects.get(partition=1).status == "UNKNOWN"
+
+
+# Loading results ----------------------------------------------------------------------------
+
+
+def _write_run(run: Path, partitions: list[dict], groups: list[dict]) -> None:
+    for name, rows in (("partitions", partitions), ("groups", groups)):
+        (run / name).mkdir(parents=True)
+        pq.write_table(pa.Table.from_pylist(rows), run / name / "part-0.parquet")
+
+
+def test_loading_a_run_is_all_or_nothing(world: World, tmp_path: Path, monkeypatch) -> None:
+    """A load that fails after the partitions were written leaves no partition changed."""
+    verdict = {
+        "cluster": "c1",
+        "source": "kafka",
+        "group": "quiet-app",
+        "topic": "quiet",
+        "partition": 0,
+        "status": "WARN",
+        "complete": 1.0,
+        "diagnosis": "[]",
+        "reason": "r",
+        "lag": 3,
+        "evaluated_at_ms": 1,
+    }
+    group = {
+        "cluster": "c1",
+        "source": "kafka",
+        "group": "quiet-app",
+        "status": "WARN",
+        "complete": 1.0,
+        "total_lag": 3,
+        "partitions": 1,
+        "evaluated_at_ms": 1,
+    }
+    _write_run(tmp_path / "run", [verdict], [group])
+    real_update = spark_results._update
+
+    def fail_on_groups(model: type, fields: list[str], rows: list[tuple]) -> None:
+        if model is ConsumerGroup:
+            raise RuntimeError("database went away")
+        real_update(model, fields, rows)
+
+    monkeypatch.setattr(spark_results, "_update", fail_on_groups)
+    with pytest.raises(RuntimeError):
+        apply_status_results(str(tmp_path / "run"))
+    assert PartitionState.objects.get(topic="quiet").status == "UNKNOWN"
+
+    monkeypatch.setattr(spark_results, "_update", real_update)
+    report = apply_status_results(str(tmp_path / "run"))
+    assert PartitionState.objects.get(topic="quiet").status == "WARN"
+    assert ConsumerGroup.objects.get(name="quiet-app").total_lag == 3
+    assert report.as_dict() == {
+        "partitions": 1,
+        "groups": 1,
+        "unmatched_partitions": 0,
+        "unmatched_groups": 0,
+    }
+
+
+def test_verdicts_without_a_row_are_skipped(world: World, tmp_path: Path) -> None:
+    verdict = {
+        "cluster": "elsewhere",
+        "source": "kafka",
+        "group": "g",
+        "topic": "t",
+        "partition": 0,
+        "status": "STOP",
+        "complete": 1.0,
+        "diagnosis": "[]",
+        "reason": "r",
+        "lag": 3,
+        "evaluated_at_ms": 1,
+    }
+    group = {
+        "cluster": "elsewhere",
+        "source": "kafka",
+        "group": "g",
+        "status": "ERR",
+        "complete": 1.0,
+        "total_lag": 3,
+        "partitions": 1,
+        "evaluated_at_ms": 1,
+    }
+    _write_run(tmp_path / "run", [verdict], [group])
+    report = apply_status_results(str(tmp_path / "run"))
+    assert report.as_dict() == {
+        "partitions": 0,
+        "groups": 0,
+        "unmatched_partitions": 1,
+        "unmatched_groups": 1,
+    }
+    assert "STOP" not in set(PartitionState.objects.values_list("status", flat=True))
+
+
+# Windows, schedules, workers ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"), [("30m", 1800), ("1h", 3600), ("2d", 172800), ("90s", 90), (" 1H ", 3600)]
+)
+def test_window_parsing(text: str, seconds: int) -> None:
+    assert parse_window(text) == seconds
+
+
+@pytest.mark.parametrize("text", ["", "1", "h", "0h", "-1h", "1.5h", "1w", "1h30m", "367d"])
+def test_a_bad_window_is_refused_before_anything_runs(text: str) -> None:
+    with pytest.raises(CommandError, match="invalid window"):
+        call_command("spark_job", "status", f"--window={text}")
+    assert not SparkJobRun.objects.exists()
+
+
+def test_beat_runs_both_jobs_on_the_spark_queue_and_the_lab_worker_consumes_it() -> None:
+    schedule = {e["task"]: e for e in django_settings.CELERY_BEAT_SCHEDULE.values()}
+    status = schedule[tasks.spark_status.name]
+    rollups = schedule[tasks.spark_rollups.name]
+    assert (status["schedule"], rollups["schedule"]) == (60.0, 600.0)
+    for task in (tasks.spark_status, tasks.spark_rollups):
+        assert django_settings.CELERY_TASK_ROUTES[task.name] == {"queue": "spark"}
+    argv = _worker_argv(Context(Path("/tmp"), {}))
+    assert set(argv[argv.index("-Q") + 1].split(",")) == {"celery", "spark"}
