@@ -129,7 +129,14 @@ def own_zookeeper() -> Iterator[str]:
         shutil.rmtree(run_dir, ignore_errors=True)
 
 
-def populate(client: KazooClient, root: str, spouts: int, partitions: int) -> None:
+def populate(
+    client: KazooClient,
+    root: str,
+    spouts: int,
+    partitions: int,
+    offset_of: Callable[[int], int] = lambda p: 1_000_000 + 17 * p,
+) -> None:
+    """Spout ``spout-<s>`` commits ``offset_of(p)`` on partition ``p`` of topic ``topic-<s>``."""
     client.ensure_path(root)
     for reply in [client.create_async(f"{root}/spout-{s}") for s in range(spouts)]:
         reply.get(timeout=60)
@@ -139,7 +146,7 @@ def populate(client: KazooClient, root: str, spouts: int, partitions: int) -> No
         for p in range(partitions):
             node = {
                 "topology": topology,
-                "offset": 1_000_000 + 17 * p,
+                "offset": offset_of(p),
                 "partition": p,
                 "broker": {"host": f"kafka-{p % 3}.example", "port": 9092},
                 "topic": f"topic-{s}",

@@ -139,8 +139,6 @@ def _upsert_partitions(
     groups: dict, figures: list[PartitionFigure], at: datetime, broker_down: bool
 ) -> dict:
     sampled_at = _db_datetime(at)
-    status = PartitionState._meta.get_field("status").get_default()
-    diagnosis = _db_value(PartitionState, "diagnosis", [])
     commit_times: dict[int | None, object] = {}
     fresh, blind = [], []
     for fig in figures:
@@ -152,13 +150,13 @@ def _upsert_partitions(
             groups[(str(fig.source), fig.group)].id, fig.topic, fig.partition, fig.committed,
             fig.earliest, fig.latest, fig.lag, fig.time_lag_s, fig.time_lag_kind,
             fig.owner or "", fig.alive, commit_times[ms], fig.commit_version,
-            fig.pending, fig.failed, fig.acked, blind_row, sampled_at, status, diagnosis,
+            fig.pending, fig.failed, fig.acked, blind_row, sampled_at,
         )  # fmt: skip
         (blind if blind_row else fresh).append(row)
     columns = [
         "group", "topic", "partition", "committed", "earliest", "latest", "lag", "time_lag_s",
         "time_lag_kind", "owner", "alive", "last_commit_at", "commit_version", "pending",
-        "failed", "acked", "stale", "sampled_at", "status", "diagnosis",
+        "failed", "acked", "stale", "sampled_at",
     ]  # fmt: skip
     for rows, fields in (
         (fresh, PARTITION_FIELDS),
@@ -221,8 +219,9 @@ def _insert_rows(
     The per-partition tables take this path instead of ``bulk_create``: for 10,000 partitions
     the ORM spent over a second building model instances and preparing each field of each
     row in Python, against a few tens of milliseconds for the database's own work. ``rows``
-    hold values the driver takes as they are (numbers, strings, booleans, None) plus values
-    already prepared by :func:`_db_datetime`/:func:`_db_value`. The syntax is SQLite's and
+    hold values the driver takes as they are (numbers, strings, booleans, None) plus
+    datetimes prepared by :func:`_db_datetime`. Fields not named get their model default on
+    insert (as with the ORM), or their ``db_default``, or NULL. The syntax is SQLite's and
     PostgreSQL's alike (the two databases Lagwatch runs on, as ``bulk_create`` with a
     conflict target required too).
     """
@@ -230,6 +229,15 @@ def _insert_rows(
         return
     meta = model._meta
     quote = connection.ops.quote_name
+    defaults = [
+        f
+        for f in meta.concrete_fields
+        if not f.primary_key and f.name not in fields and f.has_default()
+    ]
+    if defaults:
+        constant = tuple(f.get_db_prep_save(f.get_default(), connection) for f in defaults)
+        rows = [row + constant for row in rows]
+        fields = [*fields, *(f.name for f in defaults)]
 
     def column(name: str) -> str:
         return quote(meta.get_field(name).column)
@@ -250,10 +258,6 @@ def _insert_rows(
 
 def _db_datetime(value: datetime | None) -> object:
     return connection.ops.adapt_datetimefield_value(value)
-
-
-def _db_value(model: type[models.Model], field: str, value: object) -> object:
-    return model._meta.get_field(field).get_db_prep_save(value, connection)
 
 
 def _insert_rebalances(groups: dict, outcome: CycleOutcome) -> None:
