@@ -39,6 +39,7 @@ from confluent_kafka.admin import (
 from collectors.kafka_source import KafkaSource, snapshot_from_description
 from collectors.rebalance import MEMBER_JOINED, MEMBER_LEFT, derive_rebalance_events
 from collectors.records import CollectionResult, Source
+from tests.waiting import wait_for
 
 lab = pytest.mark.lab
 
@@ -101,16 +102,6 @@ def assert_prompt(result: CollectionResult) -> None:
     assert [e for e in result.errors if "timed out" in e.error] == []
     assert result.finished_ms - result.started_ms < 5000
 
-
-def wait_for(predicate: Callable[[], Any], timeout: float = 20, every: float = 0.3) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        time.sleep(every)
 
 
 def patch_describe(

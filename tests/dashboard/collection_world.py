@@ -11,9 +11,8 @@ from __future__ import annotations
 import contextlib
 import io
 import json
-import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -152,13 +151,3 @@ def logged_rows(sample_log_url: str, cluster: Cluster) -> list[dict[str, Any]]:
         out.extend(pq.ParquetFile(path).read().to_pylist())
     return out
 
-
-def wait_for(predicate: Callable[[], Any], timeout: float, every: float = 0.2) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"condition not met within {timeout:g} s")
-        time.sleep(every)

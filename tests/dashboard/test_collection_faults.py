@@ -56,8 +56,8 @@ from tests.dashboard.collection_world import (
     rows,
     status,
     status_json,
-    wait_for,
 )
+from tests.waiting import wait_for
 
 pytestmark = [pytest.mark.lab, pytest.mark.django_db(transaction=True)]
 

@@ -14,31 +14,20 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import Callable
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from lab.services import LAB_CLUSTER
 from lab.stack import Stack
+from tests.waiting import wait_for
 
 pytestmark = pytest.mark.lab
 
 SERVICES = ["zookeeper", "kafka", "redis", "web", "worker", "collector", "beat"]
 OUTAGE_S = 15
 
-
-def wait_for(predicate: Callable[[], Any], timeout: float, what: str) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what}: not within {timeout:g} s")
-        time.sleep(0.5)
 
 
 def query(db: Path, sql: str) -> list[tuple]:

@@ -14,29 +14,18 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from lab.stack import REPO, Stack
 from lab.workload.control import start_scenario
+from tests.waiting import wait_for
 
 pytestmark = pytest.mark.lab
 
 SERVICES = ["zookeeper", "kafka", "redis", "workload", "web", "worker", "collector", "beat"]
 
-
-def wait_for(predicate: Callable[[], Any], timeout: float, what: str) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what}: not within {timeout:g} s")
-        time.sleep(1)
 
 
 def lagwatch_status(run_dir: Path) -> dict:

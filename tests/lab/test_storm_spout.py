@@ -23,20 +23,12 @@ from kazoo.client import KazooClient
 from lab.storm.partition_manager import PartitionCounters
 from lab.storm.spout import STORM_TOO_MANY_FAILURES, BoltPolicy, KafkaSpoutSim, PartitionStats
 from lab.storm.ui_api import StormUIServer, TopologyRegistry, pretty_uptime
+from tests.waiting import wait_for
 
 pytestmark = pytest.mark.lab
 
 INTERVAL_MS = 200
 
-
-def wait_for(predicate: Callable[[], Any], timeout: float = 20.0, what: str = "") -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what or predicate}")
 
 
 def make_topic(bootstrap: str, partitions: int) -> str:
