@@ -425,15 +425,28 @@ def _state_diagnoses(
     config: EvaluatorConfig,
     frozen: bool,
 ) -> list[Diagnosis]:
-    """What the spout figures say about a non-OK partition (POISON, PENDING_LEAK, BACKPRESSURE)."""
+    """What the spout figures say about a non-OK partition (POISON, PENDING_LEAK, BACKPRESSURE).
+
+    A frozen commit with rising failures is a poison message or a pending leak, and Storm
+    counts a timed-out tuple as failed, so failures alone do not tell them apart. A poison
+    message is one offset failing over and over: many failures, pending flat. A leak is
+    offsets entering ``_pending`` and never leaving: pending climbs, and each leaked tuple
+    times out (one failure each) at most once. So pending that climbs at least half as much as
+    the failures rise is a leak, its failures are the leaked tuples' timeouts, and no poison
+    is claimed unless the spout names the offset it keeps retrying
+    (``smallest_failed_offset``).
+    """
     spout = window.spout
     if spout is None:
         return []
     found = []
     committed = commits[-1].offset
     failed_rise = _rise(spout.failed)
-    if frozen and failed_rise > 0:
-        offset = window.smallest_failed_offset
+    pending = spout.pending
+    climb = _pending_climb(pending) if frozen else None
+    leak = climb is not None and 2 * (climb[1] - climb[0]) >= failed_rise
+    offset = window.smallest_failed_offset
+    if frozen and failed_rise > 0 and (offset is not None or not leak):
         found.append(
             Diagnosis(
                 POISON_MESSAGE,
@@ -444,17 +457,11 @@ def _state_diagnoses(
                 },
             )
         )
-    pending = spout.pending
-    if (
-        frozen
-        and len(pending) >= 2
-        and pending[-1] > pending[0]
-        and all(b >= a for a, b in zip(pending, pending[1:], strict=False))
-    ):
+    if leak and climb is not None:
         found.append(
             Diagnosis(
                 PENDING_LEAK,
-                {"committed": committed, "pending_from": pending[0], "pending_to": pending[-1]},
+                {"committed": committed, "pending_from": climb[0], "pending_to": climb[1]},
             )
         )
     cap = window.max_spout_pending
@@ -473,6 +480,22 @@ def _state_diagnoses(
                 )
             )
     return found
+
+
+def _pending_climb(pending: Sequence[int]) -> tuple[int, int] | None:
+    """Pending still climbing at the end of the series: (from, to) of its last stretch that
+    never fell, when that stretch rose at two steps or more; None otherwise.
+
+    Only the end counts: before the commit froze, pending came and went with the acks. One
+    step up (a message in flight, then retried) is not growth without bound.
+    """
+    start = len(pending) - 1
+    while start > 0 and pending[start - 1] <= pending[start]:
+        start -= 1
+    rises = sum(1 for a, b in zip(pending[start:], pending[start + 1 :], strict=False) if b > a)
+    if rises < 2:
+        return None
+    return pending[start], pending[-1]
 
 
 def _slow_consumer(commits: Sequence[Commit], lag: int) -> Diagnosis | None:

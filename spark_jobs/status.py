@@ -20,8 +20,22 @@ The first sample of a partition is its first commit. A commit's time is the best
 saw it. Times never go backwards (a commit time older than the previous commit's is raised to
 it): the rules measure spans between commits. The lag and log start at a commit are the
 sample's. ``build_window`` then keeps the last ``config.window`` commits (``min_distance_s``
-applied), and the rest of the evidence comes from the samples since the window's first commit:
-the broker's latest offsets, the spout's pending/failed/acked series and the topology ids.
+applied), and the rest of the evidence comes from the samples since the one that first saw the
+window's first commit: the spout's pending/failed/acked series and the topology ids.
+
+**Broker offsets for rule 3** are Burrow's ring of *recent* broker offsets: the latest offsets
+polled since the sample that first saw the window's *last* commit, at most ``config.window`` of
+them (Burrow keeps ``intervals`` broker offsets). Rule 3 reads a broker offset at or below the
+last committed offset as "the consumer was caught up lately, new data just arrived". A poll
+taken before the last commit is no such evidence: it is at or below the committed offset simply
+because the consumer later committed past it. Handing those polls over kept a partition whose
+commit froze after a few quick commits out of STOP/STALL for as long as they stayed in the
+look-back (the lab's poison message: polls with latest 38 and 78 before the commit at 103 kept
+it OK with lag 978 and rising). The ``window`` bound lets a consumer that was caught up at its
+last commit and then died reach STOP, as Burrow's ring turning over does. Samples are matched
+by position, not by time: a source's commit time can be later than the ``ts_ms`` of the poll
+that saw it (clocks differ).
+
 The current figures (``latest``, ``earliest``, lag, owner, staleness) are the last sample's;
 a stale last sample has no broker offsets, so its lag is the last one known (the evaluator
 reports it as such), and a partition whose lag was never known in the samples is judged with
@@ -119,15 +133,13 @@ def _new_commit(previous: Any, current: Any) -> bool:
     return previous is not None and current is not None and previous != current
 
 
-def derive_commits(samples: Mapping[str, Sequence[Any]]) -> list[Commit]:
-    """The commits seen in one partition's samples (columns as lists, oldest sample first).
-
-    See the module docstring for what counts as a commit and which time it gets.
-    """
+def _seen_commits(samples: Mapping[str, Sequence[Any]]) -> list[tuple[int, Commit]]:
+    """The commits seen in one partition's samples, each with the index of the sample that
+    first saw it."""
     offsets = samples["committed"]
     times = samples["commit_time_ms"]
     versions = samples["commit_version"]
-    commits: list[Commit] = []
+    seen: list[tuple[int, Commit]] = []
     for i, offset in enumerate(offsets):
         if i and not (
             offset != offsets[i - 1]
@@ -136,10 +148,18 @@ def derive_commits(samples: Mapping[str, Sequence[Any]]) -> list[Commit]:
         ):
             continue
         at = times[i] if times[i] is not None else samples["ts_ms"][i]
-        if commits and at < commits[-1].timestamp_ms:
-            at = commits[-1].timestamp_ms
-        commits.append(Commit(offset, at, samples["lag"][i], samples["earliest"][i]))
-    return commits
+        if seen and at < seen[-1][1].timestamp_ms:
+            at = seen[-1][1].timestamp_ms
+        seen.append((i, Commit(offset, at, samples["lag"][i], samples["earliest"][i])))
+    return seen
+
+
+def derive_commits(samples: Mapping[str, Sequence[Any]]) -> list[Commit]:
+    """The commits seen in one partition's samples (columns as lists, oldest sample first).
+
+    See the module docstring for what counts as a commit and which time it gets.
+    """
+    return [commit for _, commit in _seen_commits(samples)]
 
 
 def _present(values: Sequence[Any]) -> tuple[Any, ...]:
@@ -165,9 +185,12 @@ def window_from_samples(
     SPOUT_ID_COLLISION.
     """
     ts = samples["ts_ms"]
-    commits = build_window(derive_commits(samples), config)
-    start = commits[0].timestamp_ms if commits else ts[0]
-    since = next((i for i, t in enumerate(ts) if t >= start), len(ts))
+    seen = _seen_commits(samples)
+    commits = build_window([commit for _, commit in seen], config)
+    # build_window keeps commit objects as they are: find the samples that first saw them.
+    row = {id(commit): i for i, commit in seen}
+    since = row[id(commits[0])] if commits else 0
+    last_commit_row = row[id(commits[-1])] if commits else 0
 
     def recent(name: str) -> Sequence[Any]:
         return samples[name][since:]
@@ -195,7 +218,8 @@ def window_from_samples(
     return PartitionWindow(
         id=pid,
         commits=commits,
-        latest_offsets=_present(recent("latest")),
+        # Burrow's ring of recent broker offsets, polled since the last commit (module doc).
+        latest_offsets=_present(samples["latest"][last_commit_row:])[-config.window :],
         current_lag=lag if lag is not None else 0,
         earliest=samples["earliest"][last],
         latest=samples["latest"][last],

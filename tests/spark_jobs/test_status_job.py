@@ -1,9 +1,11 @@
 """The status job on real local Spark: samples in, the evaluator's own verdicts out.
 
 Every scenario is a partition's samples (ten polls a minute apart unless told otherwise) plus
-the window the evaluator should see for it, written out by hand here. The job must give, for
-each partition, exactly what ``evaluate_partition`` gives on that window: the job derives
-windows and never decides a status itself. All scenarios run in one Spark job (a module
+the window the evaluator should see for it, written out by hand here. The job must derive
+exactly that window and give, for each partition, exactly what ``evaluate_partition`` gives on
+it: the job derives windows and never decides a status itself. The broker offsets of a window
+are those polled since the sample that first saw its last commit, at most ``window`` of them
+(Burrow's ring of recent broker offsets, rule 3). All scenarios run in one Spark job (a module
 fixture), so the whole file costs one ``applyInPandas`` round.
 """
 
@@ -18,6 +20,7 @@ from pyspark.sql import SparkSession
 from collectors.sample_log import SampleLog
 from spark_jobs.evaluator import (
     OK,
+    PENDING_LEAK,
     POISON_MESSAGE,
     SOURCE_UNREACHABLE,
     SPOUT_ID_COLLISION,
@@ -35,12 +38,14 @@ from spark_jobs.evaluator import (
 )
 from spark_jobs.sample_reader import empty_samples, read_samples
 from spark_jobs.status import (
+    _WINDOW_COLUMNS,
     GROUP_VERDICT_SCHEMA,
     PARTITION_VERDICT_SCHEMA,
     derive_commits,
     diagnosis_json,
     evaluate_status,
     partition_id,
+    window_from_samples,
 )
 from tests.spark_jobs.samples import MIN, SEC, T0, frame, sample
 
@@ -75,7 +80,7 @@ scenario(
     PartitionWindow(
         STUCK,
         (Commit(1000, T0, 100, 0),),
-        tuple(1100 + 100 * i for i in POLLS),
+        tuple(1100 + 100 * i for i in range(5, 10)),  # the last five polled since the commit
         1000,
         earliest=0,
         latest=2000,
@@ -103,7 +108,7 @@ scenario(
     PartitionWindow(
         RECOMMITTING,
         tuple(Commit(500, at(i) - 5 * SEC, 100 + 10 * i) for i in range(5, 10)),
-        tuple(600 + 10 * i for i in range(5, 10)),  # since the window's first commit
+        (690,),  # polled since the last commit
         190,
         latest=690,
         alive=True,
@@ -115,7 +120,7 @@ QUIET = partition_id("c1", "kafka", "gq", "quiet", 0)
 scenario(
     [sample(at(i), 300, group="gq", topic="quiet", earliest=0, latest=300) for i in POLLS],
     PartitionWindow(
-        QUIET, (Commit(300, T0, 0, 0),), (300,) * 10, 0, earliest=0, latest=300, alive=None
+        QUIET, (Commit(300, T0, 0, 0),), (300,) * 5, 0, earliest=0, latest=300, alive=None
     ),
 )
 
@@ -127,7 +132,7 @@ scenario(
     PartitionWindow(
         STALE,
         tuple(Commit(100 + 10 * i, at(i), 20, 0) for i in range(3, 8)),
-        (150, 160, 170, 180, 190),
+        (190,),  # the stale polls have no broker offsets
         20,  # the last known lag
         stale=True,
         stale_since_ms=at(8),
@@ -162,7 +167,7 @@ scenario(
     PartitionWindow(
         POISON,
         (Commit(1900, T0 - 5 * MIN, 100, 0),),
-        tuple(2000 + 20 * i for i in POLLS),
+        tuple(2000 + 20 * i for i in range(5, 10)),
         280,
         earliest=0,
         latest=2180,
@@ -197,7 +202,7 @@ for topic, base, polls in (("x", 700, range(0, 10, 2)), ("y", 50, range(1, 10, 2
         PartitionWindow(
             partition_id("c1", "storm", "spout-b", topic, 0),
             tuple(Commit(base + 10 * i, at(i) - SEC, 5, 0) for i in polls),
-            tuple(base + 10 * i + 5 for i in polls),
+            (base + 10 * polls[-1] + 5,),
             5,
             earliest=0,
             latest=base + 10 * polls[-1] + 5,
@@ -214,7 +219,7 @@ scenario(
     PartitionWindow(
         CATCHING_UP,
         tuple(Commit(1000 + 100 * i, at(i), 500 - 50 * i, 0) for i in range(5, 10)),
-        tuple(1500 + 50 * i for i in range(5, 10)),
+        (1950,),
         50,
         earliest=0,
         latest=1950,
@@ -225,7 +230,7 @@ scenario(
     PartitionWindow(
         partition_id("c1", "kafka", "gm", "t", 1),
         (Commit(10, T0, 0, 0),),
-        (10,) * 10,
+        (10,) * 5,
         0,
         earliest=0,
         latest=10,
@@ -238,6 +243,147 @@ scenario(
     [sample(at(i), 5000, group="ge", earliest=0, latest=4000) for i in range(3)],
     PartitionWindow(
         AHEAD, (Commit(5000, T0, -1000, 0),), (4000,) * 3, -1000, earliest=0, latest=4000
+    ),
+)
+
+# Shaped like the lab's poison-message run (2026-11-21): a spout commits quickly three times,
+# then one message fails for ever. The znode (mtime, version) is not rewritten after 103, the
+# lag climbs, failed climbs, the other messages are still acked, pending stays at 1 or 2. The
+# first poll saw a commit whose mtime is later than the poll's ts_ms, as in the lab. Broker
+# offsets polled before the commit at 103 (31, 78) are below it: taking them as "caught up
+# lately" (rule 3's exception) kept this partition OK with lag 296 and rising.
+LAB_POISON = partition_id("c1", "storm", "spout-lab", "orders", 0)
+_POISON_COMMITTED = (25, 73) + (103,) * 8
+_POISON_MTIME = (at(0) + 7 * SEC, at(1) - SEC) + (at(2) - 3 * SEC,) * 8
+_POISON_VERSION = (2, 8) + (12,) * 8
+_POISON_LATEST = (31, 78) + tuple(119 + 40 * (i - 2) for i in range(2, 10))
+_POISON_PENDING = (0, 0, 0, 1, 1, 2, 1, 2, 1, 2)
+_POISON_FAILED = (0, 0, 0) + tuple(93 * (i - 2) for i in range(3, 10))
+_POISON_ACKED = tuple(19 + 40 * i for i in POLLS)
+scenario(
+    [
+        sample(
+            at(i),
+            _POISON_COMMITTED[i],
+            source="storm",
+            group="spout-lab",
+            topic="orders",
+            earliest=0,
+            latest=_POISON_LATEST[i],
+            commit_time_ms=_POISON_MTIME[i],
+            commit_version=_POISON_VERSION[i],
+            pending=_POISON_PENDING[i],
+            failed=_POISON_FAILED[i],
+            acked=_POISON_ACKED[i],
+            topology_id="orders-enricher-3-1",
+            owner="orders-enricher",
+            alive=True,
+        )  # fmt: skip
+        for i in POLLS
+    ],
+    PartitionWindow(
+        LAB_POISON,
+        (
+            Commit(25, at(0) + 7 * SEC, 6, 0),
+            Commit(73, at(1) - SEC, 5, 0),
+            Commit(103, at(2) - 3 * SEC, 16, 0),
+        ),
+        (239, 279, 319, 359, 399),  # the last five polled since 103 was first seen
+        296,
+        earliest=0,
+        latest=399,
+        alive=True,
+        spout=SpoutSeries(_POISON_PENDING, _POISON_FAILED, _POISON_ACKED),
+        topology_ids=("orders-enricher-3-1",),
+    ),
+)
+
+# Its neighbour, a healthy spout partition: a commit (mtime, version) before every poll, lag
+# wobbling between 5 and 7. It stays OK.
+LAB_HEALTHY = partition_id("c1", "storm", "spout-lab", "orders", 1)
+_HEALTHY_LAG = tuple(5 + i % 3 for i in POLLS)
+scenario(
+    [
+        sample(
+            at(i),
+            25 + 40 * i,
+            source="storm",
+            group="spout-lab",
+            topic="orders",
+            partition=1,
+            earliest=0,
+            latest=25 + 40 * i + _HEALTHY_LAG[i],
+            commit_time_ms=at(i) - SEC,
+            commit_version=i + 2,
+            pending=i % 2,
+            failed=0,
+            acked=20 + 40 * i,
+            topology_id="orders-enricher-3-1",
+            owner="orders-enricher",
+            alive=True,
+        )  # fmt: skip
+        for i in POLLS
+    ],
+    PartitionWindow(
+        LAB_HEALTHY,
+        tuple(Commit(25 + 40 * i, at(i) - SEC, _HEALTHY_LAG[i], 0) for i in range(5, 10)),
+        (25 + 40 * 9 + _HEALTHY_LAG[9],),
+        _HEALTHY_LAG[9],
+        earliest=0,
+        latest=25 + 40 * 9 + _HEALTHY_LAG[9],
+        alive=True,
+        spout=SpoutSeries(
+            tuple(i % 2 for i in range(5, 10)),
+            (0,) * 5,
+            tuple(20 + 40 * i for i in range(5, 10)),
+        ),
+        topology_ids=("orders-enricher-3-1",),
+    ),
+)
+
+# Shaped like the lab's pending-leak run: the spout restarted leaky after three commits (acked
+# starts again from 0 and stays there), the commit froze at 141, pending climbs and every
+# tuple times out, so failed follows pending up. Pending dipped 1 -> 0 before the freeze.
+LAB_LEAK = partition_id("c1", "storm", "spout-leak", "clicks", 0)
+_LEAK_COMMITTED = (31, 92) + (141,) * 8
+_LEAK_PENDING = (1, 0, 0, 25, 75, 125, 175, 225, 275, 325)
+_LEAK_FAILED = (0, 0, 0, 0, 49, 100, 150, 199, 250, 300)
+_LEAK_ACKED = (24, 72, 123) + (0,) * 7
+scenario(
+    [
+        sample(
+            at(i),
+            _LEAK_COMMITTED[i],
+            source="storm",
+            group="spout-leak",
+            topic="clicks",
+            earliest=0,
+            latest=_LEAK_COMMITTED[min(i, 2)] + 7 + 50 * max(i - 2, 0),
+            commit_time_ms=at(min(i, 2)) - SEC,
+            commit_version=(2, 8, 13)[min(i, 2)],
+            pending=_LEAK_PENDING[i],
+            failed=_LEAK_FAILED[i],
+            acked=_LEAK_ACKED[i],
+            topology_id="clicks-sessionizer-2-1",
+            owner="clicks-sessionizer",
+            alive=True,
+        )  # fmt: skip
+        for i in POLLS
+    ],
+    PartitionWindow(
+        LAB_LEAK,
+        (
+            Commit(31, at(0) - SEC, 7, 0),
+            Commit(92, at(1) - SEC, 7, 0),
+            Commit(141, at(2) - SEC, 7, 0),
+        ),
+        (298, 348, 398, 448, 498),
+        357,
+        earliest=0,
+        latest=498,
+        alive=True,
+        spout=SpoutSeries(_LEAK_PENDING, _LEAK_FAILED, _LEAK_ACKED),
+        topology_ids=("clicks-sessionizer-2-1",),
     ),
 )
 
@@ -303,6 +449,26 @@ def test_the_scenarios_give_the_statuses_they_stand_for(verdicts: tuple[dict, di
     assert codes(COLLIDING_Y)[-1:] == [SPOUT_ID_COLLISION]
     assert partitions[CATCHING_UP]["status"] == OK and partitions[CATCHING_UP]["complete"] == 1.0
     assert partitions[AHEAD]["status"] == "ERR" and partitions[AHEAD]["lag"] is None
+
+
+def test_lab_shaped_storm_spouts(verdicts: tuple[dict, dict]) -> None:
+    """The lab's poison message and pending leak are stuck, not "catching up"; a healthy
+    spout committing steadily stays OK."""
+    partitions = verdicts[0]
+    poison = partitions[LAB_POISON]
+    assert (poison["status"], poison["lag"]) == (STALL, 296)
+    assert json.loads(poison["diagnosis"]) == [
+        {"code": POISON_MESSAGE, "evidence": {"offset": 103, "committed": 103, "failed_rise": 651}}
+    ]
+    assert "stalled, not stopped" in poison["reason"]
+    leak = partitions[LAB_LEAK]
+    assert (leak["status"], leak["lag"]) == (STALL, 357)
+    assert json.loads(leak["diagnosis"]) == [
+        {"code": PENDING_LEAK, "evidence": {"committed": 141, "pending_from": 0, "pending_to": 325}}
+    ]
+    healthy = partitions[LAB_HEALTHY]
+    assert (healthy["status"], healthy["diagnosis"]) == (OK, "[]")
+    assert verdicts[1][("c1", "storm", "spout-lab")]["status"] == "ERR"  # the STALL partition
 
 
 def test_group_verdicts_are_the_evaluators_over_the_partition_verdicts(
@@ -390,6 +556,45 @@ def test_commit_times_are_the_sources_else_the_poll_and_never_go_back() -> None:
         Commit(30, at(1) - 30 * SEC, 5),
         Commit(40, at(3), 5),
     ]
+
+
+def test_the_job_derives_exactly_the_windows_written_here() -> None:
+    """Equal verdicts could hide a different window (the broker offsets rule 3 reads, say):
+    the windows themselves must match."""
+    by_partition: dict[str, list[dict[str, Any]]] = {}
+    for row in ROWS:
+        by_partition.setdefault(_key(row), []).append(row)
+    for pid, rows in by_partition.items():
+        rows.sort(key=lambda r: r["ts_ms"])
+        cols = {name: [r[name] for r in rows] for name in _WINDOW_COLUMNS}
+        expected = WINDOWS[pid]
+        assert window_from_samples(pid, cols, CONFIG, expected.topics) == expected, pid
+
+
+def test_broker_offsets_are_the_recent_ones_polled_since_the_last_commit() -> None:
+    """Polls from before the last commit sit at or below it only because the consumer went
+    on to commit past them: they are not "caught up lately" (rule 3). At most ``window``."""
+    rows = [
+        sample(at(0), 10, latest=20),
+        sample(at(1), 30, latest=40),
+        sample(at(2), 50, latest=55),  # the last commit, first seen here
+        *(sample(at(i), 50, latest=55 + 10 * i) for i in range(3, 10)),
+    ]
+    window = window_from_samples("p", columns(rows), EvaluatorConfig(window=5))
+    assert window.commits[-1] == Commit(50, at(2), 5)
+    assert window.latest_offsets == (105, 115, 125, 135, 145)
+    assert window_from_samples("p", columns(rows[:4]), CONFIG).latest_offsets == (55, 85)
+
+
+def test_a_commit_time_later_than_the_poll_that_saw_it_still_starts_the_spout_series() -> None:
+    """Commit times come from the source's clock: the series start at the sample that saw the
+    window's first commit, whatever its ts_ms."""
+    rows = [
+        sample(at(0), 10, commit_time_ms=at(0) + 7 * SEC, pending=3, failed=0, acked=1),
+        sample(at(1), 20, commit_time_ms=at(1) - SEC, pending=4, failed=0, acked=2),
+    ]
+    window = window_from_samples("p", columns(rows), CONFIG)
+    assert window.spout == SpoutSeries((3, 4), (0, 0), (1, 2))
 
 
 def test_a_verdict_without_diagnoses_serialises_to_an_empty_list() -> None:
