@@ -17,7 +17,10 @@ go wrong:
   move) decides STALL (alive, not moving) against STOP (dead), and a dead consumer is STOP as
   soon as messages wait, however recent its last zero-lag commit;
 - a source that cannot be reached gives UNKNOWN with ``SOURCE_UNREACHABLE``, never STOP;
-- a committed offset outside ``[earliest, latest]`` is ERR, not a negative or clamped lag.
+- a committed offset outside ``[earliest, latest]`` is ERR, not a negative or clamped lag;
+- a window that comes from a poller (``polls`` known) is judged by how long it was watched,
+  and its lags, measured at polls rather than at commits, carry the poll's phase in the
+  consumer's commit cycle: a rise no larger than one batch between polls is not a WARN.
 
 Every non-OK verdict carries diagnoses with their evidence where the data allows, and every
 verdict carries one plain sentence, ``reason``, citing the figures that decided it.
@@ -71,6 +74,7 @@ __all__ = [
     "has_stopped_committing",
     "is_commit_overdue",
     "lag_never_decreased",
+    "lag_rise_within_jitter",
     "offsets_unchanged",
     "was_caught_up_recently",
     "evaluate_document",
@@ -151,15 +155,17 @@ class EvaluatorConfig:
 class Commit:
     """One committed offset of the window.
 
-    ``lag`` is the lag when the commit was seen (None: unknown). ``earliest`` is the broker's
-    log start offset at that time, when known: it is what reveals an out-of-range jump
-    (SKIPPED_DATA).
+    ``lag`` is the lag when the commit was seen (None: unknown). ``earliest`` and ``latest``
+    are the broker's log start and end offsets at that time, when known: they are what reveals
+    an out-of-range jump (SKIPPED_DATA), below the log start or beyond the end of a log that
+    was deleted and re-created.
     """
 
     offset: int
     timestamp_ms: int
     lag: int | None = None
     earliest: int | None = None
+    latest: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,7 +195,10 @@ class PartitionWindow:
     - ``rebalances_ms``: times of the group's rebalances (generation changes) seen lately;
     - ``rebalancing``: the group is rebalancing now (nobody owning the partition is expected);
     - ``topology_ids``: topology instance ids seen on the spout path, oldest first;
-    - ``topics``: topics seen written under the spout path.
+    - ``topics``: topics seen written under the spout path;
+    - ``polls``: how many polls of the partition the window spans (the status job: samples
+      since the one that first saw the window's first commit). Its presence says the lags
+      were measured at polls, not when the commits arrived (see ``lag_rise_within_jitter``).
     """
 
     id: str
@@ -208,6 +217,7 @@ class PartitionWindow:
     rebalancing: bool | None = None
     topology_ids: tuple[str, ...] = ()
     topics: tuple[str, ...] = ()
+    polls: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -347,6 +357,30 @@ def lag_never_decreased(commits: Sequence[Commit]) -> bool:
 
 # ---------------------------------------------------------------------------------------------
 # Evidence Burrow lacks
+
+
+def lag_rise_within_jitter(commits: Sequence[Commit]) -> tuple[int, int] | None:
+    """For lags measured at polls: (rise, batch) when the lag rose across the window by no
+    more than the largest offset advance between two consecutive commits (one batch between
+    polls); None when it rose more, or when there is no progress or no two known lags.
+
+    Burrow measures a commit's lag when the commit arrives. A poller measures it at the poll
+    that first saw the commit, somewhere in the consumer's commit cycle: the messages produced
+    since the commit are in it. Where that phase drifts, a consumer keeping pace shows a lag
+    that steps up by up to a batch and may never step down within the window (the lab's
+    ``audit-spout``: lags 1, 1, 1, 1, 1, 4, 4, 4, 4, 4 while it read 8 to 12 messages between
+    polls). A consumer falling behind gains more than a batch over a window.
+    """
+    known = [c.lag for c in commits if c.lag is not None]
+    if len(known) < 2:
+        return None
+    batch = max(
+        (b.offset - a.offset for a, b in zip(commits, commits[1:], strict=False)), default=0
+    )
+    rise = known[-1] - known[0]
+    if batch <= 0 or rise > batch:
+        return None
+    return rise, batch
 
 
 def is_commit_overdue(commits: Sequence[Commit], now_ms: int) -> bool:
@@ -521,21 +555,38 @@ def _slow_consumer(commits: Sequence[Commit], lag: int) -> Diagnosis | None:
 
 
 def _skipped_data(commits: Sequence[Commit]) -> Diagnosis | None:
-    """The out-of-range jump: a commit below the log start, followed by one past it."""
+    """The out-of-range jump: a commit below the log start followed by one past it, or, where
+    the topic was deleted and re-created, a commit that the new log does not reach (beyond
+    the log end of the next commit) followed by one inside the new log, above its start.
+    Either way the consumer jumped over what the log held from its start to the new commit.
+    A poll need not catch the commit while it lies outside the log: the consumer may jump
+    between two polls (the lab's ``retention``: 233 with the log ending at 237, then 14 with
+    the new log ending at 16)."""
     for previous, commit in zip(commits, commits[1:], strict=False):
         start = commit.earliest
-        if start is not None and previous.offset < start < commit.offset:
-            return Diagnosis(
-                SKIPPED_DATA,
-                {
-                    "from": previous.offset,
-                    "to": commit.offset,
-                    "earliest": start,
-                    "skipped": commit.offset - start,
-                    "deleted_by_retention": start - previous.offset,
-                    "at_ms": commit.timestamp_ms,
-                },
-            )
+        if start is None:
+            continue
+        if previous.offset < start < commit.offset:
+            deleted: int | None = start - previous.offset
+        elif (
+            commit.latest is not None
+            and previous.offset > commit.latest
+            and start < commit.offset < previous.offset
+        ):
+            deleted = None  # the whole old log went with the topic: no count to give
+        else:
+            continue
+        return Diagnosis(
+            SKIPPED_DATA,
+            {
+                "from": previous.offset,
+                "to": commit.offset,
+                "earliest": start,
+                "skipped": commit.offset - start,
+                "deleted_by_retention": deleted,
+                "at_ms": commit.timestamp_ms,
+            },
+        )
     return None
 
 
@@ -618,6 +669,11 @@ def _hint(diagnosis: Diagnosis) -> str:
     if code == REBALANCE_STORM:
         return f"{e['rebalances']} rebalances in the window (more than {e['threshold']})"
     if code == SKIPPED_DATA:
+        if e["deleted_by_retention"] is None:
+            return (
+                f"the commit at {e['from']} lay beyond the end of a re-created log and jumped "
+                f"to {e['to']}, skipping {e['skipped']} messages"
+            )
         return (
             f"the commit jumped from {e['from']} to {e['to']} past the log start {e['earliest']}, "
             f"skipping {e['skipped']} messages"
@@ -739,15 +795,21 @@ def evaluate_partition(
             (Diagnosis(OUT_OF_RANGE, outside), *events),
         )
 
-    # Rule 1: not enough data.
-    if complete < config.minimum_complete:
+    # Rule 1: not enough data. Improvement: a window from a poller has enough data once the
+    # partition was watched by enough polls, whether or not it committed at each (a consumer
+    # stuck for longer than the status job's look-back has one commit and hundreds of polls).
+    watched = complete
+    if window.polls is not None:
+        watched = max(complete, min(window.polls, config.window) / config.window)
+    if watched < config.minimum_complete:
+        polls = "" if window.polls is None else f", seen by {window.polls} polls"
         return _verdict(
             window,
             OK,
             complete,
             lag,
-            f"Only {len(commits)} of {config.window} commits in the window "
-            f"({complete:.0%} < {config.minimum_complete:.0%} required): not enough data to judge",
+            f"Only {len(commits)} of {config.window} commits in the window{polls} "
+            f"({watched:.0%} < {config.minimum_complete:.0%} required): not enough data to judge",
             events,
         )
 
@@ -839,7 +901,15 @@ def evaluate_partition(
         return _verdict(window, STALL, complete, lag, base, (*state, *events))
 
     known = [c.lag for c in commits if c.lag is not None]
-    # Rule 7: WARN.
+    # Rule 7: WARN; improvement: with lags measured at polls, a rise within one batch between
+    # polls is the poll's phase in the commit cycle, not a consumer falling behind.
+    jitter = lag_rise_within_jitter(commits) if window.polls is not None else None
+    if jitter is not None and lag_never_decreased(commits):
+        base = (
+            f"Lag rose by {jitter[0]} across the window's {len(commits)} commits, no more than "
+            f"the {jitter[1]} messages read between two polls: the consumer keeps pace"
+        )
+        return _verdict(window, OK, complete, lag, base, events)
     if lag_never_decreased(commits):
         trend = f" (from {known[0]} to {known[-1]})" if known else ""
         base = f"Lag never decreased across the window's {len(commits)} commits{trend}"
@@ -1000,7 +1070,7 @@ _CONFIG_FIELDS = frozenset(
         "backpressure_share",
     }
 )
-_COMMIT_FIELDS = frozenset({"offset", "timestamp_ms", "lag", "earliest"})
+_COMMIT_FIELDS = frozenset({"offset", "timestamp_ms", "lag", "earliest", "latest"})
 _SPOUT_FIELDS = frozenset({"pending", "failed", "acked"})
 _PARTITION_REQUIRED = ("id", "commits", "latest_offsets", "current_lag")
 _PARTITION_FIELDS = frozenset(
@@ -1018,6 +1088,7 @@ _PARTITION_FIELDS = frozenset(
         "rebalancing",
         "topology_ids",
         "topics",
+        "polls",
     }
 )
 _GROUP_FIELDS = frozenset({"id", "partitions"})
@@ -1070,6 +1141,7 @@ def _parse_commits(value: object, path: str) -> tuple[Commit, ...]:
                 timestamp_ms=timestamp,
                 lag=_int(doc.get("lag"), f"{here}.lag", nullable=True),
                 earliest=_int(doc.get("earliest"), f"{here}.earliest", nullable=True),
+                latest=_int(doc.get("latest"), f"{here}.latest", nullable=True),
             )
         )
     return tuple(commits)
@@ -1111,6 +1183,7 @@ def parse_partition(value: object, path: str = "partition") -> PartitionWindow:
         rebalancing=_bool(doc.get("rebalancing"), f"{path}.rebalancing"),
         topology_ids=_strings(doc.get("topology_ids"), f"{path}.topology_ids"),
         topics=_strings(doc.get("topics"), f"{path}.topics"),
+        polls=_int(doc.get("polls"), f"{path}.polls", minimum=1, nullable=True),
     )
 
 

@@ -18,8 +18,9 @@ where, from one sample of a partition to the next:
 The first sample of a partition is its first commit. A commit's time is the best known
 (SPEC §4): ``commit_time_ms`` when the source gave it, else the ``ts_ms`` of the poll that first
 saw it. Times never go backwards (a commit time older than the previous commit's is raised to
-it): the rules measure spans between commits. The lag and log start at a commit are the
-sample's. ``build_window`` then keeps the last ``config.window`` commits (``min_distance_s``
+it): the rules measure spans between commits. The lag and the log's start and end offsets at
+a commit are the sample's (a commit beyond the end of a re-created log shows there).
+``build_window`` then keeps the last ``config.window`` commits (``min_distance_s``
 applied), and the rest of the evidence comes from the samples since the one that first saw the
 window's first commit: the spout's pending/failed/acked series and the topology ids.
 
@@ -35,6 +36,24 @@ it OK with lag 978 and rising). The ``window`` bound lets a consumer that was ca
 last commit and then died reach STOP, as Burrow's ring turning over does. Samples are matched
 by position, not by time: a source's commit time can be later than the ``ts_ms`` of the poll
 that saw it (clocks differ).
+
+**How long the partition was watched** goes with the window as ``polls``: the samples since
+the one that first saw the window's first commit. The evaluator's rule 1 counts them (a young
+partition is "not enough data" until ``minimum_complete`` of a window's worth of polls have
+seen it, while one stuck for longer than the look-back, one commit and hundreds of polls, is
+judged), and their presence tells it that lags were measured at polls (EVALUATOR.md).
+
+**Rebalances** are not in the sample log: the collectors derive rebalance events (generation,
+membership, assignment) and store them in the database only. What the log does hold is each
+partition's ``owner`` at every poll, so for consumer groups (Kafka, ZooKeeper) the job derives
+the two rebalance inputs from it: ``rebalances_ms``, the polls at which the ownership of some
+partition of the group changed from the poll before (another owner, or an owner appearing or
+vanishing: the same snapshot differences from which the collectors derive their member_left,
+member_joined and assignment_changed events), and ``rebalancing``, the group's partitions only
+partly owned at its last poll (a group with members leaves a partition unowned only while it
+is being handed over; a dead group owns none). Stale samples are no observation of ownership.
+A rebalance that moves nothing and ends between two polls is not seen; the collectors' events
+would be the authoritative source once the sample log carries them.
 
 The current figures (``latest``, ``earliest``, lag, owner, staleness) are the last sample's;
 a stale last sample has no broker offsets, so its lag is the last one known (the evaluator
@@ -53,7 +72,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import pandas as pd
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -117,6 +136,10 @@ _WINDOW_COLUMNS = (
     "topology_id", "alive", "pending", "failed", "acked", "stale",
 )  # fmt: skip
 _TOPICS = "_spout_path_topics"
+_REBALANCES = "_group_rebalances_ms"
+_REBALANCING = "_group_rebalancing"
+# Sources whose partitions belong to a consumer group that rebalances (not Storm spouts).
+_GROUP_SOURCES = ("kafka", "zookeeper")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -150,7 +173,8 @@ def _seen_commits(samples: Mapping[str, Sequence[Any]]) -> list[tuple[int, Commi
         at = times[i] if times[i] is not None else samples["ts_ms"][i]
         if seen and at < seen[-1][1].timestamp_ms:
             at = seen[-1][1].timestamp_ms
-        seen.append((i, Commit(offset, at, samples["lag"][i], samples["earliest"][i])))
+        lag, earliest, latest = samples["lag"][i], samples["earliest"][i], samples["latest"][i]
+        seen.append((i, Commit(offset, at, lag, earliest, latest)))
     return seen
 
 
@@ -178,11 +202,14 @@ def window_from_samples(
     samples: Mapping[str, Sequence[Any]],
     config: EvaluatorConfig,
     topics: Sequence[str] = (),
+    rebalances_ms: Sequence[int] = (),
+    rebalancing: bool | None = None,
 ) -> PartitionWindow:
     """The evaluator's input for one partition, from its samples (oldest first, non-empty).
 
     ``topics`` are the topics seen under the partition's spout path (Storm only), for
-    SPOUT_ID_COLLISION.
+    SPOUT_ID_COLLISION; ``rebalances_ms`` and ``rebalancing`` are its group's, as
+    ``evaluate_status`` derives them from the owners (module docstring).
     """
     ts = samples["ts_ms"]
     seen = _seen_commits(samples)
@@ -227,8 +254,11 @@ def window_from_samples(
         spout=spout,
         stale=stale,
         stale_since_ms=stale_since,
+        rebalances_ms=tuple(rebalances_ms),
+        rebalancing=rebalancing,
         topology_ids=tuple(topology_ids),
         topics=tuple(topics),
+        polls=len(ts) - since,
     )
 
 
@@ -282,7 +312,12 @@ def _partition_evaluator(
         partition = int(first["partition"])
         found = first[_TOPICS]
         topics = [] if _missing(found) else [str(t) for t in found]
-        window = window_from_samples(partition_id(*key, partition), _columns(pdf), config, topics)
+        moved = first[_REBALANCES]
+        rebalances = [] if _missing(moved) else [int(t) for t in moved]
+        rebalancing = None if _missing(first[_REBALANCING]) else bool(first[_REBALANCING])
+        window = window_from_samples(
+            partition_id(*key, partition), _columns(pdf), config, topics, rebalances, rebalancing
+        )
         verdict = evaluate_partition(window, config, now_ms)
         return pd.DataFrame(
             {
@@ -342,6 +377,37 @@ def _spout_path_topics(samples: DataFrame) -> DataFrame:
     )
 
 
+def _group_rebalances(samples: DataFrame) -> DataFrame:
+    """Per consumer group (Kafka, ZooKeeper): the polls at which its ownership changed, and
+    whether its partitions were only partly owned at its last poll (module docstring).
+
+    Stale samples (the source was unreachable) are no observation of ownership and are left out.
+    """
+    consumers = samples.where(F.col("source").isin(*_GROUP_SOURCES) & ~F.col("stale")).select(
+        *PARTITION_KEY, "ts_ms", "owner"
+    )
+    order = Window.partitionBy(*PARTITION_KEY).orderBy("ts_ms")
+    changed = F.lag("ts_ms").over(order).isNotNull() & ~F.col("owner").eqNullSafe(
+        F.lag("owner").over(order)
+    )
+    moved = (
+        consumers.withColumn("_owner_changed", changed)
+        .where(F.col("_owner_changed"))
+        .groupBy(*GROUP_KEY)
+        .agg(F.array_sort(F.collect_set("ts_ms")).alias(_REBALANCES))
+    )
+    last = consumers.groupBy(*GROUP_KEY).agg(F.max("ts_ms").alias("_last_ts"))
+    owned = F.count("owner")
+    partly = F.when(owned == 0, F.lit(None)).otherwise(owned < F.count(F.lit(1)))
+    handing_over = (
+        consumers.join(last, list(GROUP_KEY))
+        .where(F.col("ts_ms") == F.col("_last_ts"))
+        .groupBy(*GROUP_KEY)
+        .agg(partly.alias(_REBALANCING))
+    )
+    return handing_over.join(moved, list(GROUP_KEY), "left")
+
+
 def evaluate_status(
     samples: DataFrame, now_ms: int, config: EvaluatorConfig
 ) -> tuple[DataFrame, DataFrame]:
@@ -355,7 +421,12 @@ def evaluate_status(
     """
     columns = [*PARTITION_KEY, *(c for c in _WINDOW_COLUMNS if c not in PARTITION_KEY)]
     topics = _spout_path_topics(samples)
-    rows = samples.select(*columns).join(F.broadcast(topics), list(GROUP_KEY), "left")
+    rebalances = _group_rebalances(samples)
+    rows = (
+        samples.select(*columns)
+        .join(F.broadcast(topics), list(GROUP_KEY), "left")
+        .join(F.broadcast(rebalances), list(GROUP_KEY), "left")
+    )
     partitions = rows.groupBy(*PARTITION_KEY).applyInPandas(
         _partition_evaluator(config, now_ms), PARTITION_VERDICT_SCHEMA
     )

@@ -173,13 +173,17 @@ LAGWATCH_ROLLUPS_WINDOW_S = env_int("LAGWATCH_ROLLUPS_WINDOW_S", 7200)
 # One run of a job at a time: the lock expires after this, should a worker die holding it.
 LAGWATCH_SPARK_LOCK_TTL_S = env_int("LAGWATCH_SPARK_LOCK_TTL_S", 1800)
 LAGWATCH_SPARK_RUNS_KEEP_DAYS = env_int("LAGWATCH_SPARK_RUNS_KEEP_DAYS", 7)
-# The evaluator's thresholds (SPEC §4; defaults are Burrow's). minimum_complete is a percent
-# here, since settings come from integer environment variables.
+# The evaluator's thresholds (SPEC §4; defaults are Burrow's but for minimum_complete).
+# minimum_complete is a percent here, since settings come from integer environment variables.
+# The status job judges a partition once half a window's worth of polls has seen it: with fewer
+# (a new partition, a new stack) Burrow's rules read noise (one commit spans 0 s, so "no commit
+# for longer than the span" is true at once: STALL), docs/EVALUATOR.md. ``manage.py
+# evaluate_window`` keeps Burrow's 0 unless its input says otherwise.
 LAGWATCH_EVALUATOR = {
     "window": env_int("LAGWATCH_STATUS_WINDOW_COMMITS", 10),
     "allowed_lag": env_int("LAGWATCH_STATUS_ALLOWED_LAG", 0),
     "min_distance_s": env_int("LAGWATCH_STATUS_MIN_DISTANCE_S", 0),
-    "minimum_complete": env_int("LAGWATCH_STATUS_MINIMUM_COMPLETE_PCT", 0) / 100,
+    "minimum_complete": env_int("LAGWATCH_STATUS_MINIMUM_COMPLETE_PCT", 50) / 100,
 }
 # Collection (SPEC §2, §5): a source's answer deadline per cycle (never beyond the cluster's
 # poll interval), the raw history kept in the database, the sample log's retention.

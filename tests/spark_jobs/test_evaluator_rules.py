@@ -44,11 +44,13 @@ from spark_jobs.evaluator import (
     find_unrecovered_rewind,
     is_commit_overdue,
     lag_never_decreased,
+    lag_rise_within_jitter,
     parse_request,
 )
 
 ROOT = Path(__file__).resolve().parents[2]
 FIVE = EvaluatorConfig(window=5)
+CONFIG10 = EvaluatorConfig()
 MIN = 60_000
 
 
@@ -426,6 +428,76 @@ def test_out_of_range_is_err_even_with_an_incomplete_window() -> None:
     assert verdict.status == ERR
 
 
+# Windows from a poller (``polls`` known) -----------------------------------------------------
+
+# The lab's first polls (2026-11-21, 5 s polls): a Kafka partition seen once, committed 26 with
+# lag 1. With one commit the window's span is 0, so any later "now" read as "stopped for longer
+# than the span": every healthy partition was STALL at its first status run.
+FIRST_POLL = (Commit(26, 1_000_000, 1, 0, 27),)
+
+
+def test_a_partition_seen_by_one_poll_is_not_enough_data() -> None:
+    config = EvaluatorConfig(minimum_complete=0.5)
+    w = window(FIRST_POLL, [27], 1, latest=27, alive=True, polls=1)
+    verdict = evaluate_partition(w, config, 1_001_000)
+    assert verdict.status == OK and verdict.complete == pytest.approx(0.1)
+    assert "seen by 1 polls" in verdict.reason and "not enough data" in verdict.reason
+    # Burrow's rules on the same commit: stopped for longer than its zero span.
+    burrow = evaluate_partition(w, EvaluatorConfig(), 1_001_000)
+    assert burrow.status == STALL
+
+
+def test_a_partition_stuck_longer_than_the_look_back_is_judged_by_its_polls() -> None:
+    """One commit (the look-back cut the others off) but hundreds of polls: enough data."""
+    w = window(FIRST_POLL, [900], 874, latest=900, alive=True, polls=360)
+    verdict = evaluate_partition(w, EvaluatorConfig(minimum_complete=0.5), 4_600_000)
+    assert verdict.status == STALL and verdict.complete == pytest.approx(0.1)
+    without_polls = window(FIRST_POLL, [900], 874, latest=900, alive=True)
+    assert (
+        evaluate_partition(without_polls, EvaluatorConfig(minimum_complete=0.5), 4_600_000).status
+        == OK
+    )
+
+
+# The lab's healthy audit-spout partition 2 (2026-11-21): it read 8 to 12 messages between
+# polls at 2 msg/s and its lag, measured at each poll, stepped from 1 to 4 when the phase of
+# the poll in its 2 s commit cycle drifted. Burrow's rule 7 saw "lag never decreased": WARN
+# with SLOW_CONSUMER for a consumer keeping pace.
+AUDIT_OFFSETS = (126, 134, 146, 154, 166, 171, 183, 191, 203, 211)
+AUDIT_LAGS = (1, 1, 1, 1, 1, 4, 4, 4, 4, 4)
+AUDIT_TIMES = (51676, 55687, 61737, 65791, 71932, 73979, 80145, 84197, 90383, 94427)
+AUDIT = tuple(
+    Commit(o, t, lag, 0, o + lag)
+    for o, t, lag in zip(AUDIT_OFFSETS, AUDIT_TIMES, AUDIT_LAGS, strict=True)
+)
+
+
+def test_a_lag_rise_within_one_batch_between_polls_is_not_a_warning() -> None:
+    w = window(AUDIT, [215], 4, latest=215, alive=True, polls=10)
+    verdict = evaluate_partition(w, EvaluatorConfig(), 95_000)
+    assert (verdict.status, verdict.diagnosis) == (OK, ())
+    assert "rose by 3" in verdict.reason and "12 messages read between two polls" in verdict.reason
+    assert lag_rise_within_jitter(AUDIT) == (3, 12)
+    # Lags measured when the commits arrived (Burrow's input): WARN, as Burrow says.
+    burrow = evaluate_partition(window(AUDIT, [215], 4, latest=215, alive=True), CONFIG10, 95_000)
+    assert burrow.status == WARN
+
+
+def test_a_consumer_falling_behind_by_more_than_a_batch_is_still_warn() -> None:
+    """The lab's slow-consumer: 10 messages read between polls, lag growing 10 a poll."""
+    slow = tuple(Commit(100 + 10 * i, 5_000 * i, 5 + 10 * i, 0) for i in range(10))
+    w = window(slow, [300], 105, latest=300, alive=True, polls=10)
+    verdict = evaluate_partition(w, EvaluatorConfig(), 46_000)
+    assert verdict.status == WARN and codes(verdict) == [SLOW_CONSUMER]
+    assert lag_rise_within_jitter(slow) is None
+
+
+def test_no_jitter_allowance_without_progress() -> None:
+    frozen = tuple(Commit(1000, 5_000 * i, 5, 0) for i in range(3))
+    assert lag_rise_within_jitter(frozen) is None
+    assert lag_rise_within_jitter(frozen[:1]) is None
+
+
 # Diagnoses ---------------------------------------------------------------------------------
 
 
@@ -530,6 +602,50 @@ def test_skipped_data_counts_what_the_out_of_range_jump_passed_over() -> None:
         "deleted_by_retention": 1900,
         "at_ms": 300_000,
     }
+
+
+def test_skipped_data_when_the_log_was_recreated_under_the_commit() -> None:
+    """The lab's retention (2026-11-21): ``audit`` deleted and re-created, the spout's commit
+    118 lay beyond the new log end 14, then it jumped to the latest offset 18. Lower than
+    before, so REWIND; the jump over the new log's first 18 messages is SKIPPED_DATA."""
+    cs = (
+        Commit(102, 40_698, 1, 0, 103),
+        Commit(110, 44_767, 1, 0, 111),
+        Commit(118, 48_818, None, 0, 14),
+        Commit(18, 53_438, 4, 0, 22),
+        Commit(31, 59_540, 3, 0, 34),
+    )
+    verdict = evaluate_partition(window(cs, [34], 3, earliest=0, latest=34), FIVE, 60_000)
+    assert verdict.status == REWIND
+    assert evidence(verdict, SKIPPED_DATA) == {
+        "from": 118,
+        "to": 18,
+        "earliest": 0,
+        "skipped": 18,
+        "deleted_by_retention": None,
+        "at_ms": 53_438,
+    }
+    assert "lay beyond the end of a re-created log and jumped to 18" in verdict.reason
+
+
+def test_skipped_data_when_the_jump_fell_between_two_polls() -> None:
+    """Another lab retention run: no poll saw the commit beyond the new log's end; the log end
+    itself went back (237, then 16), so 233 does not exist in the log that 14 is in."""
+    cs = (
+        Commit(225, 19_679, 4, 0, 229),
+        Commit(233, 23_778, 4, 0, 237),
+        Commit(14, 30_623, 2, 0, 16),
+        Commit(22, 34_665, 3, 0, 25),
+    )
+    verdict = evaluate_partition(window(cs, [25], 3, earliest=0, latest=25), FIVE, 35_000)
+    skipped = evidence(verdict, SKIPPED_DATA)
+    assert (skipped["from"], skipped["to"], skipped["skipped"]) == (233, 14, 14)
+    assert skipped["deleted_by_retention"] is None
+
+
+def test_a_rewind_inside_the_log_is_no_skip() -> None:
+    cs = (Commit(500, 100_000, 10, 0, 510), Commit(200, 200_000, 320, 0, 520))
+    assert SKIPPED_DATA not in codes(evaluate_partition(window(cs, [520], 320), FIVE, 210_000))
 
 
 def test_an_ordinary_jump_inside_the_log_is_no_skip() -> None:
@@ -669,6 +785,11 @@ def doc(**partition) -> dict:
         (doc(stael=True), "partitions[0].stael: unknown field"),
         (doc(id=""), "partitions[0].id: must be a non-empty string"),
         (doc(max_spout_pending=0), "partitions[0].max_spout_pending: must be >= 1"),
+        (doc(polls=0), "partitions[0].polls: must be >= 1"),
+        (
+            doc(commits=[{"offset": 1, "timestamp_ms": 1, "latest": "9"}]),
+            "partitions[0].commits[0].latest: must be an integer",
+        ),
         (
             {"now_ms": 1, "groups": [{"id": "g", "partitions": [{"id": "p"}]}]},
             "groups[0].partitions[0].commits: is required",

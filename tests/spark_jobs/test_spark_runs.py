@@ -82,11 +82,12 @@ class World:
         orders = {"group": "orders-app", "topic": "orders"}
         self.stuck = self._add(
             [sample(at(i), 1000, **orders, earliest=0, latest=1100 + 100 * i) for i in polls],
-            (Commit(1000, at(0), 100, 0),),
+            (Commit(1000, at(0), 100, 0, 1100),),
             tuple(1100 + 100 * i for i in polls),
             1000,
             earliest=0,
             latest=2000,
+            polls=10,
         )
         lags = [0 if i % 2 == 0 else 20 for i in polls]
         latest = [500 + 100 * i for i in polls]
@@ -97,22 +98,24 @@ class World:
                 )
                 for i in polls
             ],
-            tuple(Commit(latest[i] - lags[i], at(i), lags[i], 0) for i in polls),
+            tuple(Commit(latest[i] - lags[i], at(i), lags[i], 0, latest[i]) for i in polls),
             tuple(latest),
             20,
             earliest=0,
             latest=1400,
+            polls=10,
         )
         self.quiet = self._add(
             [
                 sample(at(i), 300, group="quiet-app", topic="quiet", earliest=0, latest=300)
                 for i in polls
             ],
-            (Commit(300, at(0), 0, 0),),
+            (Commit(300, at(0), 0, 0, 300),),
             (300,) * 10,
             0,
             earliest=0,
             latest=300,
+            polls=10,
         )
         stale = {"group": "stale-app", "topic": "t"}
         self.stale = self._add(
@@ -121,11 +124,12 @@ class World:
                 for i in range(8)
             ]
             + [sample(at(i), 170, **stale, stale=True) for i in (8, 9)],
-            tuple(Commit(100 + 10 * i, at(i), 20, 0) for i in range(8)),
+            tuple(Commit(100 + 10 * i, at(i), 20, 0, 120 + 10 * i) for i in range(8)),
             tuple(120 + 10 * i for i in range(8)),
             20,  # the last known lag
             stale=True,
             stale_since_ms=at(8),
+            polls=10,
         )
 
     def _add(self, rows: list[dict[str, Any]], *window: Any, **fields: Any) -> str:

@@ -19,9 +19,12 @@ from pyspark.sql import SparkSession
 
 from collectors.sample_log import SampleLog
 from spark_jobs.evaluator import (
+    DEAD_CONSUMER,
     OK,
     PENDING_LEAK,
     POISON_MESSAGE,
+    REBALANCE_STORM,
+    REBALANCING,
     SOURCE_UNREACHABLE,
     SPOUT_ID_COLLISION,
     STALL,
@@ -79,11 +82,12 @@ scenario(
     [sample(at(i), 1000, group="gk", earliest=0, latest=1100 + 100 * i) for i in POLLS],
     PartitionWindow(
         STUCK,
-        (Commit(1000, T0, 100, 0),),
+        (Commit(1000, T0, 100, 0, 1100),),
         tuple(1100 + 100 * i for i in range(5, 10)),  # the last five polled since the commit
         1000,
         earliest=0,
         latest=2000,
+        polls=10,
     ),
 )
 
@@ -107,11 +111,15 @@ scenario(
     ],
     PartitionWindow(
         RECOMMITTING,
-        tuple(Commit(500, at(i) - 5 * SEC, 100 + 10 * i) for i in range(5, 10)),
+        tuple(
+            Commit(500, at(i) - 5 * SEC, 100 + 10 * i, latest=600 + 10 * i) for i in range(5, 10)
+        ),
         (690,),  # polled since the last commit
         190,
         latest=690,
         alive=True,
+        rebalancing=False,  # its one partition owned at the last poll
+        polls=5,
     ),
 )
 
@@ -120,7 +128,14 @@ QUIET = partition_id("c1", "kafka", "gq", "quiet", 0)
 scenario(
     [sample(at(i), 300, group="gq", topic="quiet", earliest=0, latest=300) for i in POLLS],
     PartitionWindow(
-        QUIET, (Commit(300, T0, 0, 0),), (300,) * 5, 0, earliest=0, latest=300, alive=None
+        QUIET,
+        (Commit(300, T0, 0, 0, 300),),
+        (300,) * 5,
+        0,
+        earliest=0,
+        latest=300,
+        alive=None,
+        polls=10,
     ),
 )
 
@@ -131,11 +146,12 @@ scenario(
     + [sample(at(i), 170, group="gs", stale=True) for i in (8, 9)],
     PartitionWindow(
         STALE,
-        tuple(Commit(100 + 10 * i, at(i), 20, 0) for i in range(3, 8)),
+        tuple(Commit(100 + 10 * i, at(i), 20, 0, 120 + 10 * i) for i in range(3, 8)),
         (190,),  # the stale polls have no broker offsets
         20,  # the last known lag
         stale=True,
         stale_since_ms=at(8),
+        polls=7,
     ),
 )
 
@@ -166,7 +182,7 @@ scenario(
     ],
     PartitionWindow(
         POISON,
-        (Commit(1900, T0 - 5 * MIN, 100, 0),),
+        (Commit(1900, T0 - 5 * MIN, 100, 0, 2000),),
         tuple(2000 + 20 * i for i in range(5, 10)),
         280,
         earliest=0,
@@ -174,6 +190,7 @@ scenario(
         alive=True,
         spout=SpoutSeries((50,) * 10, tuple(10 + 3 * i for i in POLLS), (5000,) * 10),
         topology_ids=("topo-1",),
+        polls=10,
     ),
 )
 
@@ -201,7 +218,7 @@ for topic, base, polls in (("x", 700, range(0, 10, 2)), ("y", 50, range(1, 10, 2
         ],
         PartitionWindow(
             partition_id("c1", "storm", "spout-b", topic, 0),
-            tuple(Commit(base + 10 * i, at(i) - SEC, 5, 0) for i in polls),
+            tuple(Commit(base + 10 * i, at(i) - SEC, 5, 0, base + 10 * i + 5) for i in polls),
             (base + 10 * polls[-1] + 5,),
             5,
             earliest=0,
@@ -209,6 +226,7 @@ for topic, base, polls in (("x", 700, range(0, 10, 2)), ("y", 50, range(1, 10, 2
             alive=True,
             topology_ids=("topo-x", "topo-x2") if topic == "x" else ("topo-y",),
             topics=("x", "y"),
+            polls=5,
         ),
     )
 
@@ -218,22 +236,24 @@ scenario(
     [sample(at(i), 1000 + 100 * i, group="gm", earliest=0, latest=1500 + 50 * i) for i in POLLS],
     PartitionWindow(
         CATCHING_UP,
-        tuple(Commit(1000 + 100 * i, at(i), 500 - 50 * i, 0) for i in range(5, 10)),
+        tuple(Commit(1000 + 100 * i, at(i), 500 - 50 * i, 0, 1500 + 50 * i) for i in range(5, 10)),
         (1950,),
         50,
         earliest=0,
         latest=1950,
+        polls=5,
     ),
 )
 scenario(
     [sample(at(i), 10, group="gm", partition=1, earliest=0, latest=10) for i in POLLS],
     PartitionWindow(
         partition_id("c1", "kafka", "gm", "t", 1),
-        (Commit(10, T0, 0, 0),),
+        (Commit(10, T0, 0, 0, 10),),
         (10,) * 5,
         0,
         earliest=0,
         latest=10,
+        polls=10,
     ),
 )
 
@@ -242,7 +262,13 @@ AHEAD = partition_id("c1", "kafka", "ge", "t", 0)
 scenario(
     [sample(at(i), 5000, group="ge", earliest=0, latest=4000) for i in range(3)],
     PartitionWindow(
-        AHEAD, (Commit(5000, T0, -1000, 0),), (4000,) * 3, -1000, earliest=0, latest=4000
+        AHEAD,
+        (Commit(5000, T0, -1000, 0, 4000),),
+        (4000,) * 3,
+        -1000,
+        earliest=0,
+        latest=4000,
+        polls=3,
     ),
 )
 
@@ -284,9 +310,9 @@ scenario(
     PartitionWindow(
         LAB_POISON,
         (
-            Commit(25, at(0) + 7 * SEC, 6, 0),
-            Commit(73, at(1) - SEC, 5, 0),
-            Commit(103, at(2) - 3 * SEC, 16, 0),
+            Commit(25, at(0) + 7 * SEC, 6, 0, 31),
+            Commit(73, at(1) - SEC, 5, 0, 78),
+            Commit(103, at(2) - 3 * SEC, 16, 0, 119),
         ),
         (239, 279, 319, 359, 399),  # the last five polled since 103 was first seen
         296,
@@ -295,6 +321,7 @@ scenario(
         alive=True,
         spout=SpoutSeries(_POISON_PENDING, _POISON_FAILED, _POISON_ACKED),
         topology_ids=("orders-enricher-3-1",),
+        polls=10,
     ),
 )
 
@@ -326,7 +353,10 @@ scenario(
     ],
     PartitionWindow(
         LAB_HEALTHY,
-        tuple(Commit(25 + 40 * i, at(i) - SEC, _HEALTHY_LAG[i], 0) for i in range(5, 10)),
+        tuple(
+            Commit(25 + 40 * i, at(i) - SEC, _HEALTHY_LAG[i], 0, 25 + 40 * i + _HEALTHY_LAG[i])
+            for i in range(5, 10)
+        ),
         (25 + 40 * 9 + _HEALTHY_LAG[9],),
         _HEALTHY_LAG[9],
         earliest=0,
@@ -338,6 +368,7 @@ scenario(
             tuple(20 + 40 * i for i in range(5, 10)),
         ),
         topology_ids=("orders-enricher-3-1",),
+        polls=5,
     ),
 )
 
@@ -373,9 +404,9 @@ scenario(
     PartitionWindow(
         LAB_LEAK,
         (
-            Commit(31, at(0) - SEC, 7, 0),
-            Commit(92, at(1) - SEC, 7, 0),
-            Commit(141, at(2) - SEC, 7, 0),
+            Commit(31, at(0) - SEC, 7, 0, 38),
+            Commit(92, at(1) - SEC, 7, 0, 99),
+            Commit(141, at(2) - SEC, 7, 0, 148),
         ),
         (298, 348, 398, 448, 498),
         357,
@@ -384,6 +415,97 @@ scenario(
         alive=True,
         spout=SpoutSeries(_LEAK_PENDING, _LEAK_FAILED, _LEAK_ACKED),
         topology_ids=("clicks-sessionizer-2-1",),
+        polls=10,
+    ),
+)
+
+# Rebalances are not in the sample log: the job derives them from the owners. A Kafka group
+# whose first partition changes hands at every poll (a member joining and leaving over and
+# over, the lab's rebalance-storm), and whose second partition, owned throughout, has nobody at
+# the last poll while the other is owned: it is being handed over, not dead. Before the job
+# derived ``rebalancing``, the second partition was STOP with DEAD_CONSUMER (the lab's storm).
+STORMY = [partition_id("c1", "kafka", "gr", "t", p) for p in (0, 1)]
+_STORM_MOVES = tuple(at(i) for i in range(1, 10))
+scenario(
+    [
+        sample(
+            at(i),
+            100 + 100 * i,
+            group="gr",
+            earliest=0,
+            latest=150 + 100 * i,
+            owner="m1" if i % 2 == 0 else "m2",
+            alive=True,
+        )  # fmt: skip
+        for i in POLLS
+    ],
+    PartitionWindow(
+        STORMY[0],
+        tuple(Commit(100 + 100 * i, at(i), 50, 0, 150 + 100 * i) for i in range(5, 10)),
+        (1050,),
+        50,
+        earliest=0,
+        latest=1050,
+        alive=True,
+        rebalances_ms=_STORM_MOVES,
+        rebalancing=True,
+        polls=5,
+    ),
+)
+scenario(
+    [
+        sample(
+            at(i),
+            100 + 100 * min(i, 7),
+            group="gr",
+            partition=1,
+            earliest=0,
+            latest=150 + 100 * i,
+            owner="m1" if i < 9 else None,
+            alive=i < 9,
+        )  # fmt: skip
+        for i in POLLS
+    ],
+    PartitionWindow(
+        STORMY[1],
+        tuple(Commit(100 + 100 * i, at(i), 50, 0, 150 + 100 * i) for i in range(3, 8)),
+        (850, 950, 1050),
+        250,
+        earliest=0,
+        latest=1050,
+        alive=False,
+        rebalances_ms=_STORM_MOVES,
+        rebalancing=True,
+        polls=7,
+    ),
+)
+
+# A group whose only member left for good at the sixth poll: one change of hands, nobody owns
+# anything since (not a hand-over), the consumer is dead.
+LEFT = partition_id("c1", "kafka", "gd", "t", 0)
+scenario(
+    [
+        sample(
+            at(i),
+            100 + 100 * min(i, 5),
+            group="gd",
+            earliest=0,
+            latest=150 + 100 * i,
+            owner="m1" if i <= 5 else None,
+            alive=i <= 5,
+        )  # fmt: skip
+        for i in POLLS
+    ],
+    PartitionWindow(
+        LEFT,
+        tuple(Commit(100 + 100 * i, at(i), 50, 0, 150 + 100 * i) for i in range(1, 6)),
+        (650, 750, 850, 950, 1050),
+        450,
+        earliest=0,
+        latest=1050,
+        alive=False,
+        rebalances_ms=(at(6),),
+        polls=9,
     ),
 )
 
@@ -449,6 +571,12 @@ def test_the_scenarios_give_the_statuses_they_stand_for(verdicts: tuple[dict, di
     assert codes(COLLIDING_Y)[-1:] == [SPOUT_ID_COLLISION]
     assert partitions[CATCHING_UP]["status"] == OK and partitions[CATCHING_UP]["complete"] == 1.0
     assert partitions[AHEAD]["status"] == "ERR" and partitions[AHEAD]["lag"] is None
+    storm = [codes(pid) for pid in STORMY]
+    assert storm == [[REBALANCING, REBALANCE_STORM]] * 2
+    assert [partitions[pid]["status"] for pid in STORMY] == [OK, OK]
+    storm_evidence = json.loads(partitions[STORMY[1]]["diagnosis"])[1]["evidence"]
+    assert storm_evidence == {"rebalances": 7, "threshold": 3, "since_ms": at(3)}
+    assert partitions[LEFT]["status"] == STOP and codes(LEFT) == [DEAD_CONSUMER]
 
 
 def test_lab_shaped_storm_spouts(verdicts: tuple[dict, dict]) -> None:
@@ -551,10 +679,10 @@ def test_commit_times_are_the_sources_else_the_poll_and_never_go_back() -> None:
         sample(at(3), 40, latest=45),
     ]
     assert derive_commits(columns(rows)) == [
-        Commit(10, at(0), 5, 2),
-        Commit(20, at(1) - 30 * SEC, 5),
-        Commit(30, at(1) - 30 * SEC, 5),
-        Commit(40, at(3), 5),
+        Commit(10, at(0), 5, 2, 15),
+        Commit(20, at(1) - 30 * SEC, 5, latest=25),
+        Commit(30, at(1) - 30 * SEC, 5, latest=35),
+        Commit(40, at(3), 5, latest=45),
     ]
 
 
@@ -568,7 +696,10 @@ def test_the_job_derives_exactly_the_windows_written_here() -> None:
         rows.sort(key=lambda r: r["ts_ms"])
         cols = {name: [r[name] for r in rows] for name in _WINDOW_COLUMNS}
         expected = WINDOWS[pid]
-        assert window_from_samples(pid, cols, CONFIG, expected.topics) == expected, pid
+        derived = window_from_samples(
+            pid, cols, CONFIG, expected.topics, expected.rebalances_ms, expected.rebalancing
+        )
+        assert derived == expected, pid
 
 
 def test_broker_offsets_are_the_recent_ones_polled_since_the_last_commit() -> None:
@@ -581,7 +712,7 @@ def test_broker_offsets_are_the_recent_ones_polled_since_the_last_commit() -> No
         *(sample(at(i), 50, latest=55 + 10 * i) for i in range(3, 10)),
     ]
     window = window_from_samples("p", columns(rows), EvaluatorConfig(window=5))
-    assert window.commits[-1] == Commit(50, at(2), 5)
+    assert window.commits[-1] == Commit(50, at(2), 5, latest=55)
     assert window.latest_offsets == (105, 115, 125, 135, 145)
     assert window_from_samples("p", columns(rows[:4]), CONFIG).latest_offsets == (55, 85)
 

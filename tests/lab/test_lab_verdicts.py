@@ -1,0 +1,463 @@
+"""End to end in the lab: each fault scenario yields its status and diagnosis in time, and the
+quiet topic and the healthy groups never show a non-OK status (issue "Spark jobs", Tests).
+
+A stack of its own with every service; the status job runs as in production, sent by beat to
+the worker's Spark queue, on what the collector wrote to the sample log. The test only starts
+scenarios through the workload's control endpoint and reads ``manage.py lagwatch_status
+--json`` every few seconds, as a user's script would.
+
+To keep it affordable the stack polls the lab cluster every 5 s (``LAGWATCH_LAB_POLL_S``) and
+runs the status job every 15 s (``LAGWATCH_STATUS_EVERY_S``), with the product's window of 10
+commits and its default ``minimum_complete``. Consumers commit at least once a poll, so a
+window lasts about 10 polls; each verdict is due within that window plus two job periods of
+its fault's start (``DEADLINE_S``).
+
+Phases, since scenarios on one topology cannot run together (the world is
+``lab/workload/demo.py``):
+
+1. dead-consumer (payments-ledger), slow-consumer (orders-processor), poison-message
+   (orders-spout partition 0), pending-leak (clicks-spout);
+2. rebalance-storm (clicks-aggregator), retention (audit: legacy-audit, audit-spout),
+   topology-restart, then spout-id-collision (orders-enricher, spout path orders-spout);
+3. source-outage of ZooKeeper (every ZooKeeper consumer and spout goes stale).
+
+A group (or a partition: poison-message touches one) counts as healthy until a scenario
+touches it; every ``lagwatch_status`` read of the whole run checks that the healthy ones, and
+the quiet topic's ``quiet-reader`` always, are OK (UNKNOWN only before the first evaluation).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lab.stack import REPO, Stack
+from lab.workload.control import start_scenario, stop_scenario, workload_status
+from tests.waiting import wait_for
+
+pytestmark = pytest.mark.lab
+
+SERVICES = ["zookeeper", "kafka", "redis", "workload", "web", "worker", "collector", "beat"]
+
+POLL_S = 5  # the lab cluster's poll interval
+JOB_S = 15  # the status job's period
+WINDOW = 10  # commits in a window: the product's default
+WINDOW_S = WINDOW * POLL_S  # consumers commit at least once a poll
+DEADLINE_S = WINDOW_S + 2 * JOB_S
+READ_EVERY_S = 3.0
+OUTAGE_S = 45  # long enough for two status runs to see stale samples (poll + timeout + 2 runs)
+
+# Sources fed by ZooKeeper: what a ZooKeeper outage makes stale.
+ZK_SOURCES = ("zookeeper", "storm")
+
+Doc = dict[str, Any]
+Partition = dict[str, Any]
+
+
+# --- reading lagwatch_status ---------------------------------------------------------------
+
+
+def lagwatch_status(run_dir: Path) -> Doc:
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "dashboard.settings.base",
+        "LAGWATCH_DATA_DIR": str(run_dir / "data"),
+    }
+    out = subprocess.run(
+        [sys.executable, "manage.py", "lagwatch_status", "--json"],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr[-3000:]
+    return json.loads(out.stdout)
+
+
+@dataclass
+class Read:
+    at: float  # wall time when the command returned: the document is no later than this
+    doc: Doc
+
+
+class Reader:
+    """Reads ``lagwatch_status`` every few seconds in the background and keeps every answer:
+    the run-wide checks go over all of them, the waits over the newest."""
+
+    def __init__(self, run_dir: Path) -> None:
+        self.run_dir = run_dir
+        self.reads: list[Read] = []
+        self.failure: BaseException | None = None
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(target=self._run, name="lagwatch-status", daemon=True)
+
+    def __enter__(self) -> Reader:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=90)
+        # Kept with the run's logs for a post-mortem.
+        with open(self.run_dir / "lagwatch_status.jsonl", "w") as out:
+            for read in self.all():
+                out.write(json.dumps({"at": read.at, "doc": read.doc}) + "\n")
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                doc = lagwatch_status(self.run_dir)
+            except BaseException as exc:  # noqa: BLE001 - reported by the test thread
+                self.failure = exc
+                return
+            with self._lock:
+                self.reads.append(Read(time.time(), doc))
+            self._stop.wait(READ_EVERY_S)
+
+    def since(self, wall: float) -> list[Read]:
+        with self._lock:
+            return [r for r in self.reads if r.at >= wall]
+
+    def all(self) -> list[Read]:
+        with self._lock:
+            return list(self.reads)
+
+    def wait(
+        self, what: str, since: float, timeout_s: float, check: Callable[[Doc], Any]
+    ) -> tuple[Any, float]:
+        """The first truthy ``check`` of a document read after ``since`` (wall time), and how
+        long after ``since`` that read was; AssertionError after ``timeout_s``."""
+        seen = 0
+
+        def found() -> tuple[Any, float] | None:
+            nonlocal seen
+            if self.failure is not None:
+                raise AssertionError(f"lagwatch_status failed: {self.failure}")
+            reads = self.since(since)
+            for read in reads[seen:]:
+                value = check(read.doc)
+                if value:
+                    return value, read.at - since
+            seen = len(reads)
+            return None
+
+        return wait_for(found, timeout_s, what, every=0.5)
+
+
+# --- looking into a document ------------------------------------------------------------------
+
+
+def partitions(doc: Doc, source: str, group: str) -> dict[tuple[str, int], Partition]:
+    return {
+        (p["topic"], p["partition"]): p
+        for p in doc["partitions"]
+        if p["source"] == source and p["group"] == group
+    }
+
+
+def group_row(doc: Doc, source: str, group: str) -> Doc | None:
+    return next((g for g in doc["groups"] if g["source"] == source and g["group"] == group), None)
+
+
+def codes(p: Partition) -> list[str]:
+    return [d["code"] for d in p["diagnosis"] or []]
+
+
+def evidence(p: Partition, code: str) -> dict:
+    return next(d["evidence"] for d in p["diagnosis"] if d["code"] == code)
+
+
+def wall(iso: str | None) -> float | None:
+    return None if iso is None else datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()
+
+
+def ready(doc: Doc) -> bool:
+    """Every demo consumer collected, Kafka owners and spout counts pushed, and a status run
+    has judged every partition."""
+    processor = partitions(doc, "kafka", "orders-processor")
+    spouts = partitions(doc, "storm", "orders-spout")
+    return (
+        bool(processor and spouts)
+        and all(p["owner"] for p in processor.values())
+        and all(p["pending"] is not None for p in spouts.values())
+        and len({(g["source"], g["group"]) for g in doc["groups"]}) == 8
+        and all(p["evaluated_at"] for p in doc["partitions"])
+    )
+
+
+def all_have(
+    doc: Doc, source: str, group: str, status: str, code: str, min_count: int = 1
+) -> dict | None:
+    """The group's partitions when every one has ``status`` and ``code`` (at least
+    ``min_count`` of them), else None."""
+    found = partitions(doc, source, group)
+    if len(found) < min_count:
+        return None
+    if all(p["status"] == status and code in codes(p) for p in found.values()):
+        return found
+    return None
+
+
+def zk_fed_partitions(doc: Doc) -> list[Partition]:
+    """The partitions ZooKeeper feeds, of the demo world: not those of the other topic the
+    stopped spout-id-collision left under ``orders-spout``, which nothing writes any more."""
+    return [
+        p
+        for p in doc["partitions"]
+        if p["source"] in ZK_SOURCES
+        and not (p["group"] == "orders-spout" and p["topic"] != "orders")
+    ]
+
+
+def scenario_running(control: str, name: str) -> bool:
+    active = workload_status(control)["scenarios"]
+    return any(s["name"] == name and s["running"] for s in active)
+
+
+def slow_group(doc: Doc, group: str) -> list[Partition] | None:
+    """The WARN partitions of a Kafka group that is WARN, when at least half of its partitions
+    are WARN with SLOW_CONSUMER and the others still OK (a partition turns WARN once all of
+    its window's commits came after the slowdown; they need not all turn in the same run)."""
+    row = group_row(doc, "kafka", group)
+    found = list(partitions(doc, "kafka", group).values())
+    warn = [p for p in found if p["status"] == "WARN" and "SLOW_CONSUMER" in codes(p)]
+    rest = [p for p in found if p not in warn]
+    if row is None or row["status"] != "WARN" or 2 * len(warn) < len(found):
+        return None
+    return warn if all(p["status"] == "OK" for p in rest) else None
+
+
+def any_has(doc: Doc, source: str, group: str, code: str) -> Partition | None:
+    return next((p for p in partitions(doc, source, group).values() if code in codes(p)), None)
+
+
+# --- what must stay healthy -----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Touch:
+    """From ``since`` on, a scenario acts on ``group`` (only ``partition`` of it, if given)."""
+
+    since: float
+    source: str
+    group: str
+    partition: tuple[str, int] | None = None
+
+    def covers(self, p: Partition, at: float) -> bool:
+        return (
+            at >= self.since
+            and p["source"] == self.source
+            and p["group"] == self.group
+            and (self.partition is None or (p["topic"], p["partition"]) == self.partition)
+        )
+
+
+def unhealthy(reads: list[Read], touches: list[Touch]) -> list[str]:
+    """Every read where a partition no scenario touched yet (the quiet topic's reader is never
+    touched) had a status other than OK, or UNKNOWN after it had been evaluated."""
+    problems = []
+    for read in reads:
+        for p in read.doc["partitions"]:
+            if any(t.covers(p, read.at) for t in touches):
+                continue
+            fine = p["status"] == "OK" or (p["status"] == "UNKNOWN" and p["evaluated_at"] is None)
+            if not fine:
+                problems.append(
+                    f"{time.strftime('%H:%M:%S', time.localtime(read.at))} {p['source']}/"
+                    f"{p['group']}/{p['topic']}/{p['partition']} {p['status']} "
+                    f"{codes(p)}: {p['reason']}"
+                )
+    return problems
+
+
+def new_stuck_verdicts(reads: list[Read], since: float) -> list[str]:
+    """Reads after ``since`` where a stale ZooKeeper-fed partition had become STOP or STALL
+    (it was neither at the read before): a stuck verdict the outage caused."""
+    stuck = ("STOP", "STALL")
+    before: dict[tuple, str] = {}
+    found = []
+    for read in reads:
+        for p in zk_fed_partitions(read.doc):
+            key = (p["source"], p["group"], p["topic"], p["partition"])
+            previous = before.get(key)
+            before[key] = p["status"]
+            if read.at >= since and p["stale"] and p["status"] in stuck and previous not in stuck:
+                found.append(f"{key} {previous} -> {p['status']}: {p['reason']}")
+    return found
+
+
+# --- the test ---------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def stack(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Stack, dict]]:
+    # The lab's services inherit the test's environment (lab/services.py).
+    monkeypatch.setenv("LAGWATCH_LAB_POLL_S", str(POLL_S))
+    monkeypatch.setenv("LAGWATCH_STATUS_EVERY_S", str(JOB_S))
+    monkeypatch.setenv("LAGWATCH_STATUS_WINDOW_COMMITS", str(WINDOW))
+    monkeypatch.delenv("LAGWATCH_STATUS_MINIMUM_COMPLETE_PCT", raising=False)
+    lab = Stack(tmp_path)
+    try:
+        yield lab, lab.up(SERVICES)
+    finally:
+        lab.down()
+
+
+def test_each_scenario_yields_its_verdict_and_the_healthy_stay_ok(
+    stack: tuple[Stack, dict], tmp_path: Path
+) -> None:
+    _, endpoints = stack
+    control = endpoints["control"]
+    assert f"poll_interval_s: {POLL_S}\n" in (tmp_path / "clusters.yaml").read_text()
+    timings: dict[str, float] = {}
+    touches: list[Touch] = []
+
+    def start(name: str, *touched: tuple[str, str] | tuple[str, str, tuple[str, int]], **params):
+        at = time.time()
+        touches.extend(Touch(at, *t) for t in touched)
+        return at, start_scenario(control, name, **params)["details"]
+
+    def check(name: str, since: float, what: str, predicate: Callable[[Doc], Any]) -> Any:
+        value, after = reader.wait(f"{name}: {what}", since, DEADLINE_S, predicate)
+        timings[name] = round(after, 1)
+        print(f"{name}: {what} after {after:.0f} s (deadline {DEADLINE_S} s)", flush=True)
+        return value
+
+    with Reader(tmp_path) as reader:
+        reader.wait("every consumer collected and judged once", 0, 180, ready)
+
+        # Phase 1: the core set ----------------------------------------------------------------
+        dead_at, _ = start("dead-consumer", ("kafka", "payments-ledger"))
+        slow_at, _ = start("slow-consumer", ("kafka", "orders-processor"))
+        poison_at, poison = start("poison-message", ("storm", "orders-spout", ("orders", 0)))
+        leak_at, _ = start("pending-leak", ("storm", "clicks-spout"))
+
+        check(
+            "dead-consumer", dead_at, "every payments-ledger partition STOP, DEAD_CONSUMER",
+            lambda d: all_have(d, "kafka", "payments-ledger", "STOP", "DEAD_CONSUMER", 4),
+        )  # fmt: skip
+        slow = check(
+            "slow-consumer", slow_at, "orders-processor WARN, SLOW_CONSUMER on most partitions",
+            lambda d: slow_group(d, "orders-processor"),
+        )  # fmt: skip
+        for p in slow:
+            rates = evidence(p, "SLOW_CONSUMER")
+            assert rates["consume_per_s"] < rates["produce_per_s"] and rates["eta_s"] is None
+        poisoned = check(
+            "poison-message", poison_at, "orders-spout partition 0 STALL, POISON_MESSAGE",
+            lambda d: (p := partitions(d, "storm", "orders-spout").get(("orders", 0)))
+            and p["status"] == "STALL" and "POISON_MESSAGE" in codes(p) and p,
+        )  # fmt: skip
+        assert evidence(poisoned, "POISON_MESSAGE")["offset"] == poison["offset"]
+        check(
+            "pending-leak", leak_at, "every clicks-spout partition STALL, PENDING_LEAK",
+            lambda d: all_have(d, "storm", "clicks-spout", "STALL", "PENDING_LEAK", 8),
+        )  # fmt: skip
+        for name in ("dead-consumer", "slow-consumer", "poison-message"):
+            stop_scenario(control, name)  # pending-leak stays: a STALL for the outage below
+
+        # Phase 2: the others -------------------------------------------------------------------
+        storm_at, _ = start("rebalance-storm", ("kafka", "clicks-aggregator"))
+        retention_at, _ = start(
+            "retention", ("zookeeper", "legacy-audit"), ("storm", "audit-spout")
+        )
+        restart_at, restart = start("topology-restart", ("storm", "orders-spout"))
+
+        check(
+            "retention (ZooKeeper consumer)", retention_at,
+            "every legacy-audit partition ERR, OUT_OF_RANGE",
+            lambda d: all_have(d, "zookeeper", "legacy-audit", "ERR", "OUT_OF_RANGE", 3),
+        )  # fmt: skip
+        skipped = check(
+            "retention (spout)", retention_at, "an audit-spout partition with SKIPPED_DATA",
+            lambda d: any_has(d, "storm", "audit-spout", "SKIPPED_DATA"),
+        )  # fmt: skip
+        assert evidence(skipped, "SKIPPED_DATA")["skipped"] > 0
+        restarted = check(
+            "topology-restart", restart_at, "TOPOLOGY_RESTARTED on orders-spout",
+            lambda d: any_has(d, "storm", "orders-spout", "TOPOLOGY_RESTARTED"),
+        )  # fmt: skip
+        assert evidence(restarted, "TOPOLOGY_RESTARTED")["to"] == restart["new_topology_id"]
+
+        # The collision comes after the restart's check: the copy's topology id alternates
+        # with the restarted one's on every shared partition. Its topic is ``clicks``, not the
+        # scenario's default ``payments``, because of the lab broker: the copy starts from the
+        # orders offsets stored under the path, and where the other topic's log is shorter
+        # (payments: 3 messages a second a partition against orders' 4) Tansu answers its
+        # fetches empty instead of OFFSET_OUT_OF_RANGE (shared/LAB.md), so the copy commits
+        # nothing until that log has grown past them: a third of the stack's age, 60 s in one
+        # run, and the deadline passes before the path shows two topics. The clicks logs are
+        # ahead of the orders offsets (5 a second), so the copy commits within a poll.
+        collision_at, _ = start("spout-id-collision", ("storm", "orders-spout"), topic="clicks")
+        collided = check(
+            "spout-id-collision", collision_at, "SPOUT_ID_COLLISION on orders-spout",
+            lambda d: any_has(d, "storm", "orders-spout", "SPOUT_ID_COLLISION"),
+        )  # fmt: skip
+        assert evidence(collided, "SPOUT_ID_COLLISION")["topics"] == ["clicks", "orders"]
+        check(
+            "rebalance-storm", storm_at, "REBALANCE_STORM on clicks-aggregator",
+            lambda d: any_has(d, "kafka", "clicks-aggregator", "REBALANCE_STORM"),
+        )  # fmt: skip
+        # Partitions being handed over are not dead consumers (before the job derived
+        # rebalancing from the owners, they went STOP with DEAD_CONSUMER in every storm).
+        stormy = [
+            f"{p['partition']} {p['status']}: {p['reason']}"
+            for r in reader.since(storm_at)
+            for p in partitions(r.doc, "kafka", "clicks-aggregator").values()
+            if "DEAD_CONSUMER" in codes(p) and (wall(p["evaluated_at"]) or 0) > storm_at
+        ]
+        assert stormy == [], stormy
+        for name in ("rebalance-storm", "spout-id-collision"):
+            stop_scenario(control, name)
+
+        # Phase 3: ZooKeeper unreachable ----------------------------------------------------
+        zk_fed = [("zookeeper", "legacy-audit")] + [
+            ("storm", s) for s in ("orders-spout", "clicks-spout", "audit-spout")
+        ]
+        outage_at, _ = start("source-outage", *zk_fed, service="zookeeper", seconds=OUTAGE_S)
+
+        def all_unreachable(doc: Doc) -> bool:
+            fed = zk_fed_partitions(doc)
+            return bool(fed) and all(
+                p["status"] == "UNKNOWN" and "SOURCE_UNREACHABLE" in codes(p) for p in fed
+            )
+
+        _, after = reader.wait(
+            "source-outage: every ZooKeeper-fed partition UNKNOWN, SOURCE_UNREACHABLE",
+            outage_at, DEADLINE_S, all_unreachable,
+        )  # fmt: skip
+        timings["source-outage (zookeeper)"] = round(after, 1)
+        print(f"source-outage: all ZooKeeper-fed partitions UNKNOWN after {after:.0f} s")
+        wait_for(
+            lambda: not scenario_running(control, "source-outage"), OUTAGE_S + 60, "ZooKeeper back"
+        )
+        back_at = time.time()
+        reader.wait(
+            "ZooKeeper-fed partitions judged again after the outage", back_at, DEADLINE_S,
+            lambda d: all(not p["stale"] and p["status"] != "UNKNOWN" for p in zk_fed_partitions(d)),
+        )  # fmt: skip
+
+        # The outage turns nothing into STOP or STALL: its source, not its consumer, failed. (A
+        # partition stuck before it, the pending leak, stays so until a status run sees the
+        # stale samples; the run that started as the outage began may not have.)
+        assert new_stuck_verdicts(reader.all(), outage_at) == []
+
+        print("\nverdict reached, seconds after the fault started:", json.dumps(timings))
+        problems = unhealthy(reader.all(), touches)
+        assert problems == [], "\n".join(problems[:40])
+        quiet = [
+            p["status"]
+            for r in reader.all()
+            for p in partitions(r.doc, "kafka", "quiet-reader").values()
+            if p["evaluated_at"]
+        ]
+        assert quiet and set(quiet) == {"OK"}
