@@ -28,7 +28,7 @@ extra cycle per cluster, and (synthetic, in a process of its own) the memory and
 time of full time tables, which the benchmark's never-moving offsets do not reach.
 
     .venv/bin/python -m benchmarks.bench_cycle [--which zookeeper|kafka|both] [--reps 5]
-        [--json FILE] [--no-profile] [--no-steady-tables] [--gc-freeze]
+        [--json FILE] [--no-profile] [--no-steady-tables] [--no-cycle-gc]
 """
 
 from __future__ import annotations
@@ -69,8 +69,10 @@ HOUR_MS = 3_600_000
 CYCLE_STEP_MS = 10_000
 SPOUTS, SPOUT_PARTITIONS = 500, 20
 TARGETS = {"zookeeper": (1.5, 2.0), "kafka": (2.0, 1.0)}  # (x floor, seconds)
-# The parts of run_cycle, in the order it calls them; "other" is the wall time left over.
+# The parts of run_cycle, in the order it calls them; "other" is the wall time the others
+# leave over ("parquet" not counted: it runs on a thread of its own during "store").
 PARTS = ["db_reads", "sources", "assemble", "store", "rows", "parquet"]
+SEQUENTIAL_PARTS = ["db_reads", "sources", "assemble", "store", "rows"]
 STORE_PARTS = ["groups", "partitions", "samples", "broker_offsets", "rebalances", "health"]
 
 
@@ -178,7 +180,6 @@ class Stopwatch:
 def instrument() -> Stopwatch:
     """Time what run_cycle calls: the names it looks up in its module, and the store's steps."""
     from collectors.cluster_sources import ClusterSources
-    from collectors.sample_log import SampleLog
     from dashboard.monitoring import collection, store
 
     watch = Stopwatch()
@@ -187,12 +188,12 @@ def instrument() -> Stopwatch:
         ("recent_reports", "db_reads"),
         ("assemble_cycle", "assemble"),
         ("store_cycle", "store"),
-        ("sample_rows", "rows"),
+        ("sample_columns", "rows"),
         ("_stale_rows", "rows"),
+        ("_write_sample_log", "parquet"),  # on a thread of its own, during the store
     ]:
         watch.wrap(collection, name, part)
     watch.wrap(ClusterSources, "collect", "sources")
-    watch.wrap(SampleLog, "write_batch", "parquet")
     for name, part in [
         ("_upsert_groups", "groups"),
         ("_upsert_partitions", "partitions"),
@@ -227,7 +228,7 @@ class Cycles:
         wall = time.perf_counter() - started
         parts = self.watch.take()
         parts["wall"] = wall
-        parts["other"] = wall - sum(parts.get(p, 0.0) for p in PARTS)
+        parts["other"] = wall - sum(parts.get(p, 0.0) for p in SEQUENTIAL_PARTS)
         parts["store.commit"] = parts["store"] - sum(
             parts.get(f"store.{p}", 0.0) for p in STORE_PARTS
         )
@@ -245,11 +246,13 @@ class Cycles:
 # -- measuring -------------------------------------------------------------------------------
 
 
-def freeze_gc() -> None:
-    """What a worker could do once started: move everything alive (Django, the clients, the
-    adapters) out of the collector's reach, so full collections scan only new objects."""
-    gc.collect()
-    gc.freeze()
+def leave_gc_alone() -> None:
+    """``--no-cycle-gc``: cycles without the product's garbage-collection policy (no
+    collection during a cycle, one at its end, ``gc.freeze()`` after the first: see
+    ``collection._cycle_gc``), i.e. the collector left to its own thresholds as before."""
+    from dashboard.monitoring import collection
+
+    collection._cycle_gc = nullcontext
 
 
 def interleaved(
@@ -332,10 +335,10 @@ def sample_log_bytes(cluster: str) -> dict[str, Any]:
     }
 
 
-def worker_rss(cluster: str, cycles: int, base_ms: int, freeze: bool) -> dict[str, Any]:
+def worker_rss(cluster: str, cycles: int, base_ms: int, cycle_gc: bool) -> dict[str, Any]:
     """Peak RSS of a process that only runs cycles of ``cluster`` (as a collector worker)."""
     args = ["--worker", cluster, "--worker-cycles", str(cycles), "--worker-base-ms", str(base_ms)]
-    return _subprocess(*args, "--gc-freeze" if freeze else "--no-gc-freeze")
+    return _subprocess(*args, "--cycle-gc" if cycle_gc else "--no-cycle-gc")
 
 
 def tables_rss(partitions: int) -> dict[str, Any]:
@@ -353,8 +356,12 @@ def _subprocess(*args: str) -> dict[str, Any]:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def worker_main(name: str, cycles: int, base_ms: int, freeze: bool) -> int:
+def worker_main(name: str, cycles: int, base_ms: int, cycle_gc: bool) -> int:
+    """Cycles back to back, nothing else: the garbage collector does what the product makes
+    it do (no ``gc.collect()`` of the benchmark's own between cycles)."""
     setup_django(None)
+    if not cycle_gc:
+        leave_gc_alone()
     from dashboard.monitoring.collection import forget_clusters, run_cycle
     from dashboard.monitoring.models import Cluster
 
@@ -365,9 +372,6 @@ def worker_main(name: str, cycles: int, base_ms: int, freeze: bool) -> int:
         started = time.perf_counter()
         run_cycle(cluster, base_ms + i * CYCLE_STEP_MS)
         walls.append(time.perf_counter() - started)
-        gc.collect()
-        if freeze and i == 0:
-            gc.freeze()
         rss.append(rss_bytes())
         anon.append(anon_bytes())
     forget_clusters()
@@ -545,8 +549,6 @@ def zookeeper_figure(args: argparse.Namespace, watch: Stopwatch, clock: Clock) -
 
         for run in variants.values():  # connect, warm the server's JIT, create the rows
             run()
-        if args.gc_freeze:
-            freeze_gc()
         for name, c in cycles.items():
             report = c.reports[0]
             if report.partitions != expected or report.unreachable:
@@ -569,7 +571,7 @@ def zookeeper_figure(args: argparse.Namespace, watch: Stopwatch, clock: Clock) -
         logs = {n: sample_log_bytes(c.cluster.name) for n, c in cycles.items()}
         worker_cluster = cycles.get("cycle_broker", cycles["cycle"]).cluster.name
         worker = worker_rss(
-            worker_cluster, args.worker_cycles, clock.next_ms + 2 * HOUR_MS, args.gc_freeze
+            worker_cluster, args.worker_cycles, clock.next_ms + 2 * HOUR_MS, args.cycle_gc
         )
         if args.steady_tables:
             worker["steady_tables"] = tables_rss(expected)
@@ -613,8 +615,6 @@ def kafka_figure(args: argparse.Namespace, watch: Stopwatch, clock: Clock) -> di
         }
         for run in variants.values():  # connections, coordinator cache, the rows
             run()
-        if args.gc_freeze:
-            freeze_gc()
         report = cycles["cycle"].reports[0]
         if report.partitions != expected or report.groups != groups or report.errors:
             raise SystemExit(f"cycle: {report}")
@@ -627,7 +627,7 @@ def kafka_figure(args: argparse.Namespace, watch: Stopwatch, clock: Clock) -> di
         )
         logs = {"cycle": sample_log_bytes(cluster.name)}
         worker = worker_rss(
-            cluster.name, args.worker_cycles, clock.next_ms + 2 * HOUR_MS, args.gc_freeze
+            cluster.name, args.worker_cycles, clock.next_ms + 2 * HOUR_MS, args.cycle_gc
         )
         source.close()
         forget_clusters()
@@ -758,10 +758,11 @@ def main(argv: list[str] | None = None) -> int:
         help="ZooKeeper figure: also measure full time tables (synthetic, ~30 s)",
     )
     parser.add_argument(
-        "--gc-freeze",
+        "--cycle-gc",
         action=argparse.BooleanOptionalAction,
-        default=False,
-        help="gc.freeze() after the warm-up cycle (not what the product does: an experiment)",
+        default=True,
+        help="the product's garbage-collection policy around cycles (--no-cycle-gc: the "
+        "collector left to its thresholds, as before it)",
     )
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--tables-worker", type=int, help=argparse.SUPPRESS)
@@ -769,13 +770,15 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     if args.worker:
-        return worker_main(args.worker, args.worker_cycles, args.worker_base_ms, args.gc_freeze)
+        return worker_main(args.worker, args.worker_cycles, args.worker_base_ms, args.cycle_gc)
     if args.tables_worker:
         return tables_main(args.tables_worker)
 
     reports = []
     with tempfile.TemporaryDirectory(prefix="bench-cycle-") as tmp:
         setup_django(Path(tmp))
+        if not args.cycle_gc:
+            leave_gc_alone()
         watch = instrument()
         clock = Clock()
         if args.which in ("zookeeper", "both"):
@@ -790,7 +793,7 @@ def main(argv: list[str] | None = None) -> int:
         "django": django.get_version(),
         "sqlite": __import__("sqlite3").sqlite_version,
         "cpus": os.cpu_count(),
-        "gc_freeze": args.gc_freeze,
+        "cycle_gc": args.cycle_gc,
     }
     doc = {"environment": env, "figures": reports}
     if args.json:

@@ -17,23 +17,24 @@ Liveness, per kind of consumer:
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from collectors.client_stats import ClientReport, apply_client_reports
 from collectors.cycle import CycleOutcome, SourceOutcome
-from collectors.figures import PartitionFigure, TimeTables, partition_figures
+from collectors.figures import Liveness, TimeTables, partition_figures
 from collectors.rebalance import RebalanceTracker
 from collectors.records import (
     CollectionResult,
+    CommittedOffset,
     GroupSnapshot,
     PartitionOffsets,
     Source,
     SpoutFigures,
 )
 
-__all__ = ["CycleMemory", "assemble_cycle", "sample_rows"]
+__all__ = ["CycleMemory", "assemble_cycle", "sample_columns", "sample_rows"]
 
 
 @dataclass
@@ -78,8 +79,8 @@ def assemble_cycle(
         outcome.rebalances.extend(memory.tracker.observe(result, now_ms))
 
     commits = [c for r in results if r.reachable for c in r.commits]
-    figures = partition_figures(commits, offsets, memory.tables, now_ms)
-    outcome.figures = _with_liveness(figures, outcome.groups, storm_ui, pushed)
+    liveness = _liveness(outcome.groups, storm_ui, pushed)
+    outcome.figures = partition_figures(commits, offsets, memory.tables, now_ms, liveness)
     outcome.spouts = (storm_ui.spouts if storm_ui else []) + pushed
     return outcome
 
@@ -115,12 +116,13 @@ def _with_groups(result: CollectionResult, groups: list[GroupSnapshot]) -> Colle
     )  # fmt: skip
 
 
-def _with_liveness(
-    figures: list[PartitionFigure],
+def _liveness(
     groups: list[GroupSnapshot],
     storm_ui: CollectionResult | None,
     pushed: list[SpoutFigures],
-) -> list[PartitionFigure]:
+) -> Callable[[CommittedOffset], Liveness]:
+    """The owner, liveness and spout counts of each commit's partition (the rules above),
+    for ``partition_figures`` to build each figure with them at once."""
     owners: dict[tuple[str, str, int], str] = {}
     assignments_known: set[str] = set()
     empty: set[str] = set()
@@ -134,6 +136,7 @@ def _with_liveness(
                 owners[(snap.group, topic, partition)] = member.member_id
         if snap.state == "Empty":
             empty.add(snap.group)
+    not_alive = empty | assignments_known
 
     listed = (
         {s.topology_id for s in storm_ui.spouts}
@@ -145,59 +148,64 @@ def _with_liveness(
         if s.topic is not None and s.partition is not None:
             by_partition[(s.spout_id, s.topic, s.partition)] = s
 
-    out = []
-    for f in figures:
-        changes: dict[str, Any] = {}
-        if f.source is Source.KAFKA:
-            owner = owners.get((f.group, f.topic, f.partition))
+    kafka, zookeeper, storm = Source.KAFKA, Source.ZOOKEEPER, Source.STORM
+
+    def liveness(c: CommittedOffset) -> Liveness:
+        source = c.source
+        if source is kafka:
+            owner = owners.get((c.group, c.topic, c.partition))
             if owner is not None:
-                changes = {"alive": True, "owner": f.owner or owner}
-            elif f.group in empty or f.group in assignments_known:
-                changes = {"alive": False}
-        elif f.source is Source.ZOOKEEPER:
-            changes = {"alive": f.owner is not None}
-        elif f.source is Source.STORM:
-            spout = by_partition.get((f.group, f.topic, f.partition))
+                return c.owner or owner, True, None, None, None
+            if c.group in not_alive:
+                return c.owner, False, None, None, None
+        elif source is zookeeper:
+            return c.owner, c.owner is not None, None, None, None
+        elif source is storm:
+            spout = by_partition.get((c.group, c.topic, c.partition))
             if spout is not None:
-                changes = {
-                    "pending": spout.pending, "failed": spout.failed, "acked": spout.acked,
-                    "alive": True,
-                }  # fmt: skip
-            elif listed is not None and f.topology_id:
-                changes = {"alive": f.topology_id in listed}
-        out.append(replace(f, **changes) if changes else f)
-    return out
+                return c.owner, True, spout.pending, spout.failed, spout.acked
+            if listed is not None and c.topology_id:
+                return c.owner, c.topology_id in listed, None, None, None
+        return c.owner, None, None, None, None
+
+    return liveness
 
 
-def sample_rows(outcome: CycleOutcome) -> list[dict[str, Any]]:
-    """The cycle's rows of the Parquet sample log (``collectors.sample_log.SAMPLE_SCHEMA``).
+def sample_columns(outcome: CycleOutcome) -> dict[str, list[Any]]:
+    """The cycle's rows of the Parquet sample log (``collectors.sample_log.SAMPLE_SCHEMA``),
+    column by column: what ``SampleLog.write_batch`` takes fastest (as ``pyarrow.table``).
 
     A partition without broker offsets because the broker was unreachable is written stale:
     its committed offset is fresh but its lag is not known, and the status job must not read
     the gap as a stuck consumer.
     """
     broker_down = any(s.source == Source.KAFKA and not s.reachable for s in outcome.sources)
-    return [
-        {
-            "ts_ms": outcome.cycle_ms,
-            "source": str(f.source),
-            "group": f.group,
-            "topic": f.topic,
-            "partition": f.partition,
-            "committed": f.committed,
-            "earliest": f.earliest,
-            "latest": f.latest,
-            "lag": f.lag,
-            "time_lag_s": f.time_lag_s,
-            "commit_time_ms": f.commit_time_ms,
-            "commit_version": f.commit_version,
-            "owner": f.owner,
-            "topology_id": f.topology_id,
-            "alive": f.alive,
-            "pending": f.pending,
-            "failed": f.failed,
-            "acked": f.acked,
-            "stale": broker_down and f.latest is None,
-        }  # fmt: skip
-        for f in outcome.figures
-    ]
+    figures = outcome.figures
+    return {
+        "ts_ms": [outcome.cycle_ms] * len(figures),
+        "source": [str(f.source) for f in figures],
+        "group": [f.group for f in figures],
+        "topic": [f.topic for f in figures],
+        "partition": [f.partition for f in figures],
+        "committed": [f.committed for f in figures],
+        "earliest": [f.earliest for f in figures],
+        "latest": [f.latest for f in figures],
+        "lag": [f.lag for f in figures],
+        "time_lag_s": [f.time_lag_s for f in figures],
+        "commit_time_ms": [f.commit_time_ms for f in figures],
+        "commit_version": [f.commit_version for f in figures],
+        "owner": [f.owner for f in figures],
+        "topology_id": [f.topology_id for f in figures],
+        "alive": [f.alive for f in figures],
+        "pending": [f.pending for f in figures],
+        "failed": [f.failed for f in figures],
+        "acked": [f.acked for f in figures],
+        "stale": [broker_down and f.latest is None for f in figures],
+    }
+
+
+def sample_rows(outcome: CycleOutcome) -> list[dict[str, Any]]:
+    """``sample_columns`` row by row, one dict per partition."""
+    columns = sample_columns(outcome)
+    rows = zip(*columns.values(), strict=True)
+    return [dict(zip(columns, values, strict=True)) for values in rows]

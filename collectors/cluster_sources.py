@@ -2,8 +2,22 @@
 
 A cycle's wall time is the slowest source's, not the sum: ZooKeeper, Kafka and the Storm UI
 are read on their own threads at once. Topics that only ZooKeeper consumers or Storm spouts
-read need broker offsets too; those come from one follow-up batched ListOffsets call once
-ZooKeeper has said which topics they are (the Kafka cycle's own call covers group topics).
+read need broker offsets too (the Kafka cycle's own call covers group topics). Which topics
+those are, only the ZooKeeper walk says; but they rarely change, so their ListOffsets is
+issued at the start of the cycle, on the previous cycle's topics, beside the walk, and a
+follow-up call after the walk reads only what that early read could not stand for:
+
+- topics new this cycle (or every topic, in the first cycle);
+- topics whose early read failed or whose partition count differs from this cycle's
+  metadata: read again, so that their errors and partitions are this cycle's;
+- topics with a commit beyond the early latest offset: that commit was made after the read
+  (the consumer kept going meanwhile), and used as it is it would read as an ERR finding
+  (committed > latest) although nothing is wrong. Read after the walk, as the Kafka adapter
+  reads its own log offsets after the committed offsets, committed <= latest holds for every
+  healthy partition.
+
+So the broker offsets of spout topics are read up to a walk's length earlier than before;
+their time is recorded with them (``time_ms``), as time lag needs.
 
 The object is long-lived (one per cluster per worker process): the adapters keep their
 connections warm between cycles, which is most of what makes a cycle cheap.
@@ -19,7 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from collectors.kafka_source import KafkaSource
-from collectors.records import CollectionResult, Source, SourceError
+from collectors.records import CollectionResult, PartitionOffsets, Source, SourceError
 from collectors.storm_ui import StormUISource
 from collectors.zookeeper_source import ZooKeeperSource
 
@@ -78,6 +92,10 @@ class ClusterSources:
         self._pool = ThreadPoolExecutor(
             max_workers=3, thread_name_prefix=f"collect-{settings.name}"
         )
+        # Topics only ZooKeeper consumers or spouts read, as of the last cycle that read
+        # ZooKeeper: the early ListOffsets of the next cycle.
+        self._side_topics: frozenset[str] = frozenset()
+        self._kafka_reachable = False  # the last cycle reached the broker
 
     def close(self) -> None:
         for adapter in (self.kafka, self.zookeeper):
@@ -97,20 +115,81 @@ class ClusterSources:
         futures = [
             (source, self._pool.submit(_guarded, source, fn, now_ms)) for source, fn in adapters
         ]
+        kafka_source = self.kafka
+        early_result: CollectionResult | None = None
+        if kafka_source is not None and self._side_topics and self._kafka_reachable:
+            # On this thread, which would only wait meanwhile: its memory is then reused by
+            # the next cycles instead of piling up in another thread's malloc arena.
+            topics = self._side_topics
+            early_result = _guarded(
+                Source.KAFKA, lambda t: kafka_source.log_offsets(topics, t), now_ms
+            )
         results = [future.result() for _, future in futures]
 
-        if self.kafka is not None:
+        if kafka_source is not None:
             covered = {o.topic for r in results for o in r.offsets}
-            others = {
-                c.topic for r in results if r.source is not Source.KAFKA for c in r.commits
-            } - covered
+            side = [r for r in results if r.source is not Source.KAFKA]
+            others = {c.topic for r in side for c in r.commits} - covered
             kafka = next(r for r in results if r.source is Source.KAFKA)
+            self._kafka_reachable = kafka.reachable
             if others and kafka.reachable:
-                extra = _guarded(Source.KAFKA, lambda t: self.kafka.log_offsets(others, t), now_ms)
-                kafka.offsets.extend(extra.offsets)
-                kafka.errors.extend(extra.errors)
-                kafka.finished_ms = max(kafka.finished_ms, extra.finished_ms)
+                offsets: list[PartitionOffsets] = []
+                reused = _reusable(early_result, others, side, kafka)
+                if early_result is not None and reused:
+                    offsets = [o for o in early_result.offsets if o.topic in reused]
+                    kafka.finished_ms = max(kafka.finished_ms, early_result.finished_ms)
+                rest = others - reused
+                if rest:
+                    extra = _guarded(
+                        Source.KAFKA, lambda t: kafka_source.log_offsets(rest, t), now_ms
+                    )
+                    offsets.extend(extra.offsets)
+                    kafka.errors.extend(extra.errors)
+                    kafka.finished_ms = max(kafka.finished_ms, extra.finished_ms)
+                kafka.offsets.extend(offsets)
+            if any(r.source is Source.ZOOKEEPER and r.reachable for r in side):
+                self._side_topics = frozenset(others)
         return results
+
+
+def _reusable(
+    early: CollectionResult | None,
+    topics: set[str],
+    side: list[CollectionResult],
+    kafka: CollectionResult,
+) -> set[str]:
+    """The topics among ``topics`` whose early log offsets stand for this cycle's (see the
+    module's docstring): read without error, the partitions this cycle's metadata lists,
+    and no commit beyond their latest offset."""
+    if early is None or not early.reachable:
+        return set()
+    failed: set[str] = set()
+    for error in early.errors:
+        # log_offsets names a topic ("topic T") or a partition ("T/P"); anything else is
+        # about the whole read, which then stands for nothing.
+        if error.where.startswith("topic "):
+            failed.add(error.where[len("topic ") :])
+        elif "/" in error.where:
+            failed.add(error.where.rsplit("/", 1)[0])
+        else:
+            return set()
+    latest: dict[tuple[str, int], int | None] = {}
+    read: dict[str, int] = {}
+    for o in early.offsets:
+        latest[(o.topic, o.partition)] = o.latest
+        read[o.topic] = read.get(o.topic, 0) + 1
+    reused = {
+        t
+        for t in topics
+        if t not in failed and t in read and read[t] == kafka.partition_counts.get(t)
+    }
+    for result in side:
+        for c in result.commits:
+            if c.topic in reused:
+                end = latest.get((c.topic, c.partition))
+                if end is None or c.offset > end:
+                    reused.discard(c.topic)
+    return reused
 
 
 def _guarded(

@@ -5,10 +5,16 @@ Pure. The cycle runner feeds it what the adapters read; the store writes what it
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from collectors.records import CommittedOffset, PartitionOffsets, Source
-from collectors.timelag import OffsetTimeTable, Point, time_lag
+from collectors.timelag import OffsetTimeTable, time_lag
+
+# What the cycle's assembly adds to a commit's figure (SPEC §4), in this order: owner, alive,
+# pending, failed, acked. ``partition_figures`` takes a function giving them per commit, so
+# that each figure is built once, with them, rather than built and then copied.
+Liveness = tuple[str | None, bool | None, int | None, int | None, int | None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,10 +78,10 @@ class TimeTables:
             if o.latest is None:
                 continue
             table = self.table(o.topic, o.partition)
-            points = table.points
-            if points and o.latest < points[-1].offset:
+            last = table.last_offset
+            if last is not None and o.latest < last:
                 table.clear()
-            table.add(Point(o.latest, o.time_ms))
+            table.add_at(o.latest, o.time_ms)
 
 
 def partition_figures(
@@ -83,10 +89,17 @@ def partition_figures(
     offsets: list[PartitionOffsets],
     tables: TimeTables,
     now_ms: int,
+    liveness: Callable[[CommittedOffset], Liveness] | None = None,
 ) -> list[PartitionFigure]:
+    """One figure per commit. ``liveness``: owner, alive and spout counts of a commit's
+    partition (see ``Liveness``); without it, the commit's own owner and nothing else."""
     by_tp = {(o.topic, o.partition): o for o in offsets}
     figures = []
     for c in commits:
+        if liveness is None:
+            owner, alive, pending, failed, acked = c.owner, None, None, None, None
+        else:
+            owner, alive, pending, failed, acked = liveness(c)
         broker = by_tp.get((c.topic, c.partition))
         earliest = broker.earliest if broker else None
         latest = broker.latest if broker else None
@@ -111,9 +124,13 @@ def partition_figures(
                 out_of_range=out_of_range,
                 commit_time_ms=c.commit_time_ms,
                 commit_version=c.commit_version,
-                owner=c.owner,
+                owner=owner,
                 topology_id=c.topology_id,
                 where=c.where,
+                alive=alive,
+                pending=pending,
+                failed=failed,
+                acked=acked,
             )
         )
     return figures

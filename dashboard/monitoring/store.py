@@ -73,8 +73,8 @@ def store_cycle(cluster: Cluster, outcome: CycleOutcome) -> None:
     with transaction.atomic():
         groups = _upsert_groups(cluster, outcome, at)
         broker_down = "kafka" in {s.source for s in outcome.sources if not s.reachable}
-        partitions = _upsert_partitions(groups, outcome.figures, at, broker_down)
-        _insert_samples(groups, partitions, outcome.figures, at)
+        _upsert_partitions(groups, outcome.figures, at, broker_down)
+        _insert_samples(cluster, at)
         _insert_broker_offsets(cluster, outcome, at)
         _insert_rebalances(groups, outcome)
         if unreachable:
@@ -83,61 +83,61 @@ def store_cycle(cluster: Cluster, outcome: CycleOutcome) -> None:
 
 
 def _upsert_groups(cluster: Cluster, outcome: CycleOutcome, at: datetime) -> dict:
-    rows: dict[tuple[str, str], ConsumerGroup] = {}
+    """Upsert the cycle's groups; returns (source, name) -> id of every group of the cluster.
+
+    Raw ``INSERT … ON CONFLICT`` (:func:`_insert_rows`) rather than ``bulk_create``: the ORM
+    took 20-40 ms for a few hundred groups, preparing every field of every instance.
+    """
+    members_field = ConsumerGroup._meta.get_field("members")
+    db_at = _db_datetime(at)
+    no_members = members_field.get_db_prep_save([], connection)
+    rows: dict[tuple[str, str], list] = {}
     for snap in outcome.groups:
-        rows[(str(snap.source), snap.group)] = ConsumerGroup(
-            cluster=cluster,
-            source=str(snap.source),
-            name=snap.group,
-            state=snap.state or "",
-            generation=snap.generation,
-            assignor=snap.assignor or "",
-            coordinator=snap.coordinator or "",
-            members=[
-                {
-                    "member_id": m.member_id,
-                    "client_id": m.client_id,
-                    "host": m.host,
-                    "assignment": [list(tp) for tp in m.assignment],
-                }
-                for m in snap.members
-            ],
-            members_known=snap.members_known,
-            stale=False,
-            first_seen_at=at,
-            last_seen_at=at,
-        )
+        members = [
+            {
+                "member_id": m.member_id,
+                "client_id": m.client_id,
+                "host": m.host,
+                "assignment": [list(tp) for tp in m.assignment],
+            }
+            for m in snap.members
+        ]
+        rows[(str(snap.source), snap.group)] = [
+            cluster.id, str(snap.source), snap.group, snap.state or "", snap.generation,
+            snap.assignor or "", snap.coordinator or "",
+            members_field.get_db_prep_save(members, connection) if members else no_members,
+            snap.members_known, "", "", False, db_at, db_at,
+        ]  # fmt: skip
     for fig in outcome.figures:
         key = (str(fig.source), fig.group)
-        if key not in rows:
-            rows[key] = ConsumerGroup(
-                cluster=cluster,
-                source=key[0],
-                name=fig.group,
-                members_known=False,
-                stale=False,
-                first_seen_at=at,
-                last_seen_at=at,
-            )
+        row = rows.get(key)
+        if row is None:
+            row = rows[key] = [
+                cluster.id, key[0], fig.group, "", None, "", "", no_members, False, "", "",
+                False, db_at, db_at,
+            ]  # fmt: skip
         if fig.topology_id:
-            rows[key].owner = fig.owner or ""
-            rows[key].topology_id = fig.topology_id
-    if rows:
-        ConsumerGroup.objects.bulk_create(
-            rows.values(),
-            update_conflicts=True,
-            unique_fields=["cluster", "source", "name"],
-            update_fields=GROUP_FIELDS,
-        )
+            row[9] = fig.owner or ""  # owner
+            row[10] = fig.topology_id
+    columns = [
+        "cluster", "source", "name", "state", "generation", "assignor", "coordinator", "members",
+        "members_known", "owner", "topology_id", "stale", "first_seen_at", "last_seen_at",
+    ]  # fmt: skip
+    _insert_rows(
+        ConsumerGroup, columns, [tuple(r) for r in rows.values()],
+        ["cluster", "source", "name"], GROUP_FIELDS,
+    )  # fmt: skip
     return {
-        (g.source, g.name): g
-        for g in ConsumerGroup.objects.filter(cluster=cluster).only("id", "source", "name")
+        (source, name): pk
+        for pk, source, name in ConsumerGroup.objects.filter(cluster=cluster)
+        .order_by()
+        .values_list("id", "source", "name")
     }
 
 
 def _upsert_partitions(
     groups: dict, figures: list[PartitionFigure], at: datetime, broker_down: bool
-) -> dict:
+) -> None:
     sampled_at = _db_datetime(at)
     commit_times: dict[int | None, object] = {}
     fresh, blind = [], []
@@ -147,7 +147,7 @@ def _upsert_partitions(
             commit_times[ms] = _db_datetime(ms_to_dt(ms))
         blind_row = broker_down and fig.latest is None
         row = (
-            groups[(str(fig.source), fig.group)].id, fig.topic, fig.partition, fig.committed,
+            groups[(str(fig.source), fig.group)], fig.topic, fig.partition, fig.committed,
             fig.earliest, fig.latest, fig.lag, fig.time_lag_s, fig.time_lag_kind,
             fig.owner or "", fig.alive, commit_times[ms], fig.commit_version,
             fig.pending, fig.failed, fig.acked, blind_row, sampled_at,
@@ -163,38 +163,48 @@ def _upsert_partitions(
         (blind, [f for f in PARTITION_FIELDS if f not in BROKER_FIELDS]),
     ):
         _insert_rows(PartitionState, columns, rows, ["group", "topic", "partition"], fields)
-    group_ids = {g.id for g in groups.values()}
-    return {
-        (group_id, topic, partition): pk
-        for pk, group_id, topic, partition in PartitionState.objects.filter(group_id__in=group_ids)
-        .order_by()
-        .values_list("id", "group_id", "topic", "partition")
-        .iterator(chunk_size=10_000)
-    }
 
 
-def _insert_samples(
-    groups: dict, partitions: dict, figures: list[PartitionFigure], at: datetime
-) -> None:
-    db_at = _db_datetime(at)
-    rows = [
-        (
-            partitions[(groups[(str(f.source), f.group)].id, f.topic, f.partition)],
-            db_at,
-            f.committed,
-            f.latest,
-            f.lag,
-            f.time_lag_s,
-            f.pending,
-            f.failed,
-            f.acked,
-            False,
-        )
-        for f in figures
+def _insert_samples(cluster: Cluster, at: datetime) -> None:
+    """One history row per partition of the cycle, copied by the database itself from the
+    ``PartitionState`` rows the cycle has just written (``sampled_at`` is the cycle's time):
+    they hold the cycle's figures, except that a partition whose broker offsets could not be
+    read kept its last known ones there (``stale``), where its sample has none, as the
+    figure. One ``INSERT … SELECT`` instead of reading 10,000 partition ids back into Python
+    to send them back with each row. A retried cycle inserts nothing twice.
+    """
+    sample, state, group = (m._meta for m in (OffsetSample, PartitionState, ConsumerGroup))
+    quote = connection.ops.quote_name
+
+    def col(meta, name: str) -> str:
+        return quote(meta.get_field(name).column)
+
+    targets = ["partition", "at", "committed", "latest", "lag", "time_lag_s", "pending"]
+    targets += ["failed", "acked", "stale"]
+    unless_stale = "CASE WHEN {stale} THEN NULL ELSE {column} END"
+    values = [
+        col(state, "id"),
+        col(state, "sampled_at"),
+        col(state, "committed"),
+        *(
+            unless_stale.format(stale=col(state, "stale"), column=col(state, name))
+            for name in ("latest", "lag", "time_lag_s")
+        ),
+        col(state, "pending"),
+        col(state, "failed"),
+        col(state, "acked"),
+        "%s",
     ]
-    columns = ["partition", "at", "committed", "latest", "lag", "time_lag_s", "pending"]
-    columns += ["failed", "acked", "stale"]
-    _insert_rows(OffsetSample, columns, rows, ["partition", "at"])
+    sql = (
+        f"INSERT INTO {quote(sample.db_table)} ({', '.join(col(sample, f) for f in targets)}) "
+        f"SELECT {', '.join(values)} FROM {quote(state.db_table)} "
+        f"WHERE {col(state, 'group')} IN (SELECT {col(group, 'id')} FROM "
+        f"{quote(group.db_table)} WHERE {col(group, 'cluster')} = %s) "
+        f"AND {col(state, 'sampled_at')} = %s "
+        f"ON CONFLICT ({col(sample, 'partition')}, {col(sample, 'at')}) DO NOTHING"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [False, cluster.id, _db_datetime(at)])
 
 
 def _insert_broker_offsets(cluster: Cluster, outcome: CycleOutcome, at: datetime) -> None:
@@ -216,11 +226,12 @@ def _insert_rows(
     """``INSERT … ON CONFLICT`` of many rows in one ``executemany``: do nothing on a conflict
     (a retried cycle's history), or update the ``update`` fields (the latest state).
 
-    The per-partition tables take this path instead of ``bulk_create``: for 10,000 partitions
-    the ORM spent over a second building model instances and preparing each field of each
-    row in Python, against a few tens of milliseconds for the database's own work. ``rows``
-    hold values the driver takes as they are (numbers, strings, booleans, None) plus
-    datetimes prepared by :func:`_db_datetime`. Fields not named get their model default on
+    Groups, partition states and broker offsets take this path instead of ``bulk_create``:
+    for 10,000 partitions the ORM spent over a second building model instances and preparing
+    each field of each row in Python, against a few tens of milliseconds for the database's
+    own work. ``rows`` hold values the driver takes as they are (numbers, strings, booleans,
+    None) plus datetimes prepared by :func:`_db_datetime` and JSON prepared by the field's
+    ``get_db_prep_save``. Fields not named get their model default on
     insert (as with the ORM), or their ``db_default``, or NULL. The syntax is SQLite's and
     PostgreSQL's alike (the two databases Lagwatch runs on, as ``bulk_create`` with a
     conflict target required too).
@@ -263,7 +274,7 @@ def _db_datetime(value: datetime | None) -> object:
 def _insert_rebalances(groups: dict, outcome: CycleOutcome) -> None:
     rows = [
         RebalanceEvent(
-            group=groups[(r.source, r.group)],
+            group_id=groups[(r.source, r.group)],
             at=ms_to_dt(r.time_ms),
             generation=r.generation,
             cause=r.cause,

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collectors.assemble import CycleMemory, assemble_cycle, sample_rows
+import pyarrow as pa
+
+from collectors.assemble import CycleMemory, assemble_cycle, sample_columns, sample_rows
 from collectors.figures import TimeTables
 from collectors.rebalance import MEMBER_JOINED, RebalanceTracker
 from collectors.records import (
@@ -14,6 +16,7 @@ from collectors.records import (
     Source,
     SpoutFigures,
 )
+from collectors.sample_log import _conform
 
 T0 = 1_700_000_000_000
 
@@ -132,3 +135,13 @@ def test_errors_and_unreachable_sources_are_carried() -> None:
     zk = next(s for s in out.sources if s.source == "zookeeper")
     assert zk.reachable is False
     assert figures_by(out, Source.STORM) == {}
+
+
+def test_sample_columns_make_the_same_sample_log_batch_as_sample_rows() -> None:
+    members = (GroupMember("m-1", assignment=(("t", 0),)),)
+    pushed = [SpoutFigures("topo-1", "sp", acked=4, failed=0, pending=1, topic="t", partition=0)]
+    for results in ([kafka(members), spout_result()], [kafka(reachable=False), spout_result()]):
+        out = assemble_cycle("c", T0, T0, results, memory(), pushed_spouts=pushed)
+        rows = sample_rows(out)
+        assert rows
+        assert _conform("c", pa.table(sample_columns(out))).equals(_conform("c", rows))
