@@ -7,9 +7,11 @@ of the session. Tests share them, so each test uses its own topic, znode root an
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from confluent_kafka.admin import AdminClient
@@ -94,3 +96,21 @@ def zk(zk_hosts: str) -> Iterator[KazooClient]:
 @pytest.fixture
 def admin(kafka_bootstrap: str) -> AdminClient:
     return AdminClient({"bootstrap.servers": kafka_bootstrap})
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[Any]:
+    """The suite's one local Spark session (``local[2]``: the machine has two cores).
+
+    One for the whole session, whatever the test order (pytest-django runs database tests
+    first): a module that stopped its own session would stop everyone's, as ``getOrCreate``
+    hands out the active one. Started only when a test asks, a JVM costs 4-9 s.
+    """
+    from spark_jobs.session import spark_session
+
+    # py4j logs "closing" from a finalizer after pytest has closed the log streams.
+    logging.getLogger("py4j").setLevel(logging.WARNING)
+    session = spark_session("lagwatch-tests", master="local[2]")
+    session.conf.set("spark.sql.shuffle.partitions", "2")
+    yield session
+    session.stop()

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import logging
 import os
 import shutil
-from collections.abc import Iterator
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -524,27 +522,7 @@ def test_a_subtree_filesystem_and_from_url(tmp_path: Path) -> None:
         assert SampleLog.from_url(url).read().num_rows == 3
 
 
-# -- Spark ---------------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def spark() -> Iterator[Any]:
-    os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
-    from pyspark.sql import SparkSession
-
-    # py4j logs "closing" from a finalizer after pytest has closed the log streams.
-    logging.getLogger("py4j").setLevel(logging.WARNING)
-
-    session = (
-        SparkSession.builder.master("local[1]")
-        .appName("test_sample_log")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "1")
-        .config("spark.driver.extraJavaOptions", "-XX:+UseSerialGC -XX:TieredStopAtLevel=1")
-        .getOrCreate()
-    )
-    yield session
-    session.stop()
+# -- Spark (the session is the suite's one, from tests/conftest.py) -----------------------
 
 
 def test_spark_discovers_the_partitions_and_reads_every_sample(log: SampleLog, spark: Any) -> None:

@@ -20,18 +20,8 @@ from pathlib import Path
 
 import pytest
 import redis
-from pyspark.sql import SparkSession
 
 from lab.services import redis_ping
-from spark_jobs.session import spark_session
-
-
-@pytest.fixture(scope="session")
-def spark() -> Iterator[SparkSession]:
-    session = spark_session("lagwatch-tests", master="local[2]")
-    session.conf.set("spark.sql.shuffle.partitions", "2")
-    yield session
-    session.stop()
 
 
 def _free_port() -> int:
