@@ -1,4 +1,5 @@
-"""URL map: login everywhere (middleware) except the views marked login_not_required."""
+"""URL map: login everywhere (middleware) except the views marked login_not_required
+(the health check, ``/metrics`` and ``/v3``; the token-authenticated API and ingest)."""
 
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
@@ -12,5 +13,11 @@ urlpatterns = [
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
     path("api/v1/ingest/", include("dashboard.monitoring.ingest")),
+    path("api/v1/", include("dashboard.api.urls")),
+    path("v3/", include("dashboard.api.burrow_urls")),
+    path("metrics", include("dashboard.api.metrics_urls")),
+    path("alerts/", include("dashboard.alerts.urls")),
+    path("reports/", include("dashboard.reports.urls")),
     path("", include("dashboard.monitoring.urls")),
+    path("", include("dashboard.ui.urls")),
 ]

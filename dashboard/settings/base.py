@@ -32,6 +32,10 @@ INSTALLED_APPS = [
     "whitenoise.runserver_nostatic",
     "django.contrib.staticfiles",
     "dashboard.monitoring",
+    "dashboard.alerts",
+    "dashboard.reports",
+    "dashboard.api",
+    "dashboard.ui",
 ]
 
 MIDDLEWARE = [

@@ -1,0 +1,9 @@
+from django.apps import AppConfig
+
+
+class ApiConfig(AppConfig):
+    """The REST API, the Burrow-compatible /v3 subset and /metrics (SPEC §9)."""
+
+    name = "dashboard.api"
+    label = "api"
+    verbose_name = "API"
