@@ -6,10 +6,13 @@ every partition and group of the run, or none of them. A run that failed never g
 a load that fails midway rolls back, so the previous statuses stay.
 
 **What is updated.** Partitions and groups present in the run get their status, complete,
-evaluation time, and (partitions) diagnosis and reason, (groups) total lag. Those absent from
-the run (not sampled within the look-back: a cluster disabled, a partition deleted) keep what
-they had. Verdicts of partitions the database does not hold (pruned, or their cluster deleted)
-are counted and skipped: the collectors own the rows, the status job only annotates them.
+evaluation time, and (partitions) diagnosis and reason, (groups) total lag. A status that
+differs from the one stored is a change: a ``StatusChange`` row, and ``status_since`` moves to
+the run's evaluation time (only changes are kept, so history costs nothing while all is well).
+Those absent from the run (not sampled within the look-back: a cluster disabled, a partition
+deleted) keep what they had. Verdicts of partitions the database does not hold (pruned, or their
+cluster deleted) are counted and skipped: the collectors own the rows, the status job only
+annotates them.
 
 The results are Parquet files read with pyarrow, wherever they live: a local directory, or
 ``s3a://``/``hdfs://`` URLs as Spark wrote them (mapped to pyarrow's file systems).
@@ -19,7 +22,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -28,7 +31,7 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 from django.db import connection, models, transaction
 
-from dashboard.monitoring.models import ConsumerGroup, PartitionState
+from dashboard.monitoring.models import ConsumerGroup, PartitionState, Status, StatusChange
 from dashboard.monitoring.store import ms_to_dt
 
 __all__ = ["ApplyReport", "apply_status_results", "open_results", "read_table"]
@@ -46,12 +49,15 @@ class ApplyReport:
     groups: int
     unmatched_partitions: int
     unmatched_groups: int
+    # The status changes the run made (saved rows): what alerts are evaluated on.
+    changes: list[StatusChange] = field(default_factory=list, compare=False)
 
     def as_dict(self) -> dict[str, int]:
         return {
             "partitions": self.partitions, "groups": self.groups,
             "unmatched_partitions": self.unmatched_partitions,
             "unmatched_groups": self.unmatched_groups,
+            "changes": len(self.changes),
         }  # fmt: skip
 
 
@@ -114,7 +120,8 @@ def _group_ids() -> dict[tuple[str, str, str], int]:
 
 def apply_status_results(run_path: str) -> ApplyReport:
     """Load the status run at ``run_path`` (``spark_jobs.jobs.run_status_job``'s output) into
-    ``PartitionState`` and ``ConsumerGroup``, in one transaction.
+    ``PartitionState`` and ``ConsumerGroup``, in one transaction, with a ``StatusChange`` row
+    (and a new ``status_since``) for every partition and group whose status changed.
 
     Both tables are read before the transaction starts: a corrupt or missing file fails here
     and changes nothing.
@@ -127,53 +134,95 @@ def apply_status_results(run_path: str) -> ApplyReport:
         wanted = {group_ids[k] for r in groups if (k := _group_key(r)) in group_ids}
         wanted |= {group_ids[k] for r in partitions if (k := _group_key(r)) in group_ids}
         partition_ids = {
-            (group_id, topic, partition): pk
-            for pk, group_id, topic, partition in PartitionState.objects.filter(group_id__in=wanted)
+            (group_id, topic, partition): (pk, status, since)
+            for pk, group_id, topic, partition, status, since in PartitionState.objects.filter(
+                group_id__in=wanted
+            )
             .order_by()
-            .values_list("id", "group_id", "topic", "partition")
+            .values_list("id", "group_id", "topic", "partition", "status", "status_since")
             .iterator(chunk_size=10_000)
         }
+        group_before = {
+            pk: (status, since)
+            for pk, status, since in ConsumerGroup.objects.filter(id__in=wanted)
+            .order_by()
+            .values_list("id", "status", "status_since")
+        }
+        changes: list[StatusChange] = []
 
         partition_rows = []
         for r in partitions:
             group_id = group_ids.get(_group_key(r))
-            pk = partition_ids.get((group_id, r["topic"], r["partition"]))
-            if pk is None:
+            known = partition_ids.get((group_id, r["topic"], r["partition"]))
+            if known is None:
                 continue
+            pk, old, since = known
+            at = ms_to_dt(r["evaluated_at_ms"])
+            diagnosis = json.loads(r["diagnosis"])
+            if old != r["status"]:
+                since = at
+                changes.append(
+                    StatusChange(
+                        group_id=group_id, topic=r["topic"], partition=r["partition"], at=at,
+                        old_status=old, new_status=r["status"], diagnosis=diagnosis,
+                        reason=r["reason"],
+                    )
+                )  # fmt: skip
             partition_rows.append(
                 (
                     r["status"],
-                    _prep(PartitionState, "diagnosis", json.loads(r["diagnosis"])),
+                    _prep(PartitionState, "diagnosis", diagnosis),
                     r["reason"],
                     r["complete"],
-                    _prep(PartitionState, "evaluated_at", ms_to_dt(r["evaluated_at_ms"])),
+                    _prep(PartitionState, "evaluated_at", at),
+                    _prep(PartitionState, "status_since", since or at),
                     pk,
                 )
             )
         _update(
             PartitionState,
-            ["status", "diagnosis", "reason", "complete", "evaluated_at"],
+            ["status", "diagnosis", "reason", "complete", "evaluated_at", "status_since"],
             partition_rows,
         )
 
-        group_rows = [
-            (
-                r["status"],
-                r["total_lag"],
-                r["complete"],
-                _prep(ConsumerGroup, "evaluated_at", ms_to_dt(r["evaluated_at_ms"])),
-                group_ids[key],
+        group_rows = []
+        for r in groups:
+            pk = group_ids.get(_group_key(r))
+            if pk is None:
+                continue
+            old, since = group_before.get(pk, (None, None))
+            at = ms_to_dt(r["evaluated_at_ms"])
+            if old != r["status"]:
+                since = at
+                changes.append(
+                    StatusChange(
+                        group_id=pk, topic="", partition=None, at=at,
+                        old_status=old or Status.UNKNOWN, new_status=r["status"],
+                    )
+                )  # fmt: skip
+            group_rows.append(
+                (
+                    r["status"],
+                    r["total_lag"],
+                    r["complete"],
+                    _prep(ConsumerGroup, "evaluated_at", at),
+                    _prep(ConsumerGroup, "status_since", since or at),
+                    pk,
+                )
             )
-            for r in groups
-            if (key := _group_key(r)) in group_ids
-        ]
-        _update(ConsumerGroup, ["status", "total_lag", "complete", "evaluated_at"], group_rows)
+        _update(
+            ConsumerGroup,
+            ["status", "total_lag", "complete", "evaluated_at", "status_since"],
+            group_rows,
+        )
+        StatusChange.objects.bulk_create(changes, batch_size=BATCH)
 
     return ApplyReport(
         partitions=len(partition_rows),
         groups=len(group_rows),
         unmatched_partitions=len(partitions) - len(partition_rows),
         unmatched_groups=len(groups) - len(group_rows),
+        changes=changes,
     )
 
 

@@ -4,8 +4,9 @@
 :func:`run_job` records the run (``SparkJobRun``), takes the job's Redis lock so two runs of
 one job never overlap (a caller that finds it taken records a *skipped* run and returns),
 builds the Spark session (``SPARK_MASTER``), runs the job on the sample log
-(``LAGWATCH_SAMPLE_LOG_URL``) into the results directory (``LAGWATCH_RESULTS_URL``), loads a
-status run into the database, and records duration, rows and outcome. It raises only when the
+(``LAGWATCH_SAMPLE_LOG_URL``) into the results directory (``LAGWATCH_RESULTS_URL``), loads the
+run into the database (statuses; rollup history), records duration, rows and outcome, and
+after a status run sends ``signals.status_applied`` (alerts). It raises only when the
 run could not even be recorded (the database is down); a failed job is a *failed* run with its
 error, and the previous results stay in place.
 
@@ -26,6 +27,8 @@ from django.utils import timezone
 
 from dashboard.monitoring.locks import exclusive
 from dashboard.monitoring.models import SparkJobOutcome, SparkJobRun
+from dashboard.monitoring.rollup_history import apply_rollup_results
+from dashboard.monitoring.signals import status_applied
 from dashboard.monitoring.spark_results import apply_status_results
 from spark_jobs.evaluator import EvaluatorConfig
 
@@ -145,13 +148,26 @@ def run_job(job: str, window_s: int | None = None, now_ms: int | None = None) ->
             if job == "status":
                 applied = apply_status_results(result.output_path)
                 log.info("status results applied", extra={"applied": applied.as_dict()})
+            else:
+                kept = apply_rollup_results(result.output_path)
+                log.info("rollups kept", extra={"rows": kept})
     except Exception as exc:  # the run failed: record why; the previous results stay
         log.exception("spark job %s failed", job)
         return _finish(run, SparkJobOutcome.FAILED, started, error_text(exc))
     _finish(run, SparkJobOutcome.OK, started)
+    if job == "status":
+        _announce(run, applied.changes)
     _prune_runs(job)
     log.info("spark job done", extra={"run": run.as_dict()})
     return run
+
+
+def _announce(run: SparkJobRun, changes: list) -> None:
+    """Tell the apps downstream (alerts) that statuses changed; their failures are logged,
+    never the run's."""
+    for receiver, outcome in status_applied.send_robust(sender=None, run=run, changes=changes):
+        if isinstance(outcome, Exception):
+            log.error("status_applied receiver %r failed: %s", receiver, outcome)
 
 
 def _prune_runs(job: str) -> None:

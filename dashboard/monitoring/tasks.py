@@ -16,6 +16,7 @@ from dashboard.monitoring.collection import cycle_slot, run_cycle
 from dashboard.monitoring.ingest_store import prune_reports
 from dashboard.monitoring.locks import claim_once, exclusive
 from dashboard.monitoring.models import Cluster, ServiceHeartbeat
+from dashboard.monitoring.rollup_history import prune_rollups
 from dashboard.monitoring.spark_runs import run_job
 from dashboard.monitoring.store import prune_history
 
@@ -71,10 +72,12 @@ def collect_cluster(self, name: str, cycle_ms: int) -> dict | None:
 
 @shared_task(name="dashboard.monitoring.tasks.maintain_storage", ignore_result=True)
 def maintain_storage() -> dict:
-    """Drop raw history and old client reports, compact closed hours of the sample log."""
+    """Drop raw history, old client reports and old rollups; compact closed hours of the
+    sample log."""
     now = timezone.now()
     pruned = prune_history(timedelta(hours=settings.LAGWATCH_RAW_HISTORY_HOURS), now)
     pruned += prune_reports(now - timedelta(hours=1))
+    pruned += prune_rollups()
     sample_log = SampleLog.from_url(settings.LAGWATCH_SAMPLE_LOG_URL)
     compacted = sample_log.compact_closed_hours(now)
     removed = sample_log.apply_retention(

@@ -1,9 +1,8 @@
-"""Pages of the monitoring app. Views stay thin: data comes from plain modules."""
+"""The health check (open, for orchestrators). The pages live in ``dashboard.ui``."""
 
 from django.conf import settings
 from django.contrib.auth.decorators import login_not_required
-from django.http import HttpRequest, HttpResponse, JsonResponse
-from django.shortcuts import render
+from django.http import HttpRequest, JsonResponse
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 
@@ -22,8 +21,3 @@ def health(request: HttpRequest) -> JsonResponse:
     report = _health()
     return JsonResponse(report, status=200 if report["ok"] else 503)
 
-
-@require_GET
-def home(request: HttpRequest) -> HttpResponse:
-    report = _health()
-    return render(request, "monitoring/home.html", {"health": report})

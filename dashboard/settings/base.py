@@ -194,6 +194,9 @@ LAGWATCH_EVALUATOR = {
 LAGWATCH_SOURCE_TIMEOUT_S = env_int("LAGWATCH_SOURCE_TIMEOUT_S", 10)
 LAGWATCH_RAW_HISTORY_HOURS = env_int("LAGWATCH_RAW_HISTORY_HOURS", 6)
 LAGWATCH_SAMPLE_RETENTION_DAYS = env_int("LAGWATCH_SAMPLE_RETENTION_DAYS", 30)
+# Rollup history in the database (long-range charts): minute buckets, hour buckets.
+LAGWATCH_ROLLUP_MINUTES_DAYS = env_int("LAGWATCH_ROLLUP_MINUTES_DAYS", 2)
+LAGWATCH_ROLLUP_HOURS_DAYS = env_int("LAGWATCH_ROLLUP_HOURS_DAYS", 30)
 
 LOGGING = {
     "version": 1,
@@ -203,3 +206,49 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": env_str("LAGWATCH_LOG_LEVEL", "INFO")},
     "loggers": {"kazoo": {"level": "WARNING"}},
 }
+
+# -- Lag reports (SPEC §9, docs/REPORTS.md) ------------------------------------------------
+# Report files built by the Celery task live here and are deleted after KEEP_DAYS (the list
+# keeps the row, marked expired); the prune task runs every PRUNE_S seconds.
+LAGWATCH_REPORTS_DIR = env_str("LAGWATCH_REPORTS_DIR", str(DATA_DIR / "reports"))
+LAGWATCH_REPORTS_KEEP_DAYS = env_int("LAGWATCH_REPORTS_KEEP_DAYS", 7)
+LAGWATCH_REPORTS_PRUNE_S = env_int("LAGWATCH_REPORTS_PRUNE_S", 3600)
+CELERY_BEAT_SCHEDULE["prune-reports"] = {
+    "task": "dashboard.reports.tasks.prune_reports",
+    "schedule": float(LAGWATCH_REPORTS_PRUNE_S),
+}
+
+# --- Dashboard pages (dashboard/ui, docs/DASHBOARD.md) -----------------------------------------
+# Plotly's JavaScript is served from the installed plotly package (no CDN, no vendored copy):
+# dashboard.ui.staticfinders maps lagwatch/vendor/plotly.min.js to the package's own file.
+STATICFILES_FINDERS = [
+    "django.contrib.staticfiles.finders.FileSystemFinder",
+    "django.contrib.staticfiles.finders.AppDirectoriesFinder",
+    "dashboard.ui.staticfinders.PlotlyFinder",
+]
+STATICFILES_DIRS = [BASE_DIR / "dashboard" / "static"]
+# The overview replaced the monitoring app's home page.
+LOGIN_REDIRECT_URL = "ui:overview"
+# How often the pages ask for fresh figures (seconds); charts every few of these.
+LAGWATCH_UI_REFRESH_S = env_int("LAGWATCH_UI_REFRESH_S", 10)
+
+# --- Alerts (SPEC §7, docs/ALERTS.md) ----------------------------------------------------------
+# Email goes through Django's email backend; the SMTP server comes from the environment (an
+# email channel may name its own host/port). Deliveries are Celery tasks on the default queue
+# "celery", retried RETRY_BASE_S, 2x, 4x... (at most RETRY_MAX_S apart) up to MAX_ATTEMPTS.
+EMAIL_BACKEND = env_str("EMAIL_BACKEND", "django.core.mail.backends.smtp.EmailBackend")
+EMAIL_HOST = env_str("EMAIL_HOST", "localhost")
+EMAIL_PORT = env_int("EMAIL_PORT", 25)
+EMAIL_HOST_USER = env_str("EMAIL_HOST_USER", "")
+EMAIL_HOST_PASSWORD = env_str("EMAIL_HOST_PASSWORD", "")
+EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", False)
+EMAIL_USE_SSL = env_bool("EMAIL_USE_SSL", False)
+EMAIL_TIMEOUT = env_int("EMAIL_TIMEOUT", 10)
+LAGWATCH_ALERTS_EMAIL_FROM = env_str("LAGWATCH_ALERTS_EMAIL_FROM", "lagwatch@localhost")
+# Links in notices: the dashboard's public address (empty: paths only).
+LAGWATCH_BASE_URL = env_str("LAGWATCH_BASE_URL", "")
+LAGWATCH_ALERTS_HTTP_TIMEOUT_S = env_int("LAGWATCH_ALERTS_HTTP_TIMEOUT_S", 10)
+LAGWATCH_ALERTS_MAX_ATTEMPTS = env_int("LAGWATCH_ALERTS_MAX_ATTEMPTS", 6)
+LAGWATCH_ALERTS_RETRY_BASE_S = env_int("LAGWATCH_ALERTS_RETRY_BASE_S", 10)
+LAGWATCH_ALERTS_RETRY_MAX_S = env_int("LAGWATCH_ALERTS_RETRY_MAX_S", 600)
+CELERY_TASK_ROUTES["dashboard.alerts.tasks.deliver"] = {"queue": "celery"}

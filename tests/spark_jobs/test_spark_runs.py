@@ -24,6 +24,7 @@ import io
 import json
 import time
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,7 @@ import pytest
 from django.conf import settings as django_settings
 from django.core.management import call_command
 from django.core.management.base import CommandError
+from django.utils import timezone
 
 from collectors.cycle import CycleOutcome
 from collectors.figures import PartitionFigure
@@ -42,10 +44,14 @@ from dashboard.monitoring import locks, spark_results, tasks
 from dashboard.monitoring.models import (
     Cluster,
     ConsumerGroup,
+    LagRollup,
     PartitionState,
     SparkJobOutcome,
     SparkJobRun,
+    StatusChange,
 )
+from dashboard.monitoring.rollup_history import apply_rollup_results, prune_rollups
+from dashboard.monitoring.signals import status_applied
 from dashboard.monitoring.spark_results import apply_status_results
 from dashboard.monitoring.spark_runs import lock_key, parse_window, run_job
 from dashboard.monitoring.store import store_cycle
@@ -434,6 +440,7 @@ def test_loading_a_run_is_all_or_nothing(world: World, tmp_path: Path, monkeypat
     with pytest.raises(RuntimeError):
         apply_status_results(str(tmp_path / "run"))
     assert PartitionState.objects.get(topic="quiet").status == "UNKNOWN"
+    assert not StatusChange.objects.exists()  # rolled back with the rest
 
     monkeypatch.setattr(spark_results, "_update", real_update)
     report = apply_status_results(str(tmp_path / "run"))
@@ -444,6 +451,7 @@ def test_loading_a_run_is_all_or_nothing(world: World, tmp_path: Path, monkeypat
         "groups": 1,
         "unmatched_partitions": 0,
         "unmatched_groups": 0,
+        "changes": 2,  # the partition and its group, UNKNOWN -> WARN
     }
 
 
@@ -478,6 +486,7 @@ def test_verdicts_without_a_row_are_skipped(world: World, tmp_path: Path) -> Non
         "groups": 0,
         "unmatched_partitions": 1,
         "unmatched_groups": 1,
+        "changes": 0,
     }
     assert "STOP" not in set(PartitionState.objects.values_list("status", flat=True))
 
@@ -508,3 +517,100 @@ def test_beat_runs_both_jobs_on_the_spark_queue_and_the_lab_worker_consumes_it()
         assert django_settings.CELERY_TASK_ROUTES[task.name] == {"queue": "spark"}
     argv = _worker_argv(Context(Path("/tmp"), {}))
     assert set(argv[argv.index("-Q") + 1].split(",")) == {"celery", "spark"}
+
+
+# History: status changes, the signal to alerts, rollups kept ----------------------------------
+
+
+def test_status_changes_are_recorded_once_and_announced(world: World) -> None:
+    heard: list[dict[str, Any]] = []
+
+    def receiver(sender: Any, **kwargs: Any) -> None:
+        heard.append(kwargs)
+
+    status_applied.connect(receiver)
+    try:
+        spark_job("status")
+        first = SparkJobRun.objects.get()
+        changes = {
+            (c.group.name, c.topic, c.partition): (c.old_status, c.new_status)
+            for c in StatusChange.objects.select_related("group")
+        }
+        # Every partition and group the run judged differently from UNKNOWN (or WARN) changed.
+        assert changes[("orders-app", "orders", 0)] == ("UNKNOWN", "STOP")
+        assert changes[("orders-app", "orders", 1)] == ("UNKNOWN", "OK")
+        assert changes[("orders-app", "", None)] == ("UNKNOWN", "ERR")
+        assert ("stale-app", "t", 0) not in changes  # UNKNOWN before and after
+        assert ("orders-app", "orders", 2) not in changes  # not in the run
+        stuck = PartitionState.objects.get(topic="orders", partition=0)
+        assert stuck.status_since == stuck.evaluated_at
+        assert [h["run"].pk for h in heard] == [first.pk]
+        assert {c.pk for c in heard[0]["changes"]} == set(
+            StatusChange.objects.values_list("pk", flat=True)
+        )
+
+        # A later run with the same verdicts changes nothing: no rows, status_since stays.
+        spark_job("status")
+        assert StatusChange.objects.count() == len(changes)
+        again = PartitionState.objects.get(topic="orders", partition=0)
+        assert again.status_since == stuck.status_since
+        assert again.evaluated_at > stuck.evaluated_at
+        assert len(heard) == 2 and heard[1]["changes"] == []
+    finally:
+        status_applied.disconnect(receiver)
+
+
+def test_a_failing_alerts_receiver_does_not_fail_the_run(world: World) -> None:
+    def broken(sender: Any, **kwargs: Any) -> None:
+        raise RuntimeError("receiver down")
+
+    status_applied.connect(broken)
+    try:
+        assert spark_job("status")["outcome"] == "ok"
+    finally:
+        status_applied.disconnect(broken)
+
+
+def test_rollups_are_kept_as_history_without_duplicates(world: World) -> None:
+    spark_job("rollups", "--window", "30m")
+    run = SparkJobRun.objects.get()
+    groups = pq.read_table(Path(run.output_path) / "groups").to_pylist()
+    stored = {
+        (r.group, r.resolution, int(r.bucket_start.timestamp() * 1000)): r.lag
+        for r in LagRollup.objects.filter(level="group")
+    }
+    assert stored == {(g["group"], g["resolution"], g["bucket_start_ms"]): g["lag"] for g in groups}
+    # Partitions are kept at an hour only; topics and clusters at both resolutions.
+    assert set(
+        LagRollup.objects.filter(level="partition").values_list("resolution", flat=True)
+    ) == {"1h"}
+    assert set(LagRollup.objects.filter(level="cluster").values_list("resolution", flat=True)) == {
+        "1m",
+        "1h",
+    }
+    before = sorted(
+        LagRollup.objects.values_list(
+            "level", "resolution", "group", "topic", "partition", "bucket_start", "lag"
+        )
+    )
+    # The same run applied again (a retried load) rewrites only the newest buckets: same rows.
+    assert 0 < apply_rollup_results(run.output_path) < len(before)
+    after = sorted(
+        LagRollup.objects.values_list(
+            "level", "resolution", "group", "topic", "partition", "bucket_start", "lag"
+        )
+    )
+    assert after == before
+
+
+def test_old_rollups_are_pruned(world: World, lagwatch: Any) -> None:
+    now = timezone.now()
+    for resolution, age_h in (("1m", 49), ("1m", 47), ("1h", 24 * 31), ("1h", 24 * 29)):
+        LagRollup.objects.create(
+            cluster="c1", level="cluster", resolution=resolution,
+            bucket_start=now - timedelta(hours=age_h), lag=1,
+        )  # fmt: skip
+    assert prune_rollups() == 2
+    assert sorted(
+        round((now - r.bucket_start).total_seconds() / 3600) for r in LagRollup.objects.all()
+    ) == [47, 24 * 29]

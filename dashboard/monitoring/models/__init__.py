@@ -4,6 +4,7 @@ from dashboard.monitoring.models.config import Cluster
 from dashboard.monitoring.models.health import CollectionError, ServiceHeartbeat, SourceHealth
 from dashboard.monitoring.models.ingest import ClientReportRow, IngestKind
 from dashboard.monitoring.models.jobs import SparkJobOutcome, SparkJobRun
+from dashboard.monitoring.models.rollups import LagRollup, RollupLevel
 from dashboard.monitoring.models.state import (
     BrokerOffsetSample,
     ConsumerGroup,
@@ -12,6 +13,7 @@ from dashboard.monitoring.models.state import (
     RebalanceEvent,
     SourceKind,
     Status,
+    StatusChange,
 )
 
 __all__ = [
@@ -21,13 +23,16 @@ __all__ = [
     "CollectionError",
     "ConsumerGroup",
     "IngestKind",
+    "LagRollup",
     "OffsetSample",
     "PartitionState",
     "RebalanceEvent",
+    "RollupLevel",
     "ServiceHeartbeat",
     "SourceHealth",
     "SourceKind",
     "SparkJobOutcome",
     "SparkJobRun",
     "Status",
+    "StatusChange",
 ]

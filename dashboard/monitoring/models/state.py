@@ -47,6 +47,8 @@ class ConsumerGroup(models.Model):
     # Set by the status job (SPEC §4): share of partitions with a full window, and when.
     complete = models.FloatField(null=True)
     evaluated_at = models.DateTimeField(null=True)
+    # When the current status began: alerts' minimum duration, "stuck for 12 min" in the UI.
+    status_since = models.DateTimeField(null=True)
     stale = models.BooleanField(default=False)
     first_seen_at = models.DateTimeField()
     last_seen_at = models.DateTimeField()
@@ -85,6 +87,7 @@ class PartitionState(models.Model):
     reason = models.TextField(blank=True, default="", db_default="")
     complete = models.FloatField(null=True)
     evaluated_at = models.DateTimeField(null=True)
+    status_since = models.DateTimeField(null=True)
     stale = models.BooleanField(default=False)
     sampled_at = models.DateTimeField()
 
@@ -159,3 +162,31 @@ class RebalanceEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.group_id} {self.cause} @ {self.at:%H:%M:%S}"
+
+
+class StatusChange(models.Model):
+    """A status run changed a partition's or a group's status: the history the partition page
+    shows and alerts' durations rest on. ``partition`` is null (and ``topic`` empty) for the
+    group itself. Only changes are kept, not every evaluation: a stuck partition costs one row."""
+
+    group = models.ForeignKey(
+        ConsumerGroup, on_delete=models.CASCADE, related_name="status_changes"
+    )
+    topic = models.CharField(max_length=255, blank=True)
+    partition = models.IntegerField(null=True)
+    at = models.DateTimeField()
+    old_status = models.CharField(max_length=16, choices=Status.choices)
+    new_status = models.CharField(max_length=16, choices=Status.choices)
+    diagnosis = models.JSONField(default=list)
+    reason = models.TextField(blank=True)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["group", "topic", "partition", "at"]),
+            models.Index(fields=["at"]),
+        ]
+        ordering = ["-at"]
+
+    def __str__(self) -> str:
+        where = "" if self.partition is None else f":{self.topic}/{self.partition}"
+        return f"{self.group_id}{where} {self.old_status}→{self.new_status}"
