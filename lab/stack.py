@@ -32,6 +32,7 @@ from lab.services import (
     SERVICES,
     Context,
     ServiceSpec,
+    django_env,
     private_redis_url,
     redis_ping,
 )
@@ -202,6 +203,14 @@ class Stack:
         """Addresses by role: zookeeper, kafka, redis, web, storm_ui, control (those present)."""
         state = self._read_state()
         return self._endpoints(state) if state is not None else {}
+
+    def django_env(self) -> dict[str, str]:
+        """The environment the stack's own product processes run with (its database, Redis,
+        ingest token): for running ``manage.py`` against this stack from outside it."""
+        state = self._read_state()
+        if state is None:
+            raise StackError(f"no lab stack is recorded in {self.run_dir}")
+        return django_env(self._context(state))
 
     def stop_service(self, name: str) -> str:
         """Stop one service, keeping its port reserved in the record for ``start_service``."""

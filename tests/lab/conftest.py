@@ -1,0 +1,109 @@
+"""One full lab stack shared by the end-to-end tests that can live side by side in it (the
+dashboard in a browser, alerts): starting a stack and waiting for every group's first verdict
+costs a minute or two, so they pay it once.
+
+Each test owns the scenario and the groups it touches (the browser test: ``dead-consumer`` on
+payments-ledger and an XSS-named group; alerts: ``poison-message`` on orders-spout) and
+asserts only about those. ``tests/lab/test_lab_verdicts.py`` keeps a stack of its own: it
+checks that untouched groups stay OK for its whole run.
+
+The stack polls the lab cluster every 5 s and runs the status job every 15 s, as the verdicts
+test does: a window of 10 commits then lasts about 50 s.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lab.stack import REPO, Stack
+from lab.workload.control import start_scenario, stop_scenario
+from tests.waiting import wait_for
+
+SERVICES = ["zookeeper", "kafka", "redis", "workload", "web", "worker", "collector", "beat"]
+POLL_S = 5
+JOB_S = 15
+WINDOW = 10
+USERNAME = "lab"
+
+
+class LabWorld:
+    """What the end-to-end tests need of the shared stack."""
+
+    def __init__(self, stack: Stack, endpoints: dict[str, str]) -> None:
+        self.stack = stack
+        self.endpoints = endpoints
+        self.env = stack.django_env()
+        self.web_url = endpoints["web"].rstrip("/")
+        self.control = endpoints["control"]
+        self.login = (USERNAME, self.manage("demo_user", USERNAME).stdout.strip())
+
+    @property
+    def run_dir(self) -> Path:
+        return self.stack.run_dir
+
+    def manage(
+        self, *args: str, input: str | None = None, timeout: float = 120, check: bool = True
+    ) -> subprocess.CompletedProcess[str]:
+        """``manage.py ARGS`` against the stack's database and Redis."""
+        done = subprocess.run(
+            [sys.executable, "manage.py", *args],
+            cwd=REPO, env=self.env, input=input, capture_output=True, text=True,
+            timeout=timeout,
+        )  # fmt: skip
+        if check and done.returncode != 0:
+            raise AssertionError(f"manage.py {' '.join(args)}: {done.stderr[-3000:]}")
+        return done
+
+    def status(self) -> dict[str, Any]:
+        """``lagwatch_status --json``: what a user's script sees."""
+        return json.loads(self.manage("lagwatch_status", "--json", timeout=60).stdout)
+
+    def start_scenario(self, name: str, **params: Any) -> dict[str, Any]:
+        return start_scenario(self.control, name, **params)
+
+    def stop_scenario(self, name: str) -> dict[str, Any]:
+        return stop_scenario(self.control, name)
+
+    def wait_until(
+        self, predicate: Callable[[dict[str, Any]], Any], timeout_s: float, what: str
+    ) -> Any:
+        """The first truthy ``predicate(status document)``, read every few seconds."""
+        return wait_for(lambda: predicate(self.status()), timeout_s, what, every=3.0)
+
+
+def _judged(doc: dict[str, Any]) -> bool:
+    """Every demo group collected and every partition evaluated once."""
+    groups = {(g["source"], g["group"]) for g in doc["groups"]}
+    return len(groups) >= 8 and all(p["evaluated_at"] for p in doc["partitions"])
+
+
+@pytest.fixture(scope="session")
+def lab_world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabWorld]:
+    saved = {k: os.environ.get(k) for k in ("LAGWATCH_LAB_POLL_S", "LAGWATCH_STATUS_EVERY_S",
+                                            "LAGWATCH_STATUS_WINDOW_COMMITS")}  # fmt: skip
+    # The lab's services inherit the test's environment (lab/services.py).
+    os.environ.update(
+        LAGWATCH_LAB_POLL_S=str(POLL_S),
+        LAGWATCH_STATUS_EVERY_S=str(JOB_S),
+        LAGWATCH_STATUS_WINDOW_COMMITS=str(WINDOW),
+    )
+    stack = Stack(tmp_path_factory.mktemp("lab-world"))
+    try:
+        world = LabWorld(stack, stack.up(SERVICES))
+        world.wait_until(_judged, 240, "every demo group collected and judged once")
+        yield world
+    finally:
+        stack.down()
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
