@@ -141,6 +141,7 @@ def run_job(job: str, window_s: int | None = None, now_ms: int | None = None) ->
                 return _finish(
                     run, SparkJobOutcome.SKIPPED, started, "another run of this job holds the lock"
                 )
+            _close_orphans(job, run)
             result = _execute(job, window_s, now_ms)
             run.input_rows = result.input_rows
             run.output_rows = result.output_rows
@@ -160,6 +161,19 @@ def run_job(job: str, window_s: int | None = None, now_ms: int | None = None) ->
     _prune_runs(job)
     log.info("spark job done", extra={"run": run.as_dict()})
     return run
+
+
+def _close_orphans(job: str, current: SparkJobRun) -> int:
+    """Runs of ``job`` still "running" while this one holds the job's lock were cut short (a
+    worker killed mid-run): no live run can be without the lock, so record them as failed."""
+    return (
+        SparkJobRun.objects.filter(job=job, outcome=SparkJobOutcome.RUNNING)
+        .exclude(pk=current.pk)
+        .update(
+            outcome=SparkJobOutcome.FAILED,
+            error="cut short: the worker running it stopped before the run finished",
+        )
+    )
 
 
 def _announce(run: SparkJobRun, changes: list) -> None:

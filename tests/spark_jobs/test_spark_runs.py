@@ -365,6 +365,16 @@ def test_a_run_while_another_holds_the_lock_is_skipped(world: World) -> None:
     assert run_job("status").outcome == "ok"  # the lock was released
 
 
+def test_a_run_cut_short_is_closed_as_failed_by_the_next_one(world: World) -> None:
+    orphan = SparkJobRun.objects.create(job="status", started_at=timezone.now(), window_s=60)
+    other_job = SparkJobRun.objects.create(job="rollups", started_at=timezone.now(), window_s=60)
+    assert run_job("status").outcome == "ok"
+    orphan.refresh_from_db()
+    assert orphan.outcome == "failed" and "cut short" in orphan.error
+    other_job.refresh_from_db()
+    assert other_job.outcome == "running"  # another job's run: not this lock's to judge
+
+
 # The rollups job ----------------------------------------------------------------------------
 
 
