@@ -1,0 +1,21 @@
+"""Celery tasks of the reports app: thin wrappers around :mod:`dashboard.reports.build`."""
+
+from __future__ import annotations
+
+from celery import shared_task
+
+
+@shared_task(name="dashboard.reports.tasks.build_report", ignore_result=True)
+def build_report(report_id: int) -> None:
+    """Build a queued report's file, updating its progress as it goes."""
+    from dashboard.reports.build import build_report_file
+
+    build_report_file(report_id)
+
+
+@shared_task(name="dashboard.reports.tasks.prune_reports", ignore_result=True)
+def prune_reports() -> int:
+    """Delete report files older than ``LAGWATCH_REPORTS_KEEP_DAYS``."""
+    from dashboard.reports.build import prune_old_reports
+
+    return prune_old_reports()
