@@ -18,6 +18,5 @@ urlpatterns = [
     path("metrics", include("dashboard.api.metrics_urls")),
     path("alerts/", include("dashboard.alerts.urls")),
     path("reports/", include("dashboard.reports.urls")),
-    path("", include("dashboard.monitoring.urls")),
     path("", include("dashboard.ui.urls")),
 ]

@@ -18,6 +18,7 @@ from confluent_kafka.admin import AdminClient
 from kazoo.client import KazooClient
 
 from lab.stack import Stack
+from tests.lab_world import lab_world  # noqa: F401 - the shared end-to-end stack
 
 # Spark must not bind to whatever interface the hostname resolves to (see shared/LAB.md).
 os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"

@@ -1,6 +1,8 @@
 """One full lab stack shared by the end-to-end tests that can live side by side in it (the
-dashboard in a browser, alerts): starting a stack and waiting for every group's first verdict
-costs a minute or two, so they pay it once.
+dashboard in a browser, alerts, reports): starting a stack and waiting for every group's first
+verdict costs a minute or two, so they pay it once. ``tests/conftest.py`` registers the
+fixture for the whole suite; test modules must not import it (a second import would be a
+second session fixture, and a second stack).
 
 Each test owns the scenario and the groups it touches (the browser test: ``dead-consumer`` on
 payments-ledger and an XSS-named group; alerts: ``poison-message`` on orders-spout) and

@@ -20,4 +20,3 @@ def _health() -> dict:
 def health(request: HttpRequest) -> JsonResponse:
     report = _health()
     return JsonResponse(report, status=200 if report["ok"] else 503)
-

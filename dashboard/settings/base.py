@@ -54,7 +54,7 @@ MIDDLEWARE = [
 ROOT_URLCONF = "dashboard.urls"
 WSGI_APPLICATION = "dashboard.wsgi.application"
 LOGIN_URL = "login"
-LOGIN_REDIRECT_URL = "monitoring:home"
+LOGIN_REDIRECT_URL = "ui:overview"
 LOGOUT_REDIRECT_URL = "login"
 
 TEMPLATES = [
@@ -227,8 +227,6 @@ STATICFILES_FINDERS = [
     "dashboard.ui.staticfinders.PlotlyFinder",
 ]
 STATICFILES_DIRS = [BASE_DIR / "dashboard" / "static"]
-# The overview replaced the monitoring app's home page.
-LOGIN_REDIRECT_URL = "ui:overview"
 # How often the pages ask for fresh figures (seconds); charts every few of these.
 LAGWATCH_UI_REFRESH_S = env_int("LAGWATCH_UI_REFRESH_S", 10)
 
@@ -252,3 +250,27 @@ LAGWATCH_ALERTS_MAX_ATTEMPTS = env_int("LAGWATCH_ALERTS_MAX_ATTEMPTS", 6)
 LAGWATCH_ALERTS_RETRY_BASE_S = env_int("LAGWATCH_ALERTS_RETRY_BASE_S", 10)
 LAGWATCH_ALERTS_RETRY_MAX_S = env_int("LAGWATCH_ALERTS_RETRY_MAX_S", 600)
 CELERY_TASK_ROUTES["dashboard.alerts.tasks.deliver"] = {"queue": "celery"}
+
+# --- API, Burrow-compatible /v3 and /metrics (SPEC §9, docs/API.md) ----------------------------
+# /metrics and /v3 are open by default, like Burrow's API and Prometheus exporters. "token":
+# an API token (Authorization: Bearer, any scope); "basic": HTTP basic auth with the user and
+# password below (an API token works too). The API under /api/v1/ always needs a token or login.
+LAGWATCH_OPEN_ENDPOINTS_AUTH = env_str("LAGWATCH_OPEN_ENDPOINTS_AUTH", "none").strip().lower()
+LAGWATCH_OPEN_ENDPOINTS_USER = env_str("LAGWATCH_OPEN_ENDPOINTS_USER", "")
+LAGWATCH_OPEN_ENDPOINTS_PASSWORD = env_str("LAGWATCH_OPEN_ENDPOINTS_PASSWORD", "")
+if LAGWATCH_OPEN_ENDPOINTS_AUTH not in ("none", "token", "basic"):
+    from django.core.exceptions import ImproperlyConfigured
+
+    raise ImproperlyConfigured(
+        "LAGWATCH_OPEN_ENDPOINTS_AUTH must be none, token or basic, "
+        f"got {LAGWATCH_OPEN_ENDPOINTS_AUTH!r}"
+    )
+if LAGWATCH_OPEN_ENDPOINTS_AUTH == "basic" and not (
+    LAGWATCH_OPEN_ENDPOINTS_USER and LAGWATCH_OPEN_ENDPOINTS_PASSWORD
+):
+    from django.core.exceptions import ImproperlyConfigured
+
+    raise ImproperlyConfigured(
+        "LAGWATCH_OPEN_ENDPOINTS_AUTH=basic needs LAGWATCH_OPEN_ENDPOINTS_USER and "
+        "LAGWATCH_OPEN_ENDPOINTS_PASSWORD"
+    )

@@ -11,7 +11,7 @@ pytestmark = pytest.mark.django_db
 
 
 def test_home_redirects_anonymous_users_to_login(client: Client) -> None:
-    response = client.get(reverse("monitoring:home"))
+    response = client.get(reverse("ui:overview"))
     assert response.status_code == 302
     assert response["Location"].startswith(reverse("login"))
 
@@ -40,7 +40,7 @@ def test_health_reports_a_late_heartbeat(client: Client) -> None:
 def test_logged_in_user_sees_home(client: Client, django_user_model) -> None:
     user = django_user_model.objects.create_user("sre", password="s3cret-pass-123")
     client.force_login(user)
-    response = client.get(reverse("monitoring:home"))
+    response = client.get(reverse("ui:overview"))
     assert response.status_code == 200
     assert b"Pipeline health" in response.content
 

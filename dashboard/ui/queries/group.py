@@ -1,0 +1,194 @@
+"""One group: its partitions (one query, then filtered, sorted and paged in Python), members
+and their assignment, rebalances, status changes. A fixed number of queries per page."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from datetime import datetime
+from typing import Any
+
+from django.urls import reverse
+
+from dashboard.monitoring.models import ConsumerGroup, PartitionState, RebalanceEvent, StatusChange
+from dashboard.ui.params import PARTITIONS_PER_PAGE, SEVERITY, STATUSES_WORST_FIRST, GroupView
+from dashboard.ui.queries.common import diagnosis_codes
+
+# Every partition of the group, light: totals, filters, sort, paging, the assignment view.
+LIGHT_COLUMNS = ("id", "topic", "partition", "lag", "time_lag_s", "status", "stale", "owner")
+# The rows of the table's page only, in full (dates and JSON cost to decode: not 1,000 of them).
+FULL_COLUMNS = (
+    "id", "committed", "latest", "time_lag_kind", "alive", "diagnosis", "last_commit_at",
+    "complete",
+)  # fmt: skip
+REBALANCES_SHOWN = 200
+CHANGES_SHOWN = 30
+NOBODY = "(nobody)"
+
+
+def group(pk: int) -> ConsumerGroup:
+    return ConsumerGroup.objects.select_related("cluster").get(pk=pk)
+
+
+def partitions(g: ConsumerGroup) -> list[dict[str, Any]]:
+    return [
+        dict(zip(LIGHT_COLUMNS, row, strict=True))
+        for row in PartitionState.objects.filter(group_id=g.id).values_list(*LIGHT_COLUMNS)
+    ]
+
+
+def _complete_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The page's rows with their remaining columns and partition links (one query)."""
+    full = {
+        r["id"]: r
+        for r in PartitionState.objects.filter(id__in=[r["id"] for r in rows]).values(*FULL_COLUMNS)
+    }
+    prefix = reverse("ui:partition", args=[0])[: -len("0/")]
+    out = []
+    for r in rows:
+        extra = full.get(r["id"], {})
+        out.append(
+            {**r, **extra, "codes": diagnosis_codes(extra.get("diagnosis")),
+             "url": f"{prefix}{r['id']}/"}
+        )  # fmt: skip
+    return out
+
+
+def _sort_key(sort: str):
+    if sort == "lag":
+        return lambda r: (-(r["lag"] if r["lag"] is not None else -1), r["topic"], r["partition"])
+    if sort == "time_lag":
+        return lambda r: (-(r["time_lag_s"] or -1), r["topic"], r["partition"])
+    if sort == "partition":
+        return lambda r: (r["topic"], r["partition"])
+    return lambda r: (-SEVERITY.get(r["status"], 1), -(r["lag"] or 0), r["topic"], r["partition"])
+
+
+def table(rows: list[dict[str, Any]], view: GroupView) -> dict[str, Any]:
+    """The partition table's page: filters, sort and paging of the view (deep-linked)."""
+    shown = [
+        r
+        for r in rows
+        if (not view.statuses or r["status"] in view.statuses)
+        and (not view.topic or r["topic"] == view.topic)
+    ]
+    shown.sort(key=_sort_key(view.sort))
+    pages = max(1, -(-len(shown) // PARTITIONS_PER_PAGE))
+    page = min(view.page, pages)
+    start = (page - 1) * PARTITIONS_PER_PAGE
+    return {
+        "rows": _complete_rows(shown[start : start + PARTITIONS_PER_PAGE]),
+        "matching": len(shown),
+        "page": page,
+        "pages": pages,
+        "topics": sorted({r["topic"] for r in rows}),
+    }
+
+
+def totals(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    lags = [r["lag"] for r in rows if r["lag"] is not None]
+    time_lags = [r["time_lag_s"] for r in rows if r["time_lag_s"] is not None]
+    by_status = Counter(r["status"] for r in rows)
+    return {
+        "lag": sum(lags) if lags else None,
+        "time_lag": max(time_lags) if time_lags else None,
+        "partitions": len(rows),
+        "stale": sum(1 for r in rows if r["stale"]),
+        "by_status": {s: by_status[s] for s in STATUSES_WORST_FIRST if by_status[s]},
+    }
+
+
+def _ranges(numbers: list[int]) -> str:
+    """``[0, 1, 2, 5]`` -> ``0-2, 5``: a member's partitions of a topic, short."""
+    out, run = [], []
+    for n in sorted(numbers):
+        if run and n == run[-1] + 1:
+            run.append(n)
+            continue
+        if run:
+            out.append(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]))
+        run = [n]
+    if run:
+        out.append(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]))
+    return ", ".join(out)
+
+
+def assignment(g: ConsumerGroup, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Members and the partitions each holds, with their statuses.
+
+    From the members' reported assignments (Kafka) where there are some, else from each
+    partition's owner (ZooKeeper owner node, the spout's topology). Partitions no member
+    holds are listed under "(nobody)": the picture of a dead consumer.
+    """
+    status = {(r["topic"], r["partition"]): r["status"] for r in rows}
+    held: dict[str, list[tuple[str, int]]] = defaultdict(list)
+    info: dict[str, dict[str, str]] = {}
+    members = g.members if isinstance(g.members, list) else []
+    with_assignment = [m for m in members if isinstance(m, dict) and m.get("assignment")]
+    if with_assignment:
+        for m in members:
+            mid = str(m.get("member_id") or "?")
+            info[mid] = {
+                "client_id": str(m.get("client_id") or ""),
+                "host": str(m.get("host") or ""),
+            }
+            held[mid]  # a member holding nothing is shown too
+            for tp in m.get("assignment") or []:
+                if isinstance(tp, list | tuple) and len(tp) == 2:
+                    held[mid].append((str(tp[0]), int(tp[1])))
+        owned = {tp for tps in held.values() for tp in tps}
+        held[NOBODY] += [tp for tp in status if tp not in owned]
+    else:
+        for r in rows:
+            held[r["owner"] or NOBODY].append((r["topic"], r["partition"]))
+        for m in members:
+            if isinstance(m, dict):
+                mid = str(m.get("member_id") or "?")
+                held.setdefault(mid, [])
+                info[mid] = {
+                    "client_id": str(m.get("client_id") or ""),
+                    "host": str(m.get("host") or ""),
+                }
+    out = []
+    for member, tps in held.items():
+        if member == NOBODY and not tps:
+            continue
+        by_topic: dict[str, list[int]] = defaultdict(list)
+        for topic, partition in tps:
+            by_topic[topic].append(partition)
+        counts = Counter(status.get(tp, "UNKNOWN") for tp in tps)
+        out.append(
+            {
+                "member": member,
+                "nobody": member == NOBODY,
+                **info.get(member, {"client_id": "", "host": ""}),
+                "topics": [(t, _ranges(ps)) for t, ps in sorted(by_topic.items())],
+                "count": len(tps),
+                "by_status": {s: counts[s] for s in STATUSES_WORST_FIRST if counts[s]},
+            }
+        )
+    out.sort(key=lambda m: (m["nobody"], m["member"]))
+    return out
+
+
+def rebalances(g: ConsumerGroup, since: datetime) -> list[dict[str, Any]]:
+    rows = RebalanceEvent.objects.filter(group_id=g.id, at__gte=since).order_by("-at")
+    out = []
+    for e in rows.values("at", "generation", "cause", "detail")[:REBALANCES_SHOWN]:
+        detail = e["detail"] if isinstance(e["detail"], dict) else {}
+        causes = detail.get("causes")
+        e["causes"] = [str(c) for c in causes] if isinstance(causes, list) else [e["cause"]]
+        e["detail"] = {k: v for k, v in detail.items() if k != "causes"}
+        out.append(e)
+    out.reverse()
+    return out
+
+
+def status_changes(g: ConsumerGroup) -> list[dict[str, Any]]:
+    rows = StatusChange.objects.filter(group_id=g.id).order_by("-at")[:CHANGES_SHOWN]
+    out = []
+    for c in rows.values(
+        "at", "topic", "partition", "old_status", "new_status", "diagnosis", "reason"
+    ):
+        c["codes"] = diagnosis_codes(c["diagnosis"])
+        out.append(c)
+    return out

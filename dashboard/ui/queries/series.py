@@ -1,0 +1,154 @@
+"""Time series of the charts: raw history (``OffsetSample``) for short ranges, the rollup
+history (``LagRollup``) for long ones; one aggregate query per chart whatever the partitions."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.db.models import Count, IntegerField, Max, Q, Sum
+from django.db.models.functions import Cast
+
+from dashboard.monitoring.models import ConsumerGroup, LagRollup, OffsetSample, PartitionState
+from dashboard.ui.params import Range
+
+# The raw history is kept 6 h (LAGWATCH_RAW_HISTORY_HOURS) and a group's sum over all its
+# partitions costs one row per partition and poll, so groups read it for an hour at most, and
+# at most ROW_BUDGET sample rows: a group of 1,000 partitions gets every few polls (the figures
+# at those polls are exact, not averaged), a group of 20 every poll.
+GROUP_RAW_MAX = timedelta(hours=1)
+PARTITION_RAW_MAX = timedelta(hours=6)
+ROW_BUDGET = 20_000
+MIN_POINTS = 15
+
+
+def resolution(span: timedelta) -> str:
+    """Minute buckets up to a day (kept two days), hour buckets beyond."""
+    return "1m" if span <= timedelta(days=1) else "1h"
+
+
+def poll_times(
+    partition_id: int | None, since: datetime, partitions: int, budget: int = ROW_BUDGET
+) -> list[datetime]:
+    """The polls to chart: every poll of one partition since ``since`` (all partitions of a
+    cluster share their cycles' times), thinned to keep ``partitions × polls`` in budget."""
+    if partition_id is None:
+        return []
+    times = list(
+        OffsetSample.objects.filter(partition_id=partition_id, at__gte=since)
+        .order_by("at")
+        .values_list("at", flat=True)
+    )
+    return thin(times, max(MIN_POINTS, budget // max(partitions, 1)))
+
+
+def thin(times: list, points: int) -> list:
+    """Evenly spaced picks keeping the newest (pure)."""
+    if len(times) <= points:
+        return times
+    step = (len(times) - 1) / (points - 1)
+    return [times[round(i * step)] for i in range(points)]
+
+
+def group_series(
+    group: ConsumerGroup,
+    rng: Range,
+    now: datetime,
+    partition_ids: list[int] | None = None,
+) -> dict[str, Any]:
+    """``partition_ids``: the group's partitions, known to the caller (one query less)."""
+    since = now - rng.span
+    if rng.span <= GROUP_RAW_MAX:
+        if partition_ids is None:
+            partition_ids = list(group.partitions.values_list("id", flat=True))
+        # The partition with the longest history (lowest id) gives the poll times.
+        times = poll_times(min(partition_ids, default=None), since, len(partition_ids))
+        rows = (
+            OffsetSample.objects.filter(partition__group_id=group.id, at__in=times)
+            .order_by()
+            .values("at")
+            .annotate(
+                n_lag=Count("id", filter=Q(lag__isnull=False)),
+                lag_sum=Sum("lag"),
+                max_time_lag=Max("time_lag_s"),
+                sum_pending=Sum("pending"),
+                sum_failed=Sum("failed"),
+                sum_acked=Sum("acked"),
+                any_stale=Max(Cast("stale", IntegerField())),
+            )
+            .order_by("at")
+        )
+        rows = list(rows)
+        return {
+            "kind": "raw",
+            "since": since,
+            "x": [r["at"] for r in rows],
+            "lag": [r["lag_sum"] if r["n_lag"] else None for r in rows],
+            "time_lag": [r["max_time_lag"] for r in rows],
+            "pending": [r["sum_pending"] for r in rows],
+            "failed": [r["sum_failed"] for r in rows],
+            "acked": [r["sum_acked"] for r in rows],
+            "stale": [bool(r["any_stale"]) for r in rows],
+        }
+    res = resolution(rng.span)
+    rows = list(
+        LagRollup.objects.filter(
+            level="group",
+            resolution=res,
+            cluster=group.cluster.name,
+            source=group.source,
+            group=group.name,
+            bucket_start__gte=since,
+        )
+        .order_by("bucket_start")
+        .values_list("bucket_start", "lag", "max_time_lag_s")
+    )
+    return {
+        "kind": f"rollup {res}",
+        "since": since,
+        "x": [r[0] for r in rows],
+        "lag": [r[1] for r in rows],
+        "time_lag": [r[2] for r in rows],
+        "stale": None,
+    }
+
+
+def partition_series(p: PartitionState, rng: Range, now: datetime) -> dict[str, Any]:
+    since = now - rng.span
+    if rng.span <= PARTITION_RAW_MAX:
+        rows = list(
+            OffsetSample.objects.filter(partition_id=p.id, at__gte=since)
+            .order_by("at")
+            .values_list(
+                "at", "committed", "latest", "lag", "time_lag_s", "pending", "failed", "acked",
+                "stale",
+            )
+        )  # fmt: skip
+        cols = list(zip(*rows, strict=True)) if rows else [[]] * 9
+        names = ("x", "committed", "latest", "lag", "time_lag", "pending", "failed", "acked")
+        out: dict[str, Any] = {n: list(c) for n, c in zip(names, cols, strict=False)}
+        out.update(kind="raw", since=since, stale=list(cols[8]))
+        return out
+    g = p.group
+    rows = list(
+        LagRollup.objects.filter(
+            level="partition",
+            resolution="1h",
+            cluster=g.cluster.name,
+            source=g.source,
+            group=g.name,
+            topic=p.topic,
+            partition=p.partition,
+            bucket_start__gte=since,
+        )
+        .order_by("bucket_start")
+        .values_list("bucket_start", "lag", "max_time_lag_s")
+    )
+    return {
+        "kind": "rollup 1h",
+        "since": since,
+        "x": [r[0] for r in rows],
+        "lag": [r[1] for r in rows],
+        "time_lag": [r[2] for r in rows],
+        "stale": None,
+    }

@@ -1,0 +1,129 @@
+"""One group (SPEC §8): lag and time-lag charts over a chosen range, partition table,
+members and their assignment, rebalance timeline, spout counts, status changes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.views.decorators.http import require_GET
+
+from dashboard.monitoring.models import ConsumerGroup
+from dashboard.ui import charts
+from dashboard.ui.params import PARTITION_SORTS, RANGES, STATUSES_WORST_FIRST, BadParam, group_view
+from dashboard.ui.queries import group as q
+from dashboard.ui.queries.common import unreachable_sources
+from dashboard.ui.queries.series import group_series
+from dashboard.ui.views.common import (
+    bad_request,
+    live_figures,
+    live_mode,
+    live_regions,
+    page_context,
+)
+
+
+def _figures(g: ConsumerGroup, view, rows, now) -> dict[str, Any]:
+    s = group_series(g, view.range, now, [r["id"] for r in rows])
+    label = f"{g.name}"
+    figs: dict[str, Any] = {
+        "lag": charts.series_figure(
+            f"Lag of {label} ({s['kind']})", s["x"], {"lag (messages)": s["lag"]}, "messages",
+            s["stale"],
+        ),
+        "time_lag": charts.series_figure(
+            f"Time lag of {label} ({s['kind']})", s["x"], {"max time lag (s)": s["time_lag"]},
+            "seconds",
+        ),
+    }  # fmt: skip
+    spout = {k: s.get(k) or [] for k in ("pending", "failed", "acked")}
+    figs["spout"] = (
+        charts.series_figure(f"Spout counts of {label}", s["x"], spout, "messages")
+        if any(v is not None for vs in spout.values() for v in vs)
+        else None
+    )
+    members = q.assignment(g, rows)
+    figs["assignment"] = charts.assignment_figure([(m["member"], m["by_status"]) for m in members])
+    events = q.rebalances(g, s["since"])
+    figs["rebalances"] = charts.rebalance_figure(events, s["since"], now)
+    return {"figures": figs, "series_kind": s["kind"], "members": members, "events": events}
+
+
+def _live(g: ConsumerGroup, view, rows) -> dict[str, Any]:
+    t = q.table(rows, view)
+    return page_context(
+        g=g,
+        view=view,
+        totals=q.totals(rows),
+        table=t,
+        unreachable=unreachable_sources([g.cluster_id]),
+        sorts=[
+            {
+                "key": k,
+                "label": label,
+                "qs": view.query_string(sort=k, page=1),
+                "active": k == view.sort,
+            }
+            for k, label in PARTITION_SORTS.items()
+        ],  # fmt: skip
+        status_chips=[
+            {
+                "status": s,
+                "active": s in view.statuses,
+                "qs": view.query_string(
+                    statuses=tuple(x for x in view.statuses if x != s)
+                    if s in view.statuses
+                    else (*view.statuses, s),
+                    page=1,
+                ),
+            }
+            for s in STATUSES_WORST_FIRST
+        ],
+        prev_qs=view.query_string(page=t["page"] - 1) if t["page"] > 1 else None,
+        next_qs=view.query_string(page=t["page"] + 1) if t["page"] < t["pages"] else None,
+    )
+
+
+@require_GET
+def group(request: HttpRequest, pk: int) -> HttpResponse:
+    try:
+        mode = live_mode(request)
+        view = group_view(request.GET)
+    except BadParam as e:
+        return bad_request(e)
+    try:
+        g = q.group(pk)
+    except ConsumerGroup.DoesNotExist:
+        raise Http404("No such group") from None
+    rows = q.partitions(g)
+    if mode == "charts":
+        return live_figures(_figures(g, view, rows, page_context()["now"])["figures"])
+    context = _live(g, view, rows)
+    if mode == "1":
+        return live_regions(
+            request,
+            {
+                "group-head": ("ui/partials/group_head.html", context),
+                "partitions": ("ui/partials/group_partitions.html", context),
+            },
+        )
+    extra = _figures(g, view, rows, context["now"])
+    return render(
+        request,
+        "ui/group.html",
+        {
+            **context,
+            **extra,
+            "changes": q.status_changes(g),
+            "ranges": [
+                {
+                    "key": r.key,
+                    "label": r.label,
+                    "qs": view.query_string(range=r, page=1),
+                    "active": r.key == view.range.key,
+                }
+                for r in RANGES.values()
+            ],  # fmt: skip
+        },
+    )

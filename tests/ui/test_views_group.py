@@ -1,0 +1,203 @@
+"""The group page: partition table, charts over ranges, members, rebalances, states; and a
+query count that does not grow with the number of partitions."""
+
+from datetime import timedelta
+
+import pytest
+from django.db import connection
+from django.test import Client
+from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
+from django.utils import timezone
+
+from dashboard.monitoring.models import LagRollup, RebalanceEvent, StatusChange
+from dashboard.ui.params import PARTITIONS_PER_PAGE as PER_PAGE
+from tests.ui import world
+
+pytestmark = pytest.mark.django_db
+
+
+def url(g, query: str = "") -> str:
+    return reverse("ui:group", args=[g.pk]) + query
+
+
+def test_partition_table_shows_every_column(web: Client) -> None:
+    g = world.group(world.cluster(), "payments", status="ERR")
+    world.partitions(g, 2, status="STOP", diagnosis=[{"code": "DEAD_CONSUMER", "evidence": {}}])
+    body = web.get(url(g)).content.decode()
+    for text in ("Committed", "Latest", "Lag", "Time lag", "Owner", "Diagnosis", "Last commit",
+                 "DEAD_CONSUMER", "member-1", ">100<", ">106<"):  # fmt: skip
+        assert text in body, text
+
+
+def test_partition_table_filters_sorts_and_pages_by_link(web: Client) -> None:
+    g = world.group(world.cluster(), "big")
+    world.partitions(g, 2 * PER_PAGE - 3, topic="a", lag=1)
+    world.partitions(g, 3, topic="b", status="STALL", lag=7)
+    r = web.get(url(g))
+    rows = r.context["table"]["rows"]
+    assert [x["status"] for x in rows[:3]] == ["STALL"] * 3 and len(rows) == PER_PAGE
+    assert rows[0]["url"] == reverse("ui:partition", args=[rows[0]["id"]])
+    assert r.context["table"]["pages"] == 2
+    assert 'href="?ppage=2" rel="next"' in r.content.decode()
+    r = web.get(url(g, "?pstatus=STALL"))
+    assert r.context["table"]["matching"] == 3
+    r = web.get(url(g, "?topic=a&psort=partition&ppage=2"))
+    assert [x["partition"] for x in r.context["table"]["rows"]] == list(
+        range(PER_PAGE, 2 * PER_PAGE - 3)
+    )
+
+
+def test_short_range_charts_read_the_raw_history(web: Client) -> None:
+    g = world.group(world.cluster(), "payments")
+    parts = world.partitions(g, 3, lag=10)
+    world.samples(parts, points=4)
+    r = web.get(url(g, "?range=15m"))
+    assert r.context["series_kind"] == "raw"
+    lag = r.context["figures"]["lag"]["data"][0]
+    assert lag["y"] == [39, 36, 33, 30]  # oldest first: 3 partitions × (10 + k)
+    spout = r.context["figures"]["spout"]["data"]
+    assert [t["name"] for t in spout] == ["pending", "failed", "acked"]
+    assert 'data-figure="fig-lag-data"' in r.content.decode()
+
+
+def test_long_range_charts_read_the_rollups(web: Client) -> None:
+    g = world.group(world.cluster(), "payments")
+    now = timezone.now()
+    LagRollup.objects.bulk_create(
+        LagRollup(cluster="prod", level="group", source="kafka", group="payments",
+                  resolution=res, bucket_start=now - timedelta(hours=h), lag=lag,
+                  max_time_lag_s=lag / 10)
+        for res, h, lag in [("1h", 100, 5), ("1h", 50, 7), ("1m", 2, 9), ("1m", 30, 1)]
+    )  # fmt: skip
+    r = web.get(url(g, "?range=7d"))
+    assert r.context["series_kind"] == "rollup 1h"
+    assert r.context["figures"]["lag"]["data"][0]["y"] == [5, 7]
+    r = web.get(url(g, "?range=6h"))
+    assert r.context["series_kind"] == "rollup 1m"
+    assert r.context["figures"]["lag"]["data"][0]["y"] == [9]
+
+
+def test_empty_range_says_so(web: Client) -> None:
+    g = world.group(world.cluster(), "new")
+    assert "No history in this range yet" in web.get(url(g, "?range=24h")).content.decode()
+
+
+def test_members_and_unowned_partitions(web: Client) -> None:
+    members = [
+        {"member_id": "m-1", "client_id": "app", "host": "/10.0.0.1", "assignment": [["t", 0], ["t", 1]]},
+        {"member_id": "m-2", "client_id": "app", "host": "/10.0.0.2", "assignment": [["t", 2]]},
+    ]  # fmt: skip
+    g = world.group(world.cluster(), "payments", members=members)
+    world.partitions(g, 5, topic="t")
+    r = web.get(url(g))
+    got = {m["member"]: (m["topics"], m["count"]) for m in r.context["members"]}
+    assert got == {
+        "m-1": ([("t", "0-1")], 2),
+        "m-2": ([("t", "2")], 1),
+        "(nobody)": ([("t", "3-4")], 2),
+    }
+    bars = r.context["figures"]["assignment"]["data"]
+    assert bars[0]["x"] == [2, 1, 2]
+
+
+def test_members_from_partition_owners_when_the_source_reports_none(web: Client) -> None:
+    g = world.group(world.cluster(), "legacy", source="zookeeper", members_known=False)
+    world.partitions(g, 6)
+    r = web.get(url(g))
+    assert sorted(m["member"] for m in r.context["members"]) == ["member-0", "member-1", "member-2"]
+    assert "does not report members" in r.content.decode()
+
+
+def test_rebalance_timeline_with_causes(web: Client) -> None:
+    g = world.group(world.cluster(), "payments", generation=7)
+    now = timezone.now()
+    RebalanceEvent.objects.create(
+        group=g,
+        at=now - timedelta(minutes=5),
+        generation=6,
+        cause="member_left",
+        detail={"causes": ["member_left"], "left": ["m-3"]},
+    )
+    RebalanceEvent.objects.create(
+        group=g,
+        at=now - timedelta(minutes=1),
+        generation=7,
+        cause="member_joined",
+        detail={"causes": ["member_joined", "assignment_changed"]},
+    )
+    RebalanceEvent.objects.create(
+        group=g, at=now - timedelta(days=3), generation=1, cause="old", detail={}
+    )
+    r = web.get(url(g))
+    assert [e["generation"] for e in r.context["events"]] == [6, 7]
+    fig = r.context["figures"]["rebalances"]["data"][0]
+    assert fig["y"] == ["member_left", "member_joined"]
+    body = r.content.decode()
+    assert "member_joined, assignment_changed" in body and "left: [&#x27;m-3&#x27;]" in body
+
+
+def test_states_not_evaluated_window_incomplete_stale(web: Client) -> None:
+    c = world.cluster()
+    g = world.group(c, "fresh", status="UNKNOWN", evaluated_at=None, complete=None)
+    assert "Not evaluated yet" in web.get(url(g)).content.decode()
+    g = world.group(c, "young", complete=0.4)
+    assert "Window not complete yet: 40%" in web.get(url(g)).content.decode()
+    world.health(c, "kafka", reachable=False, error="all brokers down")
+    g = world.group(c, "blind", stale=True)
+    world.partitions(g, 1, stale=True)
+    body = web.get(url(g)).content.decode()
+    assert "Kafka of cluster prod unreachable" in body
+    assert "stale: figures as of" in body
+    assert 'class="stale"' in body
+
+
+def test_status_changes_listed(web: Client) -> None:
+    g = world.group(world.cluster(), "payments", status="ERR")
+    StatusChange.objects.create(group=g, topic="orders", partition=1, at=timezone.now(),
+                                old_status="OK", new_status="STOP",
+                                diagnosis=[{"code": "DEAD_CONSUMER", "evidence": {}}],
+                                reason="no commit for 60 s")  # fmt: skip
+    body = web.get(url(g)).content.decode()
+    assert "orders/1" in body and "DEAD_CONSUMER" in body and "no commit for 60 s" in body
+
+
+def test_missing_group_is_404_and_bad_range_400(web: Client) -> None:
+    assert web.get(reverse("ui:group", args=[999])).status_code == 404
+    g = world.group(world.cluster(), "x")
+    r = web.get(url(g, "?range=2y"))
+    assert r.status_code == 400 and b"'range'" in r.content
+
+
+def _queries(web: Client, path: str) -> int:
+    with CaptureQueriesContext(connection) as ctx:
+        assert web.get(path).status_code == 200
+    return len(ctx.captured_queries)
+
+
+@pytest.mark.parametrize("query", ["", "?range=15m", "?live=1", "?live=charts", "?range=7d"])
+def test_query_count_does_not_grow_with_partitions(web: Client, query: str) -> None:
+    c = world.cluster()
+    counts = []
+    for n in (10, 200):
+        members = [{"member_id": f"m{i}", "assignment": [["t", i]]} for i in range(n // 2)]
+        g = world.group(c, f"g{n}", members=members, status="ERR")
+        parts = world.partitions(g, n, topic="t", status="STALL")
+        world.samples(parts, points=3)
+        RebalanceEvent.objects.create(group=g, at=timezone.now(), generation=1, cause="x")
+        counts.append(_queries(web, url(g, query)))
+        p = parts[0]
+        counts.append(_queries(web, reverse("ui:partition", args=[p.pk]) + query))
+    assert counts[0] == counts[2], counts
+    assert counts[1] == counts[3], counts
+    assert counts[0] <= 14, counts
+
+
+def test_live_update_regions(web: Client) -> None:
+    g = world.group(world.cluster(), "payments", status="ERR")
+    world.partitions(g, 2, status="STOP")
+    doc = web.get(url(g, "?live=1")).json()
+    assert set(doc["regions"]) == {"group-head", "partitions"}
+    assert "STOP" in doc["regions"]["partitions"]
+    figs = web.get(url(g, "?live=charts")).json()["figures"]
+    assert {"lag", "time_lag", "assignment", "rebalances", "spout"} <= set(figs)

@@ -1,0 +1,91 @@
+"""Monitoring data for the page tests, created through the models the collectors fill."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from django.utils import timezone
+
+from dashboard.monitoring.models import (
+    Cluster,
+    ConsumerGroup,
+    OffsetSample,
+    PartitionState,
+    SourceHealth,
+)
+
+XSS = "<script>alert(1)</script>"
+
+
+def cluster(name: str = "prod") -> Cluster:
+    return Cluster.objects.create(name=name, kafka_bootstrap_servers="k:9092")
+
+
+def group(c: Cluster, name: str, source: str = "kafka", status: str = "OK", **kw) -> ConsumerGroup:
+    now = timezone.now()
+    kw.setdefault("evaluated_at", now)
+    kw.setdefault("complete", 1.0)
+    return ConsumerGroup.objects.create(
+        cluster=c, source=source, name=name, status=status, first_seen_at=now,
+        last_seen_at=now, **kw,
+    )  # fmt: skip
+
+
+def partitions(
+    g: ConsumerGroup, n: int, topic: str = "orders", status: str = "OK", lag: int = 5, **kw
+) -> list[PartitionState]:
+    now = timezone.now()
+    kw.setdefault("owner", None)
+    rows = [
+        PartitionState(
+            group=g,
+            topic=topic,
+            partition=i,
+            committed=100 + i,
+            earliest=0,
+            latest=100 + i + lag,
+            lag=lag,
+            time_lag_s=float(i),
+            status=status,
+            sampled_at=now,
+            last_commit_at=now - timedelta(seconds=30),
+            evaluated_at=now,
+            complete=1.0,
+            **{**kw, "owner": kw["owner"] or f"member-{i % 3}"},
+        )  # fmt: skip
+        for i in range(n)
+    ]
+    return PartitionState.objects.bulk_create(rows)
+
+
+def samples(
+    parts: list[PartitionState], points: int = 6, step_s: int = 10, now: datetime | None = None
+) -> None:
+    now = now or timezone.now()
+    OffsetSample.objects.bulk_create(
+        OffsetSample(
+            partition=p,
+            at=now - timedelta(seconds=step_s * k),
+            committed=p.committed - k,
+            latest=p.latest,
+            lag=(p.lag or 0) + k,
+            time_lag_s=float(k),
+            pending=k,
+            failed=0,
+            acked=100 - k,
+        )  # fmt: skip
+        for p in parts
+        for k in range(points)
+    )
+
+
+def health(
+    c: Cluster, source: str = "kafka", reachable: bool = True, error: str = ""
+) -> SourceHealth:
+    now = timezone.now()
+    return SourceHealth.objects.create(
+        cluster=c, source=source, reachable=reachable, last_attempt_at=now,
+        last_success_at=now - (timedelta(minutes=5) if not reachable else timedelta()),
+        last_error=error, last_error_at=now if error else None,
+        consecutive_failures=0 if reachable else 3, last_duration_s=0.2,
+    )  # fmt: skip
