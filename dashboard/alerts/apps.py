@@ -7,3 +7,8 @@ class AlertsConfig(AppConfig):
     name = "dashboard.alerts"
     label = "alerts"
     verbose_name = "Alerts"
+
+    def ready(self) -> None:
+        from dashboard.alerts import signals
+
+        signals.connect()

@@ -1,0 +1,103 @@
+"""The Django admin for every alerts model. Channel URLs are masked in lists and never
+rendered back in forms (the channel form keeps the stored URL when left blank)."""
+
+from django.contrib import admin
+
+from dashboard.alerts.forms import ChannelForm, RuleForm, SilenceForm
+from dashboard.alerts.models import (
+    Alert,
+    AlertEvent,
+    Candidate,
+    Channel,
+    Delivery,
+    DeliveryAttempt,
+    Rule,
+    Silence,
+)
+
+
+@admin.register(Rule)
+class RuleAdmin(admin.ModelAdmin):
+    form = RuleForm
+    list_display = ("name", "enabled", "cluster_pattern", "group_pattern", "topic_pattern",
+                    "level", "min_evaluations", "severity")  # fmt: skip
+    list_filter = ("enabled", "level", "severity")
+    search_fields = ("name", "group_pattern", "topic_pattern")
+
+
+@admin.register(Channel)
+class ChannelAdmin(admin.ModelAdmin):
+    form = ChannelForm
+    list_display = ("name", "kind", "enabled", "masked_target", "send_resolved")
+    list_filter = ("kind", "enabled")
+    search_fields = ("name",)
+
+
+@admin.register(Silence)
+class SilenceAdmin(admin.ModelAdmin):
+    form = SilenceForm
+    list_display = ("pk", "cluster_pattern", "group_pattern", "topic_pattern", "rule", "until",
+                    "created_by", "reason")  # fmt: skip
+    list_filter = ("until",)
+
+
+class AlertEventInline(admin.TabularInline):
+    model = AlertEvent
+    extra = 0
+    readonly_fields = ("at", "kind", "actor", "message")
+    can_delete = False
+
+
+class DeliveryInline(admin.TabularInline):
+    model = Delivery
+    extra = 0
+    readonly_fields = ("channel_name", "notice", "state", "attempts", "last_error", "sent_at",
+                       "next_attempt_at")  # fmt: skip
+    exclude = ("channel",)
+    can_delete = False
+
+
+@admin.register(Alert)
+class AlertAdmin(admin.ModelAdmin):
+    list_display = ("pk", "state", "severity", "title", "rule_name", "fired_at", "resolved_at")
+    list_filter = ("state", "severity", "level", "cluster")
+    search_fields = ("title", "group", "topic", "rule_name")
+    date_hierarchy = "fired_at"
+    readonly_fields = [f.name for f in Alert._meta.concrete_fields if f.name != "id"]
+    inlines = [AlertEventInline, DeliveryInline]
+
+    def has_add_permission(self, request) -> bool:  # alerts come from the evaluator only
+        return False
+
+
+@admin.register(AlertEvent)
+class AlertEventAdmin(admin.ModelAdmin):
+    list_display = ("alert", "at", "kind", "actor", "message")
+    list_filter = ("kind",)
+
+
+class DeliveryAttemptInline(admin.TabularInline):
+    model = DeliveryAttempt
+    extra = 0
+    readonly_fields = ("number", "at", "ok", "error", "duration_ms", "retry_in_s")
+    can_delete = False
+
+
+@admin.register(Delivery)
+class DeliveryAdmin(admin.ModelAdmin):
+    list_display = ("pk", "alert", "channel_name", "notice", "state", "attempts", "created_at")
+    list_filter = ("state", "notice")
+    readonly_fields = ("alert", "channel", "channel_name", "notice", "state", "attempts",
+                       "last_error", "created_at", "sent_at", "next_attempt_at")  # fmt: skip
+    inlines = [DeliveryAttemptInline]
+
+
+@admin.register(DeliveryAttempt)
+class DeliveryAttemptAdmin(admin.ModelAdmin):
+    list_display = ("delivery", "number", "at", "ok", "error", "retry_in_s")
+    list_filter = ("ok",)
+
+
+@admin.register(Candidate)
+class CandidateAdmin(admin.ModelAdmin):
+    list_display = ("rule", "subject_key", "evaluations", "first_matched_at", "last_matched_at")

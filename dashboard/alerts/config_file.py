@@ -1,0 +1,184 @@
+"""Alerts configuration as a YAML (or JSON) document, for scripts and provisioning:
+``manage.py alerts_config import FILE``. Every entry goes through the same form as the UI, and
+the whole file is applied in one transaction: one bad entry changes nothing.
+
+    channels:
+      - {name: ops-hook, kind: webhook, url: "https://…"}
+      - {name: ops-mail, kind: email, recipients: [ops@example.com], smtp_host: relay}
+    rules:
+      - {name: orders stuck, group_pattern: "orders-*", statuses: [STALL, STOP, ERR],
+         min_evaluations: 2, severity: critical, channels: [ops-hook, ops-mail]}
+    silences:
+      - {group_pattern: "batch-*", hours: 8, reason: nightly reload}
+
+Channels and rules are matched by name (created or updated); silences are always added.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+from django.db import transaction
+
+from dashboard.alerts.forms import ChannelForm, RuleForm, SilenceForm
+from dashboard.alerts.models import Channel, Rule, Silence
+
+SECTIONS = ("channels", "rules", "silences")
+RULE_DEFAULTS = {
+    "enabled": True, "cluster_pattern": "*", "group_pattern": "*", "topic_pattern": "*",
+    "statuses": [], "diagnoses": [], "level": "partition", "min_evaluations": 2,
+    "min_duration_s": 0, "severity": "warning", "notify_resolved": True, "channels": [],
+}  # fmt: skip
+CHANNEL_DEFAULTS = {"enabled": True, "send_resolved": True, "recipients": "", "url": ""}
+SILENCE_DEFAULTS = {"cluster_pattern": "*", "group_pattern": "*", "topic_pattern": "*"}
+
+
+class AlertsConfigError(ValueError):
+    pass
+
+
+def parse(text: str) -> dict[str, list[dict[str, Any]]]:
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise AlertsConfigError(f"not valid YAML: {exc}") from None
+    if doc is None:
+        doc = {}
+    if not isinstance(doc, dict):
+        raise AlertsConfigError("the document must be a mapping of channels, rules, silences")
+    unknown = sorted(set(doc) - set(SECTIONS))
+    if unknown:
+        raise AlertsConfigError(f"unknown section(s): {', '.join(map(str, unknown))}")
+    out: dict[str, list[dict[str, Any]]] = {}
+    for section in SECTIONS:
+        entries = doc.get(section) or []
+        if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
+            raise AlertsConfigError(f"{section}: a list of mappings expected")
+        out[section] = entries
+    return out
+
+
+def _form_data(entry: dict[str, Any], defaults: dict[str, Any]) -> dict[str, Any]:
+    data = {**defaults, **entry}
+    for key, value in list(data.items()):
+        if value is None:
+            data[key] = ""
+        elif isinstance(value, bool):
+            data[key] = "on" if value else ""
+    return data
+
+
+def _errors(where: str, form: Any) -> str:
+    parts = []
+    for field, errs in form.errors.items():
+        label = "entry" if field == "__all__" else field
+        parts.append(f"{label}: {' '.join(errs)}")
+    return f"{where}: {'; '.join(parts)}"
+
+
+def apply(config: dict[str, list[dict[str, Any]]], by: str = "alerts_config") -> dict[str, list]:
+    """Create/update everything or nothing; the names touched, per verb."""
+    done: dict[str, list] = {"created": [], "updated": [], "silences": []}
+    with transaction.atomic():
+        for i, entry in enumerate(config["channels"]):
+            where = f"channels[{i}] ({entry.get('name', '?')})"
+            data = _form_data(entry, CHANNEL_DEFAULTS)
+            if isinstance(entry.get("recipients"), list):
+                data["recipients"] = "\n".join(map(str, entry["recipients"]))
+            instance = Channel.objects.filter(name=entry.get("name")).first()
+            form = ChannelForm(data, instance=instance)
+            if not form.is_valid():
+                raise AlertsConfigError(_errors(where, form))
+            form.save()
+            done["updated" if instance else "created"].append(f"channel {form.instance.name}")
+        for i, entry in enumerate(config["rules"]):
+            where = f"rules[{i}] ({entry.get('name', '?')})"
+            data = _form_data(entry, RULE_DEFAULTS)
+            names = entry.get("channels") or []
+            if not isinstance(names, list):
+                raise AlertsConfigError(f"{where}: channels: a list of channel names expected")
+            channels = {c.name: c.pk for c in Channel.objects.filter(name__in=names)}
+            missing = [n for n in names if n not in channels]
+            if missing:
+                raise AlertsConfigError(
+                    f"{where}: channels: unknown {', '.join(map(str, missing))}"
+                )
+            data["channels"] = [channels[n] for n in names]
+            for key in ("min_lag", "min_time_lag_s"):
+                data.setdefault(key, "")
+            instance = Rule.objects.filter(name=entry.get("name")).first()
+            form = RuleForm(data, instance=instance)
+            if not form.is_valid():
+                raise AlertsConfigError(_errors(where, form))
+            form.save()
+            done["updated" if instance else "created"].append(f"rule {form.instance.name}")
+        for i, entry in enumerate(config["silences"]):
+            data = _form_data(entry, SILENCE_DEFAULTS)
+            rule_name = entry.get("rule")
+            if rule_name:
+                rule = Rule.objects.filter(name=rule_name).first()
+                if rule is None:
+                    raise AlertsConfigError(f"silences[{i}]: rule: unknown {rule_name}")
+                data["rule"] = rule.pk
+            form = SilenceForm(data)
+            if not form.is_valid():
+                raise AlertsConfigError(_errors(f"silences[{i}]", form))
+            silence = form.save(commit=False)
+            silence.created_by = str(entry.get("created_by") or by)
+            silence.save()
+            from dashboard.alerts.silencing import apply_to_open_alerts
+
+            apply_to_open_alerts(silence)
+            done["silences"].append(f"silence #{silence.pk}")
+    return done
+
+
+def export() -> dict[str, list[dict[str, Any]]]:
+    """The configuration, with webhook URLs masked: an export never carries secrets."""
+    channels = [
+        {
+            "name": c.name,
+            "kind": c.kind,
+            "enabled": c.enabled,
+            **({"url_masked": c.masked_target} if c.url else {}),
+            **({"recipients": c.recipient_list()} if c.recipients else {}),
+            **({"smtp_host": c.smtp_host} if c.smtp_host else {}),
+            **({"smtp_port": c.smtp_port} if c.smtp_port else {}),
+            "send_resolved": c.send_resolved,
+        }  # fmt: skip
+        for c in Channel.objects.all()
+    ]
+    rules = [
+        {
+            "name": r.name,
+            "enabled": r.enabled,
+            "cluster_pattern": r.cluster_pattern,
+            "group_pattern": r.group_pattern,
+            "topic_pattern": r.topic_pattern,
+            "statuses": list(r.statuses),
+            "diagnoses": list(r.diagnoses),
+            "level": r.level,
+            "min_evaluations": r.min_evaluations,
+            "min_duration_s": r.min_duration_s,
+            "min_lag": r.min_lag,
+            "min_time_lag_s": r.min_time_lag_s,
+            "severity": r.severity,
+            "notify_resolved": r.notify_resolved,
+            "channels": [c.name for c in r.channels.all()],
+        }  # fmt: skip
+        for r in Rule.objects.prefetch_related("channels")
+    ]
+    silences = [
+        {
+            "cluster_pattern": s.cluster_pattern,
+            "group_pattern": s.group_pattern,
+            "topic_pattern": s.topic_pattern,
+            "until": s.until.isoformat(),
+            "reason": s.reason,
+            "created_by": s.created_by,
+            **({"rule": s.rule.name} if s.rule else {}),
+        }  # fmt: skip
+        for s in Silence.objects.select_related("rule")
+    ]
+    return {"channels": channels, "rules": rules, "silences": silences}

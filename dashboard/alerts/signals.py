@@ -1,0 +1,8 @@
+"""Receivers: the alerts react to status runs (the monitoring app never calls them)."""
+
+from dashboard.alerts.evaluation import on_status_applied
+from dashboard.monitoring.signals import status_applied
+
+
+def connect() -> None:
+    status_applied.connect(on_status_applied, dispatch_uid="alerts.evaluate")
