@@ -324,11 +324,12 @@ def _web_ready(ctx: Context, log: str) -> bool:
 
 
 def _worker_argv(ctx: Context) -> list[str]:
-    # Prefork with two children: a long Spark job (queue "spark") must not hold up the small
-    # tasks of the default queue. Each child keeps its Spark session between runs.
+    # Prefork with three children: the two Spark jobs (queue "spark") may run at once, and the
+    # small tasks of the default queue (alert deliveries) must not wait behind them. Each child
+    # keeps its Spark session between runs.
     return [
         ctx.python, "-m", "celery", "-A", "dashboard", "worker", "-Q", "celery,spark",
-        "-l", "info", "--pool", "prefork", "--concurrency", "2",
+        "-l", "info", "--pool", "prefork", "--concurrency", "3",
         "-n", "lagwatch-lab@%h", "--without-gossip", "--without-mingle",
     ]  # fmt: skip
 
