@@ -1,5 +1,7 @@
-"""``/metrics`` in Prometheus text format (open by default, SPEC §9)."""
+"""``/metrics`` in Prometheus text format (open by default, SPEC §9; docs/API.md)."""
 
-from django.urls import path  # noqa: F401
+from django.urls import path
 
-urlpatterns: list = []
+from dashboard.api import metrics_views
+
+urlpatterns = [path("", metrics_views.metrics, name="metrics")]

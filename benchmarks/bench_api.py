@@ -1,0 +1,385 @@
+"""API benchmark (issue 6): the Burrow-compatible status of a 50-partition group, and
+``/metrics``, served by gunicorn from a SQLite file holding 1,000 groups, under 32 concurrent
+connections from a second process (``wrk``).
+
+Data (generated in a child process with bulk inserts, not timed): one cluster, ``--groups``
+Kafka groups (default 1,000): one ``target`` group of ``--target-partitions`` (50) partitions
+and the others of ``--partitions`` (20) each, about 20,000 partitions in all; every group has
+members, every partition an owner, a status (10 % non-OK, with a diagnosis), and ``--samples``
+raw samples (60: ten minutes at 10 s polls) in ``OffsetSample``: the rows Burrow's ``start``
+offsets are looked up in.
+
+Server: ``gunicorn dashboard.wsgi`` with ``--workers`` × ``--threads`` (default 3 × 2, gthread:
+two cores, SQLite reads release the GIL), ``DJANGO_DEBUG=0``, the project's settings. Load:
+``wrk -t2 -c32 --latency`` for ``--duration`` seconds per URL (``--metrics-duration`` for
+``/metrics``, whose requests take seconds) after a short warm-up and once the server is idle
+again (requests wrk gave up on are still being served); wrk runs
+on the same two cores as the server (its own CPU time is reported). Each URL's response is
+checked once before the load (the target group, 50 partitions, the expected series), and
+timed alone (best of three) to separate the cost of a request from the effect of the load.
+The server's own CPU time per request (gunicorn master and workers, from /proc) is reported
+too: on a shared machine it says what the throughput would be with the two cores to itself.
+``/metrics?partitions=false`` (group series only) is measured too.
+
+    .venv/bin/python -m benchmarks.bench_api [--groups 1000] [--partitions 20]
+        [--target-partitions 50] [--samples 60] [--duration 20] [--metrics-duration 60]
+        [--connections 32]
+        [--workers 3] [--threads 2] [--keep DIR] [--json FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import re
+import resource
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PYTHON = str(ROOT / ".venv" / "bin" / "python")
+GUNICORN = str(ROOT / ".venv" / "bin" / "gunicorn")
+CLUSTER = "bench"
+TARGET = "target"
+
+
+def _env(data_dir: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(
+        LAGWATCH_DATA_DIR=str(data_dir),
+        DJANGO_SETTINGS_MODULE="dashboard.settings.base",
+        DJANGO_DEBUG="0",
+        LAGWATCH_LOG_LEVEL="WARNING",
+        LAGWATCH_OPEN_ENDPOINTS_AUTH="none",
+        PYTHONPATH=str(ROOT),
+    )
+    return env
+
+
+# --- data ---------------------------------------------------------------------------------
+
+
+def populate(groups: int, partitions: int, target_partitions: int, samples: int) -> dict:
+    """Runs in the child process, with Django set up on the benchmark's database."""
+    import django
+
+    django.setup()
+    from django.db import connection, transaction
+
+    from dashboard.monitoring.models import (
+        Cluster,
+        ConsumerGroup,
+        OffsetSample,
+        PartitionState,
+    )
+
+    now = datetime.now(UTC).replace(microsecond=0)
+    started = time.perf_counter()
+    with transaction.atomic():
+        cluster = Cluster.objects.create(name=CLUSTER, kafka_bootstrap_servers="k:9092",
+                                         poll_interval_s=10)  # fmt: skip
+        rows = []
+        for i in range(groups):
+            name = TARGET if i == 0 else f"group-{i:04d}"
+            members = [
+                {
+                    "member_id": f"{name}-m{k}",
+                    "client_id": f"{name}-app",
+                    "host": f"/10.0.{k}.{i % 250}",
+                    "assignment": [],
+                }
+                for k in range(5)
+            ]
+            rows.append(ConsumerGroup(cluster=cluster, source="kafka", name=name, state="Stable",
+                                      generation=3, members=members, status="OK", complete=1.0,
+                                      first_seen_at=now - timedelta(days=1), last_seen_at=now,
+                                      evaluated_at=now))  # fmt: skip
+        created = ConsumerGroup.objects.bulk_create(rows, batch_size=500)
+        parts = []
+        for g in created:
+            n = target_partitions if g.name == TARGET else partitions
+            for p in range(n):
+                bad = p % 10 == 3
+                parts.append(PartitionState(
+                    group=g, topic=f"topic-{p % 3}", partition=p, committed=10_000 + p,
+                    earliest=0, latest=10_000 + p + (500 if bad else 5), lag=500 if bad else 5,
+                    time_lag_s=120.0 if bad else 1.0, owner=f"{g.name}-m{p % 5}", alive=True,
+                    last_commit_at=now - timedelta(seconds=30), status="STALL" if bad else "OK",
+                    diagnosis=[{"code": "POISON_MESSAGE", "evidence": {"offset": 10_000 + p}}]
+                    if bad else [], reason="frozen" if bad else "", complete=1.0,
+                    evaluated_at=now, sampled_at=now,
+                ))  # fmt: skip
+        PartitionState.objects.bulk_create(parts, batch_size=2000)
+        ids = list(PartitionState.objects.values_list("id", "committed", "latest"))
+        table = OffsetSample._meta.db_table
+        sql = (f"INSERT INTO {table} (partition_id, at, committed, latest, lag, time_lag_s, "
+               "pending, failed, acked, stale) VALUES (%s, %s, %s, %s, %s, %s, NULL, NULL, "
+               "NULL, %s)")  # fmt: skip
+        field = OffsetSample._meta.get_field("at")
+        with connection.cursor() as cursor:
+            for s in range(samples):
+                at = field.get_db_prep_value(now - timedelta(seconds=10 * (samples - 1 - s)),
+                                             connection)  # fmt: skip
+                back = samples - 1 - s
+                cursor.executemany(sql, [
+                    (pk, at, committed - back, latest - back, latest - committed, 1.0, False)
+                    for pk, committed, latest in ids
+                ])  # fmt: skip
+    return {
+        "groups": groups,
+        "partitions": len(ids),
+        "offset_samples": len(ids) * samples,
+        "populate_s": round(time.perf_counter() - started, 1),
+    }
+
+
+# --- server and load ----------------------------------------------------------------------
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _get(url: str, timeout: float = 60) -> tuple[int, bytes]:
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as response:
+            return response.status, response.read()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read()
+
+
+def start_server(
+    env: dict, workers: int, threads: int, worker_class: str
+) -> tuple[subprocess.Popen, str]:
+    port = _free_port()
+    proc = subprocess.Popen(
+        [GUNICORN, "dashboard.wsgi:application", "--bind", f"127.0.0.1:{port}",
+         "--workers", str(workers), "--threads", str(threads), "--worker-class", worker_class,
+         "--log-level", "warning", "--timeout", "120"],
+        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            _get(f"{base}/health/", timeout=2)
+            return proc, base
+        except OSError:
+            time.sleep(0.3)
+    proc.kill()
+    raise RuntimeError("gunicorn did not answer within 60 s")
+
+
+_UNITS = {"us": 1e-3, "ms": 1.0, "s": 1000.0, "m": 60000.0}
+
+
+def _ms(text: str) -> float:
+    number, unit = re.fullmatch(r"([\d.]+)(us|ms|s|m)", text).groups()
+    return float(number) * _UNITS[unit]
+
+
+def wrk(url: str, connections: int, duration: int) -> dict:
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    done = subprocess.run(
+        ["wrk", "-t2", f"-c{connections}", f"-d{duration}s", "--timeout", "30s", "--latency",
+         url],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    out = done.stdout
+    result = {
+        "requests_per_s": float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1)),
+        "requests": int(re.search(r"(\d+) requests in", out).group(1)),
+        "wrk_cpu_s": round(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime, 2),
+    }
+    for pct in ("50", "75", "90", "99"):
+        result[f"p{pct}_ms"] = round(_ms(re.search(rf"\s{pct}%\s+(\S+)", out).group(1)), 1)
+    non_2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+    errors = re.search(r"Socket errors: (.*)", out)
+    result["non_2xx"] = int(non_2xx.group(1)) if non_2xx else 0
+    result["socket_errors"] = errors.group(1).strip() if errors else ""
+    return result
+
+
+def check_responses(base: str, target_partitions: int) -> dict:
+    status, body = _get(f"{base}/v3/kafka/{CLUSTER}/consumer/{TARGET}/lag")
+    doc = json.loads(body)
+    assert status == 200 and doc["status"]["partition_count"] == target_partitions, doc
+    assert len(doc["status"]["partitions"]) == target_partitions
+    status, body = _get(f"{base}/v3/kafka/{CLUSTER}/consumer/{TARGET}/status")
+    doc = json.loads(body)
+    assert status == 200 and doc["status"]["status"] == "OK"
+    bad = len(doc["status"]["partitions"])
+    status, body = _get(f"{base}/metrics")
+    assert status == 200 and b'lagwatch_partition_lag{cluster="bench"' in body
+
+    def single(url: str) -> float:
+        times = []
+        for _ in range(3):
+            started = time.perf_counter()
+            _get(url)
+            times.append(time.perf_counter() - started)
+        return round(min(times), 3)
+
+    return {
+        "status_body_bytes": len(_get(f"{base}/v3/kafka/{CLUSTER}/consumer/{TARGET}/status")[1]),
+        "status_partitions_listed": bad,
+        "metrics_bytes": len(body),
+        "metrics_series": body.count(b"\n") - body.count(b"\n#"),
+        "metrics_single_scrape_s": single(f"{base}/metrics"),
+        "metrics_groups_only_single_scrape_s": single(f"{base}/metrics?partitions=false"),
+        "burrow_status_single_request_ms": round(
+            single(f"{base}/v3/kafka/{CLUSTER}/consumer/{TARGET}/status") * 1000, 1
+        ),
+    }
+
+
+def server_cpu_s(master: int) -> float:
+    """CPU seconds (user + system) of gunicorn's master and workers so far, from /proc."""
+    tick = os.sysconf("SC_CLK_TCK")
+    pids = [master]
+    children = Path(f"/proc/{master}/task/{master}/children")
+    if children.exists():
+        pids += [int(p) for p in children.read_text().split()]
+    total = 0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15)
+    return total / tick
+
+
+def wait_idle(master: int, timeout_s: float = 300) -> float:
+    """Wait until the server has finished what a run left queued (requests wrk gave up on
+    are still served): its CPU time stops rising. Returns the seconds waited."""
+    started = time.monotonic()
+    last = server_cpu_s(master)
+    while time.monotonic() - started < timeout_s:
+        time.sleep(1.0)
+        now = server_cpu_s(master)
+        if now - last < 0.05:
+            break
+        last = now
+    return round(time.monotonic() - started, 1)
+
+
+def load_average() -> list[float]:
+    return [round(x, 2) for x in os.getloadavg()]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--groups", type=int, default=1000)
+    parser.add_argument("--partitions", type=int, default=20)
+    parser.add_argument("--target-partitions", type=int, default=50)
+    parser.add_argument("--samples", type=int, default=60)
+    parser.add_argument("--duration", type=int, default=20)
+    parser.add_argument("--metrics-duration", type=int, default=60)
+    parser.add_argument("--connections", type=int, default=32)
+    parser.add_argument("--workers", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--worker-class", default="gthread", choices=("gthread", "sync"))
+    parser.add_argument("--only", nargs="*", help="measure only these runs (names as printed)")
+    parser.add_argument("--keep", type=Path, help="data directory to create or reuse")
+    parser.add_argument("--json", type=Path, help="write the results here too")
+    parser.add_argument("--populate", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+
+    if args.populate:  # the child process
+        print(json.dumps(populate(args.groups, args.partitions, args.target_partitions,
+                                  args.samples)))  # fmt: skip
+        return
+    if shutil.which("wrk") is None:
+        sys.exit("wrk not found: apt-get install -y wrk")
+
+    data_dir = args.keep or Path(tempfile.mkdtemp(prefix="bench-api-"))
+    data_dir.mkdir(parents=True, exist_ok=True)
+    env = _env(data_dir)
+    db = data_dir / "lagwatch.sqlite3"
+    data: dict = {"reused": True}
+    if not db.exists():
+        subprocess.run([PYTHON, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, check=True)
+        done = subprocess.run(
+            [PYTHON, "-m", "benchmarks.bench_api", "--populate", "--groups", str(args.groups),
+             "--partitions", str(args.partitions), "--target-partitions",
+             str(args.target_partitions), "--samples", str(args.samples)],
+            cwd=ROOT, env=env, check=True, capture_output=True, text=True,
+        )  # fmt: skip
+        data = json.loads(done.stdout.strip().splitlines()[-1])
+    data["db_mb"] = round(db.stat().st_size / 2**20, 1)
+    print("data:", data, flush=True)
+
+    results: dict = {
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        "machine": {
+            "cpus": os.cpu_count(),
+            "python": platform.python_version(),
+            "load_average_before": load_average(),
+        },  # fmt: skip
+        "server": {
+            "workers": args.workers,
+            "threads": args.threads,
+            "class": args.worker_class,
+        },  # fmt: skip
+        "load": {"tool": "wrk -t2", "connections": args.connections, "duration_s": args.duration},
+        "data": data,
+        "runs": {},
+    }
+    server, base = start_server(env, args.workers, args.threads, args.worker_class)
+    try:
+        results["checks"] = check_responses(base, args.target_partitions)
+        print("checks:", results["checks"], flush=True)
+        urls = {
+            "burrow_status": f"{base}/v3/kafka/{CLUSTER}/consumer/{TARGET}/status",
+            "burrow_lag": f"{base}/v3/kafka/{CLUSTER}/consumer/{TARGET}/lag",
+            "metrics": f"{base}/metrics",
+            "metrics_groups_only": f"{base}/metrics?partitions=false",
+        }
+        for name, url in urls.items():
+            if args.only and name not in args.only:
+                continue
+            duration = args.metrics_duration if name.startswith("metrics") else args.duration
+            wrk(url, args.connections, 3)  # warm-up
+            wait_idle(server.pid)
+            load = load_average()
+            cpu_before = server_cpu_s(server.pid)
+            run = wrk(url, args.connections, duration)
+            cpu = server_cpu_s(server.pid) - cpu_before
+            run["server_cpu_s"] = round(cpu, 2)
+            run["server_cpu_ms_per_request"] = round(1000 * cpu / max(run["requests"], 1), 2)
+            run["load_average_before"] = load
+            run["duration_s"] = duration
+            run["drain_after_s"] = wait_idle(server.pid)
+            results["runs"][name] = run
+            print(name, run, flush=True)
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+    results["machine"]["load_average_after"] = load_average()
+    if args.keep is None:
+        shutil.rmtree(data_dir, ignore_errors=True)
+    text = json.dumps(results, indent=2)
+    if args.json:
+        args.json.write_text(text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,39 @@
+"""API tokens in the Django admin: create (the secret is shown once), list, revoke."""
+
+from django.contrib import admin, messages
+from django.utils import timezone
+
+from dashboard.api.models import ApiToken
+from dashboard.api.tokens import set_new_secret
+
+
+@admin.register(ApiToken)
+class ApiTokenAdmin(admin.ModelAdmin):
+    list_display = ("name", "scope", "prefix", "created_at", "created_by", "last_used_at",
+                    "revoked_at")  # fmt: skip
+    list_filter = ("scope", ("revoked_at", admin.EmptyFieldListFilter))
+    search_fields = ("name", "prefix")
+    readonly_fields = ("prefix", "created_at", "created_by", "last_used_at", "revoked_at")
+    actions = ("revoke",)
+
+    def get_fields(self, request, obj=None):
+        if obj is None:
+            return ("name", "scope")
+        return ("name", "scope", *self.readonly_fields)
+
+    def save_model(self, request, obj: ApiToken, form, change: bool) -> None:
+        secret = None
+        if not change:
+            obj.created_by = request.user
+            secret = set_new_secret(obj)
+        super().save_model(request, obj, form, change)
+        if secret is not None:
+            messages.warning(
+                request,
+                f"Token {obj.name!r} created. Copy its secret now, it is not shown again: {secret}",
+            )
+
+    @admin.action(description="Revoke selected tokens")
+    def revoke(self, request, queryset) -> None:
+        n = queryset.filter(revoked_at__isnull=True).update(revoked_at=timezone.now())
+        self.message_user(request, f"{n} token(s) revoked.")

@@ -1,0 +1,108 @@
+"""Querysets the API views share: groups with their partitions' current totals, filters
+read from the query string, and the severity order of statuses.
+
+Group totals come from the partitions' latest figures (updated every poll), not from the
+status job's copy on the group row (updated every minute), so a list agrees with the
+partition rows a client fetches next.
+"""
+
+from __future__ import annotations
+
+from django.db import connection
+from django.db.models import (
+    BooleanField,
+    Case,
+    Count,
+    IntegerField,
+    Max,
+    QuerySet,
+    Sum,
+    Value,
+    When,
+)
+from django.db.models.expressions import RawSQL
+from django.http import QueryDict
+
+from dashboard.api import params
+from dashboard.api.errors import not_found
+from dashboard.monitoring.models import ConsumerGroup, PartitionState, SourceKind, Status
+
+STATUSES = tuple(Status.values)
+SOURCES = tuple(SourceKind.values)
+# Worst last: what "sort by status" means to someone looking for trouble.
+SEVERITY = {"OK": 0, "UNKNOWN": 1, "WARN": 2, "REWIND": 3, "STALL": 4, "STOP": 5, "ERR": 6}
+
+
+def severity(field: str = "status") -> Case:
+    return Case(
+        *(When(**{field: s}, then=Value(rank)) for s, rank in SEVERITY.items()),
+        default=Value(-1),
+        output_field=IntegerField(),
+    )
+
+
+def groups_with_figures(groups: QuerySet | None = None) -> QuerySet:
+    groups = ConsumerGroup.objects.all() if groups is None else groups
+    return groups.select_related("cluster").annotate(
+        partition_count=Count("partitions"),
+        lag_sum=Sum("partitions__lag"),
+        time_lag_max=Max("partitions__time_lag_s"),
+    )
+
+
+def figures(group: ConsumerGroup) -> dict:
+    return {
+        "partitions": getattr(group, "partition_count", None),
+        "total_lag": getattr(group, "lag_sum", None),
+        "max_time_lag_s": getattr(group, "time_lag_max", None),
+    }
+
+
+def get_group(group_id: int) -> ConsumerGroup:
+    group = groups_with_figures(ConsumerGroup.objects.filter(pk=group_id)).first()
+    if group is None:
+        raise not_found(f"group {group_id}")
+    return group
+
+
+def get_partition(partition_id: int) -> PartitionState:
+    partition = (
+        PartitionState.objects.select_related("group__cluster").filter(pk=partition_id).first()
+    )
+    if partition is None:
+        raise not_found(f"partition {partition_id}")
+    return partition
+
+
+def with_diagnosis(partitions: QuerySet, code: str) -> QuerySet:
+    """Partitions whose diagnosis list has an entry with this ``code``: exact, on the JSON's
+    structure (SQLite has no JSON ``contains`` lookup, so its JSON1 functions do it)."""
+    if connection.vendor == "postgresql":
+        return partitions.filter(diagnosis__contains=[{"code": code}])
+    table = connection.ops.quote_name(PartitionState._meta.db_table)
+    column = connection.ops.quote_name(PartitionState._meta.get_field("diagnosis").column)
+    has = RawSQL(
+        f"EXISTS (SELECT 1 FROM json_each({table}.{column})"
+        " WHERE json_extract(value, '$.code') = %s)",
+        (code,),
+        output_field=BooleanField(),
+    )
+    return partitions.alias(has_code=has).filter(has_code=True)
+
+
+def filter_groups(groups: QuerySet, query: QueryDict, prefix: str = "") -> QuerySet:
+    """``cluster``, ``source``, ``status``, ``name`` (exact), ``search`` (substring),
+    ``stale``; ``prefix`` is the path from the queried model to the group (``group__``)."""
+    cluster = params.text(query, "cluster")
+    if cluster is not None:
+        groups = groups.filter(**{f"{prefix}cluster__name": cluster})
+    sources = params.choices(query, "source", SOURCES)
+    if sources:
+        groups = groups.filter(**{f"{prefix}source__in": sources})
+    name = params.text(query, "name")
+    if name is not None:
+        groups = groups.filter(**{f"{prefix}name": name})
+    search = params.text(query, "search")
+    if search is not None:
+        groups = groups.filter(**{f"{prefix}name__icontains": search})
+    return groups

@@ -1,0 +1,170 @@
+"""Rows as JSON-ready dicts: plain functions, one per resource, no framework.
+
+Times are ISO 8601 in UTC with a ``Z``; numbers stay numbers (null when unknown, never a
+made-up 0). Names from the monitored systems are returned as they are: JSON escapes them,
+and a client that renders them into HTML must escape them itself.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from dashboard.monitoring.models import (
+    Cluster,
+    ConsumerGroup,
+    PartitionState,
+    RebalanceEvent,
+    SourceHealth,
+)
+
+
+def iso(at: datetime | None) -> str | None:
+    return None if at is None else at.isoformat().replace("+00:00", "Z")
+
+
+def cluster_dict(cluster: Cluster, groups_by_status: dict[str, int] | None = None) -> dict:
+    return {
+        "name": cluster.name,
+        "enabled": cluster.enabled,
+        "poll_interval_s": cluster.poll_interval_s,
+        "sources": {
+            "kafka": bool(cluster.kafka_bootstrap_servers),
+            "zookeeper_consumers": cluster.zk_consumers,
+            "storm_spout_roots": list(cluster.storm_spout_roots or []),
+            "storm_ui": bool(cluster.storm_ui_url),
+            "consumer_offsets_topic": cluster.read_consumer_offsets_topic,
+        },
+        "groups_by_status": groups_by_status or {},
+        "updated_at": iso(cluster.updated_at),
+    }
+
+
+def source_health_dict(health: SourceHealth) -> dict:
+    return {
+        "source": health.source,
+        "reachable": health.reachable,
+        "last_attempt_at": iso(health.last_attempt_at),
+        "last_success_at": iso(health.last_success_at),
+        "last_error_at": iso(health.last_error_at),
+        "last_error": health.last_error,
+        "last_duration_s": health.last_duration_s,
+        "consecutive_failures": health.consecutive_failures,
+    }
+
+
+def group_dict(group: ConsumerGroup, figures: dict[str, Any] | None = None) -> dict:
+    """``figures``: the partitions' current totals (``partitions``, ``total_lag``,
+    ``max_time_lag_s``), fresher than the status job's copy on the group row."""
+    figures = figures or {}
+    return {
+        "id": group.pk,
+        "cluster": group.cluster.name,
+        "source": group.source,
+        "name": group.name,
+        "status": group.status,
+        "status_since": iso(group.status_since),
+        "evaluated_at": iso(group.evaluated_at),
+        "complete": group.complete,
+        "stale": group.stale,
+        "partitions": figures.get("partitions"),
+        "total_lag": figures.get("total_lag", group.total_lag),
+        "max_time_lag_s": figures.get("max_time_lag_s", group.max_time_lag_s),
+        "state": group.state,
+        "generation": group.generation,
+        "members": len(group.members or []),
+        "owner": group.owner,
+        "topology_id": group.topology_id,
+        "first_seen_at": iso(group.first_seen_at),
+        "last_seen_at": iso(group.last_seen_at),
+    }
+
+
+def group_detail_dict(group: ConsumerGroup, figures: dict[str, Any], partitions: list) -> dict:
+    body = group_dict(group, figures)
+    body.update(
+        {
+            "assignor": group.assignor,
+            "coordinator": group.coordinator,
+            "members_known": group.members_known,
+            "member_list": [
+                {
+                    "member_id": m.get("member_id"),
+                    "client_id": m.get("client_id"),
+                    "host": m.get("host"),
+                    "assignment": m.get("assignment"),
+                }
+                for m in (group.members or [])
+                if isinstance(m, dict)
+            ],
+            "partition_list": [partition_dict(p, group) for p in partitions],
+        }
+    )
+    return body
+
+
+def partition_dict(p: PartitionState, group: ConsumerGroup | None = None) -> dict:
+    group = group or p.group
+    return {
+        "id": p.pk,
+        "group_id": group.pk,
+        "cluster": group.cluster.name,
+        "source": group.source,
+        "group": group.name,
+        "topic": p.topic,
+        "partition": p.partition,
+        "committed": p.committed,
+        "earliest": p.earliest,
+        "latest": p.latest,
+        "lag": p.lag,
+        "time_lag_s": p.time_lag_s,
+        "time_lag_kind": p.time_lag_kind,
+        "owner": p.owner,
+        "alive": p.alive,
+        "last_commit_at": iso(p.last_commit_at),
+        "pending": p.pending,
+        "failed": p.failed,
+        "acked": p.acked,
+        "status": p.status,
+        "status_since": iso(p.status_since),
+        "diagnosis": p.diagnosis or [],
+        "reason": p.reason,
+        "complete": p.complete,
+        "evaluated_at": iso(p.evaluated_at),
+        "stale": p.stale,
+        "sampled_at": iso(p.sampled_at),
+    }
+
+
+def rebalance_dict(event: RebalanceEvent) -> dict:
+    group = event.group
+    return {
+        "id": event.pk,
+        "group_id": group.pk,
+        "cluster": group.cluster.name,
+        "source": group.source,
+        "group": group.name,
+        "at": iso(event.at),
+        "generation": event.generation,
+        "cause": event.cause,
+        "detail": event.detail,
+    }
+
+
+def status_change_dict(change) -> dict:
+    group = change.group
+    return {
+        "id": change.pk,
+        "group_id": group.pk,
+        "cluster": group.cluster.name,
+        "source": group.source,
+        "group": group.name,
+        "topic": change.topic or None,
+        "partition": change.partition,
+        "level": "group" if change.partition is None else "partition",
+        "at": iso(change.at),
+        "old_status": change.old_status,
+        "new_status": change.new_status,
+        "diagnosis": change.diagnosis or [],
+        "reason": change.reason,
+    }

@@ -1,0 +1,60 @@
+"""``/api/v1/``: what the API offers, so a client can discover it with its token."""
+
+from __future__ import annotations
+
+from django.contrib.auth.decorators import login_not_required
+from django.http import HttpRequest, HttpResponse, HttpResponsePermanentRedirect
+from django.urls import Resolver404, resolve, reverse
+from django.views.decorators.csrf import csrf_exempt
+
+from dashboard.api.auth import api_view
+from dashboard.api.errors import error_response
+from dashboard.api.responses import ApiJsonResponse
+
+ENDPOINTS = (
+    ("clusters", "api:clusters"),
+    ("groups", "api:groups"),
+    ("partitions", "api:partitions"),
+    ("status", "api:status"),
+    ("status_changes", "api:status-changes"),
+    ("rebalances", "api:rebalances"),
+    ("alerts", "api:alerts"),
+    ("reports", "api:reports"),
+)
+
+
+@api_view()
+def index(request: HttpRequest) -> ApiJsonResponse:
+    links = {}
+    for name, route in ENDPOINTS:
+        links[name] = request.build_absolute_uri(reverse(route))
+    token = getattr(request, "api_token", None)
+    return ApiJsonResponse(
+        {
+            "version": "v1",
+            "endpoints": links,
+            "you": {
+                "actor": request.api_actor,
+                "scope": token.scope if token is not None else "session",
+            },
+            "docs": "docs/API.md",
+        }
+    )
+
+
+@login_not_required
+@csrf_exempt
+def unknown(request: HttpRequest, rest: str = "") -> HttpResponse:
+    """Anything else under /api/v1/: the API's own 404 (JSON, not an HTML page), after
+    Django's usual redirect when only the trailing slash is missing."""
+    if not request.path.endswith("/"):
+        try:
+            resolve(request.path + "/")
+        except Resolver404:
+            pass
+        else:
+            query = request.META.get("QUERY_STRING", "")
+            return HttpResponsePermanentRedirect(
+                request.path + "/" + (f"?{query}" if query else "")
+            )
+    return error_response(404, f"no such endpoint: {request.path} (see /api/v1/)")

@@ -1,0 +1,82 @@
+"""What the collectors' store writes is what the API, /v3 and /metrics serve: cycles written
+by ``dashboard.monitoring.store.store_cycle`` (the real write path), then read over HTTP."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from django.test import Client
+from prometheus_client.parser import text_string_to_metric_families
+
+from collectors.cycle import CycleOutcome, SourceOutcome
+from collectors.figures import PartitionFigure
+from collectors.records import GroupMember, GroupSnapshot, PartitionOffsets, Source
+from dashboard.monitoring.models import Cluster
+from dashboard.monitoring.store import store_cycle
+
+pytestmark = pytest.mark.django_db
+
+
+def figure(partition: int, committed: int, latest: int, owner: str) -> PartitionFigure:
+    return PartitionFigure(
+        source=Source.KAFKA, group="payments", topic="tx", partition=partition,
+        committed=committed, earliest=0, latest=latest, lag=latest - committed,
+        time_lag_s=2.0, time_lag_kind="interpolated", out_of_range=None, commit_time_ms=None,
+        commit_version=None, owner=owner, topology_id=None, where="",
+    )  # fmt: skip
+
+
+def cycle(cycle_ms: int, step: int) -> CycleOutcome:
+    members = (
+        GroupMember("m-a", "pay-app", "/10.1.0.1"),
+        GroupMember("m-b", "pay-app", "/10.1.0.2"),
+    )
+    return CycleOutcome(
+        cluster="live", cycle_ms=cycle_ms,
+        figures=[figure(0, 100 + step, 110 + 2 * step, "m-a"),
+                 figure(1, 200, 250 + step, "m-b")],
+        groups=[GroupSnapshot(Source.KAFKA, "payments", "Stable", generation=4, members=members)],
+        offsets=[PartitionOffsets("tx", 0, 0, 110 + 2 * step, cycle_ms),
+                 PartitionOffsets("tx", 1, 0, 250 + step, cycle_ms)],
+        sources=[SourceOutcome("kafka", True, cycle_ms, cycle_ms + 120)],
+    )  # fmt: skip
+
+
+@pytest.fixture
+def stored(db: None) -> Cluster:
+    cluster = Cluster.objects.create(name="live", kafka_bootstrap_servers="k:9092",
+                                      poll_interval_s=10)  # fmt: skip
+    now_ms = int(time.time() * 1000) // 10_000 * 10_000
+    for step in range(6):  # six polls, 10 s apart, the last one now
+        store_cycle(cluster, cycle(now_ms - (5 - step) * 10_000, step))
+    return cluster
+
+
+def test_burrow_lag_of_stored_cycles(client: Client, stored: Cluster) -> None:
+    status = client.get("/v3/kafka/live/consumer/payments/lag").json()["status"]
+    assert status["partition_count"] == 2
+    p0, p1 = status["partitions"]
+    assert (p0["owner"], p0["client_id"]) == ("/10.1.0.1", "pay-app")
+    assert p0["end"]["offset"] == 105 and p0["current_lag"] == 120 - 105
+    assert p0["start"]["offset"] == 100 and p0["start"]["lag"] == 10  # the first poll
+    assert p1["start"]["offset"] == p1["end"]["offset"] == 200  # frozen commit
+    assert p1["end"]["lag"] == 55 and status["totallag"] == 15 + 55
+    assert status["maxlag"]["partition"] == 1
+    assert status["status"] == "OK" and status["complete"] == 0.0  # no status run yet
+
+
+def test_api_and_metrics_of_stored_cycles(client: Client, stored: Cluster, api) -> None:
+    group = api.get("/api/v1/groups/", cluster="live")["results"][0]
+    assert (group["name"], group["total_lag"], group["generation"]) == ("payments", 70, 4)
+    history = api.get(f"/api/v1/groups/{group['id']}/history/", since="5m")
+    assert [p["lag"] for p in history["points"]] == [10 + 50 + 2 * s for s in range(6)]
+    health = api.get("/api/v1/clusters/live/")["source_health"][0]
+    assert health["reachable"] is True and health["last_duration_s"] == 0.12
+    text = client.get("/metrics").content.decode()
+    lags = {
+        (s.labels["topic"], s.labels["partition"]): s.value
+        for f in text_string_to_metric_families(text) if f.name == "lagwatch_partition_lag"
+        for s in f.samples if s.labels["cluster"] == "live"
+    }  # fmt: skip
+    assert lags == {("tx", "0"): 15, ("tx", "1"): 55}
