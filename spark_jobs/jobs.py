@@ -298,8 +298,10 @@ def run_status_job(
     config = config or EvaluatorConfig()
     files = _Files(spark, results_url)
     temp = _temp_dir(results_url, "status", now_ms)
-    samples = read_samples(spark, sample_url, now_ms - window_ms, now_ms + 1)
-    samples = samples.persist(StorageLevel.MEMORY_AND_DISK)
+    # Duplicates of a key (an hour being compacted) are dropped per group by the evaluation,
+    # which shuffles by group anyway; nor is the window cached: counting it is one more scan of
+    # a few columns, cheaper than holding millions of rows in a small driver's memory.
+    samples = read_samples(spark, sample_url, now_ms - window_ms, now_ms + 1, dedup=False)
     partitions = None
     try:
         input_rows = samples.count()
@@ -316,7 +318,6 @@ def run_status_job(
     finally:
         if partitions is not None:
             partitions.unpersist()
-        samples.unpersist()
 
 
 def run_rollups_job(

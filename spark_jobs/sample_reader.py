@@ -95,9 +95,15 @@ def empty_samples(spark: SparkSession) -> DataFrame:
 
 
 def read_samples(
-    spark: SparkSession, url: str, start_ms: int, end_ms: int, cluster: str | None = None
+    spark: SparkSession,
+    url: str,
+    start_ms: int,
+    end_ms: int,
+    cluster: str | None = None,
+    dedup: bool = True,
 ) -> DataFrame:
-    """Samples with ``start_ms <= ts_ms < end_ms`` (of one cluster if given), one per key.
+    """Samples with ``start_ms <= ts_ms < end_ms`` (of one cluster if given), one per key
+    (``dedup=False``: duplicates left in, for a caller that drops them in a shuffle of its own).
 
     ``url`` is the log's base, as Spark addresses it: a local path, ``file://``, ``s3a://``,
     ``hdfs://``. Lazy like any read: the files are listed now, opened when an action runs.
@@ -118,4 +124,5 @@ def read_samples(
     if cluster is not None:
         frame = frame.where(F.col("cluster") == F.lit(cluster))
     frame = frame.where((F.col("ts_ms") >= F.lit(start_ms)) & (F.col("ts_ms") < F.lit(end_ms)))
-    return frame.select(*COLUMNS).dropDuplicates(list(KEY_COLUMNS))
+    frame = frame.select(*COLUMNS)
+    return frame.dropDuplicates(list(KEY_COLUMNS)) if dedup else frame

@@ -46,7 +46,9 @@ from spark_jobs.status import (
     PARTITION_VERDICT_SCHEMA,
     derive_commits,
     diagnosis_json,
+    evaluate_group_samples,
     evaluate_status,
+    group_rebalances,
     partition_id,
     window_from_samples,
 )
@@ -644,9 +646,54 @@ def test_duplicated_samples_in_the_log_change_nothing(
     log = SampleLog(tmp_path / "samples")
     log.write_batch("c1", "first", ROWS)
     log.write_batch("c1", "again", ROWS[::2])
-    samples = read_samples(spark, log.base, T0 - 1, NOW)
-    partitions, groups = evaluate_status(samples, NOW, CONFIG)
-    assert {_key(r.asDict()): r.asDict() for r in partitions.collect()} == verdicts[0]
+    for dedup in (True, False):  # the reader's dedup, or only the evaluation's own
+        samples = read_samples(spark, log.base, T0 - 1, NOW, dedup=dedup)
+        partitions, groups = evaluate_status(samples, NOW, CONFIG)
+        assert {_key(r.asDict()): r.asDict() for r in partitions.collect()} == verdicts[0]
+
+
+# A group's rebalances from its owners (plain Python) ----------------------------------------
+
+A, B = "member-a", "member-b"
+
+
+@pytest.mark.parametrize(
+    ("owners", "stale", "expected"),
+    [
+        # one partition, polls at 1, 2, 3: owner by poll
+        ([[A, A, A]], [[False] * 3], ((), False)),
+        ([[A, B, B]], [[False] * 3], ((2,), False)),
+        ([[A, None, A]], [[False] * 3], ((2, 3), False)),  # vanished and came back
+        ([[None, None, None]], [[False] * 3], ((), None)),  # owns nothing: not "partly"
+        ([[A, B, A]], [[False, True, False]], ((), False)),  # a stale poll is no observation
+        ([[A, A, A]], [[True] * 3], ((), None)),  # never seen fresh
+        # two partitions: one unowned at the last poll is a hand-over in progress
+        ([[A, A, A], [B, B, None]], [[False] * 3] * 2, ((3,), True)),
+        ([[A, A, A], [B, B, B]], [[False] * 3] * 2, ((), False)),
+        # the last fresh poll is the group's: a partition stale at 3 is judged at its own 2
+        ([[A, A, A], [B, B, None]], [[False] * 3, [False, False, True]], ((), False)),
+    ],
+)
+def test_group_rebalances_from_owners(owners: list, stale: list, expected: tuple) -> None:
+    ts, owner, flags, runs = [], [], [], []
+    for partition_owners, partition_stale in zip(owners, stale, strict=True):
+        start = len(ts)
+        ts += [1, 2, 3]
+        owner += partition_owners
+        flags += partition_stale
+        runs.append((start, len(ts)))
+    assert group_rebalances(ts, owner, flags, runs) == expected
+
+
+def test_a_group_evaluated_with_duplicates_gives_the_same_rows() -> None:
+    rows = sorted(ROWS, key=lambda r: (r["cluster"], r["source"], r["group"], r["topic"],
+                                       r["partition"], r["ts_ms"]))  # fmt: skip
+    group = (rows[0]["cluster"], rows[0]["source"], rows[0]["group"])
+    mine = [r for r in rows if (r["cluster"], r["source"], r["group"]) == group]
+    doubled = sorted(mine + mine[::3], key=lambda r: (r["topic"], r["partition"], r["ts_ms"]))
+    once = evaluate_group_samples(columns(mine), CONFIG, NOW)
+    assert evaluate_group_samples(columns(doubled), CONFIG, NOW) == once
+    assert len(once["partition"]) == len({(r["topic"], r["partition"]) for r in mine})
 
 
 # Commits from samples (plain Python) ---------------------------------------------------------
