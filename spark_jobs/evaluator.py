@@ -1,8 +1,9 @@
 """The status evaluator (SPEC §4): why a partition is OK, lagging or stuck, and its group's status.
 
 One implementation for every caller: the Spark status job calls ``evaluate_partition`` once per
-partition inside ``applyInPandas`` (about 10,000 calls a run), and ``manage.py evaluate_window``
-calls it for a user who wants to know why a partition has its status. So this module is plain
+partition inside its per-group ``applyInArrow`` function (about 10,000 calls a run), and
+``manage.py evaluate_window`` calls it for a user who wants to know why a partition has its
+status. So this module is plain
 Python with no Spark and no Django, and a call allocates little beyond its answer.
 
 The rules are Burrow's, as SPEC §4 lists them, written as small named predicates in Burrow's
