@@ -99,17 +99,24 @@ def rules(request: HttpRequest) -> HttpResponse:
     })  # fmt: skip
 
 
-def rule_edit(request: HttpRequest, rule_id: int | None = None) -> HttpResponse:
-    rule = get_object_or_404(Rule, pk=rule_id) if rule_id else None
-    form = RuleForm(request.POST or None, instance=rule)
+def _edit(request: HttpRequest, form_class: type, obj: object | None, what: str,
+          back: str) -> HttpResponse:  # fmt: skip
+    """Create (``obj`` None) or edit a rule or a channel: the form again with a 400 when
+    invalid, back to the list when saved."""
+    form = form_class(request.POST or None, instance=obj)
     if request.method == "POST" and form.is_valid():
         saved = form.save()
-        messages.success(request, f"Rule “{saved.name}” saved.")
-        return redirect("alerts:rules")
+        messages.success(request, f"{what.capitalize()} “{saved.name}” saved.")
+        return redirect(back)
     status = 400 if request.method == "POST" else 200
     return render(request, "alerts/edit.html", {
-        "form": form, "what": "rule", "object": rule, "cancel": "alerts:rules",
+        "form": form, "what": what, "object": obj, "cancel": back,
     }, status=status)  # fmt: skip
+
+
+def rule_edit(request: HttpRequest, rule_id: int | None = None) -> HttpResponse:
+    rule = get_object_or_404(Rule, pk=rule_id) if rule_id else None
+    return _edit(request, RuleForm, rule, "rule", "alerts:rules")
 
 
 def _delete(request: HttpRequest, obj: object, what: str, back: str) -> HttpResponse:
@@ -137,15 +144,7 @@ def channels(request: HttpRequest) -> HttpResponse:
 
 def channel_edit(request: HttpRequest, channel_id: int | None = None) -> HttpResponse:
     channel = get_object_or_404(Channel, pk=channel_id) if channel_id else None
-    form = ChannelForm(request.POST or None, instance=channel)
-    if request.method == "POST" and form.is_valid():
-        saved = form.save()
-        messages.success(request, f"Channel “{saved.name}” saved.")
-        return redirect("alerts:channels")
-    status = 400 if request.method == "POST" else 200
-    return render(request, "alerts/edit.html", {
-        "form": form, "what": "channel", "object": channel, "cancel": "alerts:channels",
-    }, status=status)  # fmt: skip
+    return _edit(request, ChannelForm, channel, "channel", "alerts:channels")
 
 
 def channel_delete(request: HttpRequest, channel_id: int) -> HttpResponse:

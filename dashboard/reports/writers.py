@@ -29,6 +29,7 @@ import pyarrow.parquet as pq
 
 from dashboard.reports.cells import escape_text_array, iso_ms_strings, string_array_bytes
 from dashboard.reports.rows import REPORT_COLUMNS, REPORT_SCHEMA, TEXT_COLUMNS
+from dashboard.reports.sink import ByteSink
 from dashboard.reports.xlsx import write_xlsx
 
 __all__ = ["WRITERS", "write_report"]
@@ -140,35 +141,6 @@ _PARQUET_SCHEMA: Final = pa.schema(
 )
 
 
-class _Drain:
-    """A file-like sink whose written bytes are taken away after each row group."""
-
-    def __init__(self) -> None:
-        self.parts: list[bytes] = []
-        self.closed = False
-        self.position = 0
-
-    def write(self, data: Any) -> int:
-        chunk = bytes(data)
-        self.parts.append(chunk)
-        self.position += len(chunk)
-        return len(chunk)
-
-    def tell(self) -> int:
-        return self.position
-
-    def flush(self) -> None:
-        pass
-
-    def close(self) -> None:
-        self.closed = True
-
-    def take(self) -> bytes:
-        data = b"".join(self.parts)
-        self.parts.clear()
-        return data
-
-
 def _parquet_batch(batch: pa.RecordBatch) -> pa.RecordBatch:
     columns = []
     for field in _PARQUET_SCHEMA:
@@ -182,7 +154,7 @@ def _parquet_batch(batch: pa.RecordBatch) -> pa.RecordBatch:
 
 
 def write_parquet(batches: Iterable[pa.RecordBatch]) -> Iterator[bytes]:
-    sink = _Drain()
+    sink = ByteSink()
     writer = pq.ParquetWriter(
         pa.PythonFile(sink, mode="w"),
         _PARQUET_SCHEMA,

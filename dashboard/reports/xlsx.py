@@ -26,6 +26,7 @@ import pyarrow.compute as pc
 
 from dashboard.reports.cells import escape_formula, string_array_bytes
 from dashboard.reports.rows import REPORT_COLUMNS, TEXT_COLUMNS
+from dashboard.reports.sink import ByteSink
 
 __all__ = ["MAX_ROWS", "write_xlsx"]
 
@@ -150,31 +151,6 @@ def _package_files(sheets: int) -> dict[str, str]:
     }
 
 
-class _Sink:
-    """A write-only, unseekable file whose bytes are taken away as the zip grows."""
-
-    def __init__(self) -> None:
-        self.parts: list[bytes] = []
-        self.position = 0
-
-    def write(self, data: Any) -> int:
-        chunk = bytes(data)
-        self.parts.append(chunk)
-        self.position += len(chunk)
-        return len(chunk)
-
-    def tell(self) -> int:
-        return self.position
-
-    def flush(self) -> None:
-        pass
-
-    def take(self) -> bytes:
-        data = b"".join(self.parts)
-        self.parts.clear()
-        return data
-
-
 def _slices(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     for batch in batches:
         for offset in range(0, batch.num_rows, _SLICE):
@@ -185,7 +161,7 @@ def write_xlsx(batches: Iterable[pa.RecordBatch], max_rows: int | None = None) -
     """The report as an XLSX workbook, chunk by chunk; sheets "lag", "lag 2"… of at most
     ``max_rows`` rows each (the header included)."""
     limit = max_rows or MAX_ROWS
-    sink = _Sink()
+    sink = ByteSink()
     archive = zipfile.ZipFile(sink, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1)
     sheets, used, entry = 0, limit, None
 
