@@ -24,12 +24,9 @@ Measured in one run, in one Spark session on ``local[2]`` (``spark_jobs.session`
   run's, partition by partition;
 * the rollups job (``run_rollups_job``) on the 1 M log and on 10 M rows of the main log, and
   the same rollups in numpy/pyarrow in a child process (results compared on 1 M);
-* a breakdown of the status job's stages (``--profile``): a scan of all columns, read + dedup +
-  cache, the ``applyInPandas`` evaluation on the cached samples, the Parquet writes; and the
-  Python work of the job's own pandas function, timed in one process;
-* (``--what-if``) a prototype of the changes suggested for the status job, not product code:
-  one ``applyInArrow`` call per consumer group, with and without the reader's dedup; its
-  verdicts are compared with the baseline's too.
+* a breakdown of the status job's stages (``--profile``): a scan of all columns, the read
+  and cache, the per-group ``applyInArrow`` evaluation on the cached samples, the Parquet
+  writes.
 
 Wall times, CPU seconds (driver; JVM and Python workers, each process's own CPU time sampled
 every 0.25 s) and peak RSS (driver VmHWM, JVM and Python workers sampled) are reported; the
@@ -37,7 +34,7 @@ machine is shared, so the load average is recorded around every phase.
 
     .venv/bin/python -m benchmarks.bench_spark [--partitions 10000] [--hours 1] [--reps 3]
         [--keep DIR] [--large-reps 1] [--rollup-rows 1000000 10000000]
-        [--only status|rollups] [--no-profile] [--no-what-if] [--spark-conf KEY=VALUE ...]
+        [--only status|rollups] [--no-profile] [--spark-conf KEY=VALUE ...]
         [--json FILE]
 
 ``--keep DIR`` generates the data into DIR (and reuses it when it is already there);
@@ -551,54 +548,6 @@ def _rebalances(data: Columns) -> tuple[dict[int, tuple[int, ...]], dict[int, bo
     return {g: tuple(sorted(t)) for g, t in moves.items()}, partly
 
 
-def adapter_profile(url: str, now_ms: int, window_ms: int) -> dict[str, Any]:
-    """The Python work of the Spark job's ``applyInPandas`` function, in one process: the
-    job's own pandas function called on each partition's pandas frame (as Arrow gives it to
-    the worker), and its conversion step (``_columns``) alone."""
-    import pandas as pd
-
-    from spark_jobs import status as job
-    from spark_jobs.evaluator import EvaluatorConfig
-
-    evaluator = getattr(job, "_partition_evaluator", None)
-    to_lists = getattr(job, "_columns", None)
-    if evaluator is None or to_lists is None:
-        return {"skipped": "spark_jobs.status has no _partition_evaluator/_columns"}
-    columns = tuple(job._WINDOW_COLUMNS)
-    names = tuple(dict.fromkeys((*PARTITION_KEY, *columns, "owner")))
-    data = Columns(url, now_ms - window_ms, now_ms + 1, names)
-    arrays = {}
-    for name in (*PARTITION_KEY, *columns):
-        if name in data.dictionary:
-            arrays[name] = pa.array(data.text(name, data.values[name]), pa.string())
-        else:
-            arrays[name] = pa.array(data.values[name], mask=data.nulls.get(name))
-    frame = pa.table(arrays).to_pandas()  # nullable integers become floats, as in the worker
-    for extra in ("_TOPICS", "_REBALANCES", "_REBALANCING"):
-        if hasattr(job, extra):
-            frame[getattr(job, extra)] = None
-    starts = data.partition_starts
-    groups = [
-        frame.iloc[int(a) : int(b)].copy() for a, b in zip(starts[:-1], starts[1:], strict=True)
-    ]
-    del frame
-    function = evaluator(EvaluatorConfig(), now_ms)
-    started = time.process_time()
-    for pdf in groups:
-        function(pdf)
-    whole = time.process_time() - started
-    started = time.process_time()
-    for pdf in groups:
-        to_lists(pdf.sort_values("ts_ms", kind="stable"))
-    conversion = time.process_time() - started
-    return {
-        "partitions": len(groups),
-        "function_cpu_s": whole,
-        "columns_cpu_s": conversion,
-        "pandas": pd.__version__,
-    }
-
-
 def baseline_rollups(url: str, now_ms: int, window_ms: int, out: Path) -> dict[str, Any]:
     """The rollups job's computation in this process (numpy over pyarrow columns), with the
     job's window arithmetic and ``spark_jobs.rollups``' definitions."""
@@ -857,8 +806,6 @@ def child_main(args: argparse.Namespace) -> int:
         import spark_jobs.jobs  # noqa: F401
 
         report = baseline_rollups(args.url, args.now, args.window, Path(args.out))
-    elif what == "adapter":
-        report = adapter_profile(args.url, args.now, args.window)
     else:
         raise SystemExit(f"unknown child {what}")
     report["process_s"] = time.perf_counter() - imports
@@ -978,11 +925,12 @@ def status_breakdown(spark: Any, phases: Phases, url: str, now_ms: int, window_m
         raw = spark.read.parquet(f"{url}/cluster=*/date=*/hour=*")
         raw = raw.where((raw.ts_ms >= start) & (raw.ts_ms < end)).select(*COLUMNS)
         raw.write.format("noop").mode("overwrite").save()
-    samples = read_samples(spark, url, start, end).persist(StorageLevel.MEMORY_AND_DISK)
-    with phases.phase("stage: read + dedup + cache (the job's first action)"):
+    samples = read_samples(spark, url, start, end, dedup=False)
+    samples = samples.persist(StorageLevel.MEMORY_AND_DISK)
+    with phases.phase("stage: read + cache, as the job reads (no dedup)"):
         samples.count()
     config = EvaluatorConfig()
-    with phases.phase("stage: evaluate partitions (applyInPandas) on the cache, noop sink"):
+    with phases.phase("stage: evaluate (applyInArrow per group) on the cache, noop sink"):
         partitions, _ = evaluate_status(samples, now_ms, config)
         partitions.write.format("noop").mode("overwrite").save()
     partitions, groups = evaluate_status(samples, now_ms, config)
@@ -993,133 +941,6 @@ def status_breakdown(spark: Any, phases: Phases, url: str, now_ms: int, window_m
         groups.coalesce(1).write.mode("overwrite").parquet(f"{out}/groups")
     partitions.unpersist()
     samples.unpersist()
-
-
-# -- what-if: a prototype of the changes suggested for the status job ------------------------
-#
-# Not product code: a measurement of two suggested changes, checked verdict by verdict against
-# the baseline. (1) One ``applyInArrow`` call per consumer group instead of one
-# ``applyInPandas`` call per partition: each group's rows come as one Arrow table, become
-# Python lists with ``to_pylist`` (no pandas, no per-value NaN checks), and the group's inputs
-# (spout-path topics, rebalances) are computed inside the call from the same rows instead of
-# two extra Spark aggregations joined onto every sample; duplicate samples are dropped there
-# too. (2) No ``dropDuplicates`` in the reader when every hour of the window is one compacted
-# file (as here), and no cache of the samples (they are read once).
-
-
-def _whatif_function(config: Any, now_ms: int) -> Any:
-    from spark_jobs import status as job
-    from spark_jobs.evaluator import evaluate_partition
-
-    columns = tuple(job._WINDOW_COLUMNS)
-    wanted = tuple(dict.fromkeys((*PARTITION_KEY, "owner", *columns)))
-    accepts = inspect.signature(job.window_from_samples).parameters
-    schema = pa.schema(
-        [
-            pa.field(f.name, _ARROW_TYPES[f.dataType.typeName()], f.nullable)
-            for f in job.PARTITION_VERDICT_SCHEMA.fields
-        ]  # fmt: skip
-    )
-
-    def evaluate(table: pa.Table) -> pa.Table:
-        order = [("topic", "ascending"), ("partition", "ascending"), ("ts_ms", "ascending")]
-        table = table.sort_by(order)
-        cols = {name: table.column(name).to_pylist() for name in wanted}
-        topic, part, ts = cols["topic"], cols["partition"], cols["ts_ms"]
-        n = len(ts)
-        same = [i + 1 < n and ts[i] == ts[i + 1] and part[i] == part[i + 1]
-                and topic[i] == topic[i + 1] for i in range(n)]  # fmt: skip
-        if any(same):  # duplicate samples of a key: keep one
-            keep = [i for i in range(n) if not same[i]]
-            cols = {k: [v[i] for i in keep] for k, v in cols.items()}
-            topic, part, ts, n = cols["topic"], cols["partition"], cols["ts_ms"], len(keep)
-        new = (i for i in range(1, n) if part[i] != part[i - 1] or topic[i] != topic[i - 1])
-        starts = [0, *new, n]
-        cluster, source, group = cols["cluster"][0], cols["source"][0], cols["group"][0]
-        topics = sorted(set(topic)) if source == "storm" else []
-        extra: dict[str, Any] = {}
-        if "rebalances_ms" in accepts:
-            extra = {"rebalances_ms": (), "rebalancing": None}
-            if source in ("kafka", "zookeeper"):
-                owner, stale = cols["owner"], cols["stale"]
-                moved: set[int] = set()
-                last = None
-                for a, b in zip(starts[:-1], starts[1:], strict=True):
-                    seen = [i for i in range(a, b) if not stale[i]]
-                    pairs = zip(seen, seen[1:], strict=False)
-                    moved.update(ts[j] for i, j in pairs if owner[j] != owner[i])
-                    last = max([last or 0, *(ts[i] for i in seen)]) if seen else last
-                if last is not None:
-                    at = [owner[i] for i in range(n) if ts[i] == last and not stale[i]]
-                    owned = sum(o is not None for o in at)
-                    extra = {"rebalances_ms": tuple(sorted(moved)),
-                             "rebalancing": None if owned == 0 else owned < len(at)}  # fmt: skip
-        rows: dict[str, list[Any]] = {name: [] for name in schema.names}
-        for a, b in zip(starts[:-1], starts[1:], strict=True):
-            samples = {name: cols[name][a:b] for name in columns}
-            pid = job.partition_id(cluster, source, group, topic[a], part[a])
-            found = topics if len(topics) > 1 else ()
-            window = job.window_from_samples(pid, samples, config, found, **extra)
-            verdict = evaluate_partition(window, config, now_ms)
-            for name, value in zip(
-                schema.names,
-                (cluster, source, group, topic[a], part[a], verdict.status,
-                 float(verdict.complete), job.diagnosis_json(verdict), verdict.reason,
-                 verdict.lag, now_ms),
-                strict=True,
-            ):  # fmt: skip
-                rows[name].append(value)
-        return pa.table(rows, schema=schema)
-
-    return evaluate
-
-
-WHAT_IF = {
-    True: "what-if: applyInArrow per group (reader dedup kept)",
-    False: "what-if: applyInArrow per group, no reader dedup, no cache",
-}
-_ARROW_TYPES = {"string": pa.string(), "integer": pa.int32(), "long": pa.int64(),
-                "double": pa.float64()}  # fmt: skip
-
-
-def whatif_status_job(spark: Any, url: str, out: str, now_ms: int, window_ms: int,
-                      dedup: bool) -> int:  # fmt: skip
-    """The status job with the suggested changes; returns the partition verdicts written."""
-    from pyspark import StorageLevel
-    from pyspark.sql import functions as F
-
-    from collectors.sample_log import COLUMNS
-    from spark_jobs import sample_reader
-    from spark_jobs import status as job
-    from spark_jobs.evaluator import EvaluatorConfig
-
-    start, end = now_ms - window_ms, now_ms + 1
-    if dedup:
-        samples = sample_reader.read_samples(spark, url, start, end)
-    else:
-        samples = (
-            spark.read.schema(sample_reader._READ_SCHEMA)
-            .option("basePath", url)
-            .parquet(sample_reader.window_paths(url, start, end))
-            .where(sample_reader._in_hours(start, end))
-            .where((F.col("ts_ms") >= F.lit(start)) & (F.col("ts_ms") < F.lit(end)))
-            .select(*COLUMNS)
-        )
-    wanted = list(dict.fromkeys((*PARTITION_KEY, "owner", *job._WINDOW_COLUMNS)))
-    partitions = (
-        samples.select(*wanted)
-        .groupBy(*GROUP_KEY)
-        .applyInArrow(_whatif_function(EvaluatorConfig(), now_ms), job.PARTITION_VERDICT_SCHEMA)
-        .persist(StorageLevel.MEMORY_AND_DISK)
-    )
-    groups = partitions.groupBy(*GROUP_KEY).applyInPandas(
-        job._evaluate_group_frame, job.GROUP_VERDICT_SCHEMA
-    )
-    partitions.coalesce(1).write.mode("overwrite").parquet(f"{out}/partitions")
-    groups.coalesce(1).write.mode("overwrite").parquet(f"{out}/groups")
-    count = spark.read.parquet(f"{out}/partitions").count()
-    partitions.unpersist()
-    return count
 
 
 # -- the run ---------------------------------------------------------------------------------
@@ -1180,24 +1001,12 @@ def run(args: argparse.Namespace, data: Path) -> dict[str, Any]:
                 base_dir = str(results / "baseline-status")
                 window_args = ("--now", str(status_now), "--window", str(status_window))
                 row["child"] = _child("status", "--url", main_url, *window_args, "--out", base_dir)
-            for dedup in (True, False) if args.what_if else ():
-                with phases.phase(WHAT_IF[dedup]):
-                    out = str(results / f"what-if-{dedup}")
-                    whatif_status_job(spark, main_url, out, status_now, status_window, dedup)
         baseline = results / "baseline-status"
         report["status_compare"] = compare_status(result.output_path, baseline)
-        if args.what_if:
-            report["what_if_compare"] = {
-                WHAT_IF[d]: compare_status(str(results / f"what-if-{d}"), baseline)
-                for d in (True, False)
-            }
         if args.profile:
             print("status breakdown", file=sys.stderr, flush=True)
             status_breakdown(spark, phases, main_url, status_now, status_window,
                              str(results / "breakdown"))  # fmt: skip
-            with phases.phase("adapter profile (child process)") as row:
-                row["child"] = _child("adapter", "--url", main_url, "--now", str(status_now),
-                                      "--window", str(status_window))  # fmt: skip
 
     if args.only in (None, "rollups"):
         for size, reps in (("1M", args.reps), ("10M", args.large_reps)):
@@ -1259,10 +1068,6 @@ def summarize(report: dict[str, Any], args: argparse.Namespace) -> dict[str, Any
         s["baseline_status_cpu_s"] = median(child("baseline status (child process)", "cpu_s"))
         s["status_x_baseline"] = s["status_s"] / s["baseline_status_s"]
         s["status_rows"] = phases[[r["phase"] for r in phases].index("status job")]["input_rows"]
-        for dedup, name in WHAT_IF.items():
-            if walls(name):
-                s[f"what_if_{dedup}_s"] = median(walls(name))
-                s[f"what_if_{dedup}_cpu_s"] = median(cpus(name))
     for size in ("1M", "10M"):
         if walls(f"rollups job {size}"):
             s[f"rollups_{size}_s"] = median(walls(f"rollups job {size}"))
@@ -1313,13 +1118,6 @@ def markdown(report: dict[str, Any], s: dict[str, Any]) -> str:
             f"({s['baseline_status_cpu_s']:.1f} s CPU) | |",
             f"| status job ÷ baseline | {s['status_x_baseline']:.1f} | |",
         ]
-        for dedup, name in WHAT_IF.items():
-            if f"what_if_{dedup}_s" in s:
-                wall = s[f"what_if_{dedup}_s"]
-                lines.append(
-                    f"| {name} (prototype) | {wall:.1f} s ({s[f'what_if_{dedup}_cpu_s']:.1f} s "
-                    f"CPU); ÷ floor {wall / s['floor_s']:.1f} | |"
-                )
     for size in ("1M", "10M"):
         if f"rollups_{size}_s" in s:
             rows, wall = s[f"rollups_{size}_rows"], s[f"rollups_{size}_s"]
@@ -1371,8 +1169,6 @@ def markdown(report: dict[str, Any], s: dict[str, Any]) -> str:
                       f"{c['differ']} differ; statuses {c['statuses']}"]  # fmt: skip
         for example in c["examples"]:
             lines.append(f"  - {example}")
-        for name, c in report.get("what_if_compare", {}).items():
-            lines.append(f"{name}, vs baseline: {c['differ']} of {c['partitions']:,} differ")
     if "rollups_compare_1M" in report:
         c = report["rollups_compare_1M"]
         lines.append(
@@ -1397,8 +1193,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", choices=["status", "rollups"])
     parser.add_argument("--profile", action=argparse.BooleanOptionalAction, default=True,
                         help="break the status job down into its stages")  # fmt: skip
-    parser.add_argument("--what-if", action=argparse.BooleanOptionalAction, default=True,
-                        help="also time the prototype of the suggested status job")  # fmt: skip
     parser.add_argument("--spark-conf", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("--json", type=Path, help="also write the JSON report here")
     parser.add_argument("--child", help=argparse.SUPPRESS)
