@@ -20,6 +20,7 @@ import os
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -89,21 +90,29 @@ def _judged(doc: dict[str, Any]) -> bool:
 
 @pytest.fixture(scope="session")
 def lab_world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabWorld]:
-    saved = {k: os.environ.get(k) for k in ("LAGWATCH_LAB_POLL_S", "LAGWATCH_STATUS_EVERY_S",
-                                            "LAGWATCH_STATUS_WINDOW_COMMITS")}  # fmt: skip
-    # The lab's services inherit the test's environment (lab/services.py).
-    os.environ.update(
-        LAGWATCH_LAB_POLL_S=str(POLL_S),
-        LAGWATCH_STATUS_EVERY_S=str(JOB_S),
-        LAGWATCH_STATUS_WINDOW_COMMITS=str(WINDOW),
-    )
     stack = Stack(tmp_path_factory.mktemp("lab-world"))
     try:
-        world = LabWorld(stack, stack.up(SERVICES))
+        # The lab's services inherit the environment they start in (lab/services.py): set the
+        # knobs for the start only, or every stack started later in the session gets them.
+        with _environment(
+            LAGWATCH_LAB_POLL_S=str(POLL_S),
+            LAGWATCH_STATUS_EVERY_S=str(JOB_S),
+            LAGWATCH_STATUS_WINDOW_COMMITS=str(WINDOW),
+        ):
+            world = LabWorld(stack, stack.up(SERVICES))  # its manage.py env keeps them
         world.wait_until(_judged, 240, "every demo group collected and judged once")
         yield world
     finally:
         stack.down()
+
+
+@contextmanager
+def _environment(**values: str) -> Iterator[None]:
+    saved = {key: os.environ.get(key) for key in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
         for key, value in saved.items():
             if value is None:
                 os.environ.pop(key, None)
