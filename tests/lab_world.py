@@ -37,6 +37,22 @@ WINDOW = 10
 USERNAME = "lab"
 
 
+def lagwatch_status(run_dir: Path) -> dict[str, Any]:
+    """``manage.py lagwatch_status --json`` against the stack in ``run_dir`` (its database is
+    all the command needs): what a user's script reads."""
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "dashboard.settings.base",
+        "LAGWATCH_DATA_DIR": str(run_dir / "data"),
+    }
+    out = subprocess.run(
+        [sys.executable, "manage.py", "lagwatch_status", "--json"],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr[-3000:]
+    return json.loads(out.stdout)
+
+
 class LabWorld:
     """What the end-to-end tests need of the shared stack."""
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import urllib.error
 import urllib.request
+from abc import ABC, abstractmethod
 from datetime import datetime
 from typing import Any
 
@@ -22,17 +23,21 @@ class DeliveryError(Exception):
     pass
 
 
-class Transport:
+class Transport(ABC):
     def __init__(self, channel: Channel) -> None:
         self.channel = channel
 
+    @abstractmethod
     def notify(self, notice: str, doc: dict[str, Any], now: datetime | None = None) -> None:
-        raise NotImplementedError
+        """Send ``notice`` ("firing", "resolved", "test") about ``doc``, or raise DeliveryError."""
 
 
 class HttpTransport(Transport):
+    """A JSON POST; the subclass says what the body is."""
+
+    @abstractmethod
     def payload(self, notice: str, doc: dict[str, Any], now: datetime) -> dict[str, Any]:
-        raise NotImplementedError
+        """The JSON body of the POST."""
 
     def notify(self, notice: str, doc: dict[str, Any], now: datetime | None = None) -> None:
         body = json.dumps(self.payload(notice, doc, now or timezone.now())).encode()

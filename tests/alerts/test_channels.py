@@ -174,6 +174,6 @@ def test_test_send_reports_success_and_error(hook, smtp, smtp_settings):
 
 
 def test_webhook_url_is_masked():
-    c = Channel(name="s", kind="slack", url="https://hooks.slack.com/services/T0/B0/XXXXsecret")
+    c = Channel(name="s", kind="slack", url="https://hooks.slack.com/services/T0/B0/tokensecret")
     assert c.masked_target == "https://hooks.slack.com/…cret"
     assert "services" not in c.masked_target

@@ -9,37 +9,19 @@ reads the result the way a user would, through ``manage.py lagwatch_status --jso
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from lab.stack import REPO, Stack
+from lab.stack import Stack
 from lab.workload.control import start_scenario
+from tests.lab_world import lagwatch_status
 from tests.waiting import wait_for
 
 pytestmark = pytest.mark.lab
 
 SERVICES = ["zookeeper", "kafka", "redis", "workload", "web", "worker", "collector", "beat"]
-
-
-
-def lagwatch_status(run_dir: Path) -> dict:
-    env = {
-        **os.environ,
-        "DJANGO_SETTINGS_MODULE": "dashboard.settings.base",
-        "LAGWATCH_DATA_DIR": str(run_dir / "data"),
-    }
-    out = subprocess.run(
-        [sys.executable, "manage.py", "lagwatch_status", "--json"],
-        cwd=REPO, env=env, capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
-    assert out.returncode == 0, out.stderr[-3000:]
-    return json.loads(out.stdout)
 
 
 def group(doc: dict, source: str, name: str) -> dict | None:
@@ -58,8 +40,10 @@ def everyone_reported(doc: dict) -> bool:
     """Every demo consumer is collected with owners known (pushed statistics have arrived)."""
     kafka = partitions(doc, "kafka", "orders-processor")
     spouts = partitions(doc, "storm", "orders-spout")
-    return bool(kafka and spouts) and all(p["owner"] for p in kafka.values()) and all(
-        p["pending"] is not None for p in spouts.values()
+    return (
+        bool(kafka and spouts)
+        and all(p["owner"] for p in kafka.values())
+        and all(p["pending"] is not None for p in spouts.values())
     )
 
 

@@ -29,9 +29,6 @@ the quiet topic's ``quiet-reader`` always, are OK (UNKNOWN only before the first
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -42,8 +39,9 @@ from typing import Any
 
 import pytest
 
-from lab.stack import REPO, Stack
+from lab.stack import Stack
 from lab.workload.control import start_scenario, stop_scenario, workload_status
+from tests.lab_world import lagwatch_status
 from tests.waiting import wait_for
 
 pytestmark = pytest.mark.lab
@@ -66,20 +64,6 @@ Partition = dict[str, Any]
 
 
 # --- reading lagwatch_status ---------------------------------------------------------------
-
-
-def lagwatch_status(run_dir: Path) -> Doc:
-    env = {
-        **os.environ,
-        "DJANGO_SETTINGS_MODULE": "dashboard.settings.base",
-        "LAGWATCH_DATA_DIR": str(run_dir / "data"),
-    }
-    out = subprocess.run(
-        [sys.executable, "manage.py", "lagwatch_status", "--json"],
-        cwd=REPO, env=env, capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
-    assert out.returncode == 0, out.stderr[-3000:]
-    return json.loads(out.stdout)
 
 
 @dataclass
