@@ -8,6 +8,7 @@ deployment sets ``DATABASE_URL`` (PostgreSQL), ``REDIS_URL`` and secrets, and us
 from pathlib import Path
 
 import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
 
 from dashboard.env import env_bool, env_int, env_list, env_str
 
@@ -259,8 +260,6 @@ LAGWATCH_OPEN_ENDPOINTS_AUTH = env_str("LAGWATCH_OPEN_ENDPOINTS_AUTH", "none").s
 LAGWATCH_OPEN_ENDPOINTS_USER = env_str("LAGWATCH_OPEN_ENDPOINTS_USER", "")
 LAGWATCH_OPEN_ENDPOINTS_PASSWORD = env_str("LAGWATCH_OPEN_ENDPOINTS_PASSWORD", "")
 if LAGWATCH_OPEN_ENDPOINTS_AUTH not in ("none", "token", "basic"):
-    from django.core.exceptions import ImproperlyConfigured
-
     raise ImproperlyConfigured(
         "LAGWATCH_OPEN_ENDPOINTS_AUTH must be none, token or basic, "
         f"got {LAGWATCH_OPEN_ENDPOINTS_AUTH!r}"
@@ -268,8 +267,6 @@ if LAGWATCH_OPEN_ENDPOINTS_AUTH not in ("none", "token", "basic"):
 if LAGWATCH_OPEN_ENDPOINTS_AUTH == "basic" and not (
     LAGWATCH_OPEN_ENDPOINTS_USER and LAGWATCH_OPEN_ENDPOINTS_PASSWORD
 ):
-    from django.core.exceptions import ImproperlyConfigured
-
     raise ImproperlyConfigured(
         "LAGWATCH_OPEN_ENDPOINTS_AUTH=basic needs LAGWATCH_OPEN_ENDPOINTS_USER and "
         "LAGWATCH_OPEN_ENDPOINTS_PASSWORD"
