@@ -55,6 +55,8 @@
     var withCharts = body.dataset.liveCharts === "1" && round % CHART_EVERY === 0 && window.lagwatchCharts;
     fetchJson("1")
       .then(function (doc) {
+        // Paused while this round was in flight: drop it, so "paused" stays true on screen.
+        if (paused()) { render(); return null; }
         Object.keys(doc.regions || {}).forEach(function (name) {
           var el = document.querySelector('[data-live-region="' + name + '"]');
           if (el) el.innerHTML = doc.regions[name];
