@@ -118,6 +118,11 @@ def _type_name(group_type: Any) -> str | None:
     return _TYPE_NAMES.get(group_type) if isinstance(group_type, ConsumerGroupType) else None
 
 
+def _pairs(assignment: Any) -> tuple[tuple[str, int], ...]:
+    topic_partitions = assignment.topic_partitions if assignment is not None else None
+    return tuple(sorted((tp.topic, tp.partition) for tp in topic_partitions or ()))
+
+
 def snapshot_from_description(
     desc: ConsumerGroupDescription,
     *,
@@ -138,6 +143,7 @@ def snapshot_from_description(
     rebalance derivation then works from what changes between cycles (``rebalance.py``).
     """
     state = _state_name(getattr(desc, "state", None))
+    group_type = listed_type or _type_name(getattr(desc, "type", None))
     members = tuple(
         sorted(
             (
@@ -145,11 +151,13 @@ def snapshot_from_description(
                     member_id=m.member_id,
                     client_id=m.client_id or None,
                     host=m.host or None,
-                    assignment=tuple(
-                        sorted(
-                            (tp.topic, tp.partition)
-                            for tp in (m.assignment.topic_partitions if m.assignment else [])
-                        )
+                    assignment=_pairs(m.assignment),
+                    instance_id=getattr(m, "group_instance_id", None) or None,
+                    # Only KIP-848 groups have a target; a classic member's is "not said".
+                    target_assignment=(
+                        _pairs(getattr(m, "target_assignment", None))
+                        if group_type == "consumer"
+                        else None
                     ),
                 )
                 for m in desc.members or []
@@ -169,7 +177,7 @@ def snapshot_from_description(
         generation=None,
         assignor=desc.partition_assignor or None,
         coordinator=coordinator,
-        protocol_type=listed_type or _type_name(getattr(desc, "type", None)),
+        protocol_type=group_type,
         members=members,
         members_known=members_known,
         topics=tuple(sorted(assigned_topics | set(topics))),

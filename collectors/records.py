@@ -63,10 +63,20 @@ class PartitionOffsets:
 
 @dataclass(frozen=True, slots=True)
 class GroupMember:
+    """One member of a group as its source describes it.
+
+    ``target_assignment`` and ``member_epoch`` exist only for KIP-848 (``consumer``) groups,
+    where the broker computes a target and each member converges on it: a member whose
+    assignment differs from its target is still reconciling. None means "not said".
+    """
+
     member_id: str
     client_id: str | None = None
     host: str | None = None
     assignment: tuple[tuple[str, int], ...] = ()  # (topic, partition) pairs; () = unknown
+    instance_id: str | None = None  # static membership (group.instance.id)
+    member_epoch: int | None = None
+    target_assignment: tuple[tuple[str, int], ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,10 +86,13 @@ class GroupSnapshot:
     source: Source
     group: str
     state: str | None  # Kafka's state name, or None when the source cannot tell
-    generation: int | None = None  # group epoch (KIP-848), cversion of /ids, or unknown
+    # Kafka: the group epoch (KIP-848) or the classic generation from __consumer_offsets;
+    # ZooKeeper consumers: the cversion of /ids; None: unknown.
+    generation: int | None = None
     assignor: str | None = None
     coordinator: str | None = None
-    protocol_type: str | None = None
+    protocol_type: str | None = None  # Kafka's group type: "classic" or "consumer" (KIP-848)
+    assignment_epoch: int | None = None  # KIP-848: the epoch of the target assignment
     members: tuple[GroupMember, ...] = ()
     members_known: bool = True  # False when the broker did not report members (LAB.md)
     topics: tuple[str, ...] = ()

@@ -13,7 +13,7 @@ from django.db import connection, models, transaction
 
 from collectors.cycle import CycleOutcome
 from collectors.figures import PartitionFigure
-from collectors.records import STALE_WHEN_UNREACHABLE, Source
+from collectors.records import STALE_WHEN_UNREACHABLE, GroupMember, Source
 from dashboard.monitoring.models import (
     BrokerOffsetSample,
     Cluster,
@@ -27,7 +27,9 @@ from dashboard.monitoring.models import (
 
 GROUP_FIELDS = [
     "state",
+    "group_type",
     "generation",
+    "assignment_epoch",
     "assignor",
     "coordinator",
     "members",
@@ -62,6 +64,23 @@ def ms_to_dt(ms: int | None) -> datetime | None:
     return None if ms is None else datetime.fromtimestamp(ms / 1000, UTC)
 
 
+def member_document(member: GroupMember) -> dict:
+    """A member as stored in ``ConsumerGroup.members`` and shown by the UI and the APIs."""
+    return {
+        "member_id": member.member_id,
+        "instance_id": member.instance_id,
+        "client_id": member.client_id,
+        "host": member.host,
+        "assignment": [list(tp) for tp in member.assignment],
+        "target_assignment": (
+            None
+            if member.target_assignment is None
+            else [list(tp) for tp in member.target_assignment]
+        ),
+        "member_epoch": member.member_epoch,
+    }
+
+
 def store_cycle(cluster: Cluster, outcome: CycleOutcome) -> None:
     at = ms_to_dt(outcome.cycle_ms)
     unreachable = {
@@ -93,18 +112,11 @@ def _upsert_groups(cluster: Cluster, outcome: CycleOutcome, at: datetime) -> dic
     no_members = members_field.get_db_prep_save([], connection)
     rows: dict[tuple[str, str], list] = {}
     for snap in outcome.groups:
-        members = [
-            {
-                "member_id": m.member_id,
-                "client_id": m.client_id,
-                "host": m.host,
-                "assignment": [list(tp) for tp in m.assignment],
-            }
-            for m in snap.members
-        ]
+        members = [member_document(m) for m in snap.members]
         rows[(str(snap.source), snap.group)] = [
-            cluster.id, str(snap.source), snap.group, snap.state or "", snap.generation,
-            snap.assignor or "", snap.coordinator or "",
+            cluster.id, str(snap.source), snap.group, snap.state or "",
+            (snap.protocol_type or "") if snap.source is Source.KAFKA else "",
+            snap.generation, snap.assignment_epoch, snap.assignor or "", snap.coordinator or "",
             members_field.get_db_prep_save(members, connection) if members else no_members,
             snap.members_known, "", "", False, db_at, db_at,
         ]  # fmt: skip
@@ -113,15 +125,16 @@ def _upsert_groups(cluster: Cluster, outcome: CycleOutcome, at: datetime) -> dic
         row = rows.get(key)
         if row is None:
             row = rows[key] = [
-                cluster.id, key[0], fig.group, "", None, "", "", no_members, False, "", "",
-                False, db_at, db_at,
+                cluster.id, key[0], fig.group, "", "", None, None, "", "", no_members, False,
+                "", "", False, db_at, db_at,
             ]  # fmt: skip
         if fig.topology_id:
-            row[9] = fig.owner or ""  # owner
-            row[10] = fig.topology_id
+            row[11] = fig.owner or ""  # owner
+            row[12] = fig.topology_id
     columns = [
-        "cluster", "source", "name", "state", "generation", "assignor", "coordinator", "members",
-        "members_known", "owner", "topology_id", "stale", "first_seen_at", "last_seen_at",
+        "cluster", "source", "name", "state", "group_type", "generation", "assignment_epoch",
+        "assignor", "coordinator", "members", "members_known", "owner", "topology_id", "stale",
+        "first_seen_at", "last_seen_at",
     ]  # fmt: skip
     _insert_rows(
         ConsumerGroup, columns, [tuple(r) for r in rows.values()],

@@ -1,9 +1,10 @@
-"""KafkaSource against the real lab broker (Tansu), plus the pure description mapping.
+"""KafkaSource against the real lab broker (Apache Kafka 4, KRaft), plus the pure mapping.
 
-The broker is shared by the session, so every test uses its own topic and group names. What
-Tansu answers differently from Apache Kafka (LAB.md) is asserted as Tansu answers it, with a
-comment; the mapping of Apache Kafka's answers is tested on the client's own model objects
-in the ``snapshot_from_description`` tests at the end.
+The broker is shared by the session, so every test uses its own topic and group names. Groups
+of both rebalance protocols are read from the broker: classic groups (JoinGroup/SyncGroup)
+and KIP-848 consumer groups. Answers the lab cannot provoke (a Dead group mid-cycle, a
+coordinator not available) are injected into the client's futures, and the mapping of the
+client's model objects is tested directly in the ``snapshot_from_description`` tests.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from confluent_kafka.admin import (
     ConsumerGroupDescription,
     MemberAssignment,
     MemberDescription,
+    NewPartitions,
     NewTopic,
     OffsetSpec,
 )
@@ -66,8 +68,7 @@ def create_topic(admin: AdminClient, partitions: int) -> str:
 
 
 def produce(bootstrap: str, topic: str, per_partition: dict[int, int]) -> None:
-    # One record per batch: Tansu's high watermark moves per batch, not per record (LAB.md).
-    producer = Producer({"bootstrap.servers": bootstrap, "batch.num.messages": 1, "linger.ms": 0})
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0})
     for partition, count in per_partition.items():
         for i in range(count):
             producer.produce(topic, f"{partition}-{i}".encode(), partition=partition)
@@ -171,7 +172,7 @@ def test_offsets_exactly_as_produced_and_committed(
     assert snapshot is not None
     assert snapshot.topics == (topic,)
     assert snapshot.coordinator == kafka_bootstrap
-    # Tansu lists groups as "Unknown" but describes a group without members as Empty.
+    # Offsets committed without joining: the coordinator keeps an Empty classic group.
     assert snapshot.state == "Empty"
     assert snapshot.members == ()
     assert snapshot.members_known
@@ -291,6 +292,7 @@ def test_live_member_and_rebalances(
             "bootstrap.servers": kafka_bootstrap,
             "group.id": group,
             "client.id": "lagwatch-test",
+            "group.protocol": "classic",
             "enable.auto.commit": False,
             "session.timeout.ms": 6000,
         }
@@ -303,17 +305,23 @@ def test_live_member_and_rebalances(
             return len(consumer.assignment()) == 3
 
         wait_for(assigned, every=0)
-        result = source.collect(now_ms())
+        result = wait_for(
+            lambda: (r := source.collect(now_ms()))
+            and (g := group_of(r, group)) is not None
+            and g.state == "Stable"
+            and r
+        )
         during = group_of(result, group)
-        assert during is not None
-        # Tansu describes a group with a live consumer as Stable but lists no member (LAB.md);
-        # Apache Kafka would list this consumer, its client id and its three partitions. A
-        # Stable group cannot be memberless, so the adapter says "members unknown" rather than
-        # "no members", and commits carry no owner.
-        assert during.state == "Stable"
-        assert during.members == ()
-        assert during.members_known is False
-        assert [c.owner for c in result.commits if c.group == group] == [None]
+        # The broker lists the member: its id, client id, host and the three partitions.
+        assert during.members_known
+        [member] = during.members
+        assert member.client_id == "lagwatch-test"
+        assert member.host and "127.0.0.1" in member.host
+        assert member.assignment == ((topic, 0), (topic, 1), (topic, 2))
+        assert member.target_assignment is None  # classic groups have no target
+        assert during.protocol_type == "classic"
+        assert during.assignor == "range"  # librdkafka's default with the classic protocol
+        assert [c.owner for c in result.commits if c.group == group] == [member.member_id]
 
         events = derive_rebalance_events(before, during, {topic: 3}, {topic: 3}, 1)
         assert [e.cause for e in events] == [MEMBER_JOINED]
@@ -359,10 +367,8 @@ def test_group_deleted_mid_cycle(
     assert offsets_of(result, topic) == {0: (0, 3), 1: (0, 3)}
     assert_prompt(result)
     # Apache Kafka answers a describe of a deleted group with Dead or GROUP_ID_NOT_FOUND, and
-    # the adapter skips it (tests below). Tansu answers "Empty" for any unknown group, which is
-    # a legitimate state of a real group, so the group shows once as empty with no offsets.
-    gone = group_of(result, doomed)
-    assert gone is None or (gone.state == "Empty" and gone.members == ())
+    # the adapter skips it.
+    assert group_of(result, doomed) is None
 
     monkeypatch.setattr(source.admin, "describe_consumer_groups", original)
     assert group_of(source.collect(now_ms()), doomed) is None
@@ -480,26 +486,57 @@ def test_request_refused_by_the_client_is_confined_to_its_group(
 
 @lab
 def test_error_confined_to_one_partition(
-    kafka_bootstrap: str, admin: AdminClient, source: KafkaSource
+    kafka_bootstrap: str,
+    admin: AdminClient,
+    source: KafkaSource,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    topic = create_topic(admin, 2)
-    produce(kafka_bootstrap, topic, {0: 4, 1: 2})
+    topic = create_topic(admin, 3)
+    produce(kafka_bootstrap, topic, {0: 4, 1: 2, 2: 1})
     group = name("g")
-    # A commit on a partition the topic does not have (Tansu accepts it; on Kafka the same
-    # shows after a topic is re-created smaller): its log offsets cannot be read.
-    alter_offsets(admin, group, {(topic, 0): 3, (topic, 7): 1})
+    alter_offsets(admin, group, {(topic, 0): 3, (topic, 1): 1})
+    # Apache Kafka refuses commits on partitions a topic lacks and drops a deleted topic's
+    # offsets, so the partition error is injected: the broker's answer for partition 1 (both
+    # ListOffsets calls) becomes what a partition without a leader answers.
+    list_offsets = source.admin.list_offsets
 
+    def one_partition_fails(request: dict, **kwargs: Any) -> dict:
+        futures = dict(list_offsets(request, **kwargs))
+        for tp in futures:
+            if (tp.topic, tp.partition) == (topic, 1):
+                futures[tp] = failed(KafkaError.LEADER_NOT_AVAILABLE)
+        return futures
+
+    monkeypatch.setattr(source.admin, "list_offsets", one_partition_fails)
     result = source.collect(now_ms())
 
     assert result.reachable
     errors = [e for e in result.errors if topic in e.where]
-    assert [e.where for e in errors] == [f"{topic}/7"]
+    assert [e.where for e in errors] == [f"{topic}/1"]
     assert "ListOffsets earliest" in errors[0].error and "ListOffsets latest" in errors[0].error
-    assert "UNKNOWN_PARTITION" in errors[0].error
-    assert offsets_of(result, topic) == {0: (0, 4), 1: (0, 2)}
+    assert "LEADER_NOT_AVAILABLE" in errors[0].error
+    assert offsets_of(result, topic) == {0: (0, 4), 2: (0, 1)}
     # The commit itself is still reported: downstream flags it, the adapter does not hide it.
-    assert commits_of(result, group) == {(topic, 0): 3, (topic, 7): 1}
+    assert commits_of(result, group) == {(topic, 0): 3, (topic, 1): 1}
     assert errors_about(result, group) == []
+
+
+@lab
+def test_commit_on_a_partition_the_topic_lacks_is_refused_by_kafka(
+    admin: AdminClient, kafka_bootstrap: str
+) -> None:
+    """Why the test above injects its error: Kafka does not store such a commit."""
+    topic = create_topic(admin, 1)
+    group = name("g")
+    tps = [TopicPartition(topic, 0, 0), TopicPartition(topic, 7, 1)]
+    answer = admin.alter_consumer_group_offsets([ConsumerGroupTopicPartitions(group, tps)])
+    try:
+        stored = answer[group].result(10).topic_partitions
+    except KafkaException:
+        stored = []
+    fetched = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)])
+    offsets = {tp.partition: tp.offset for tp in fetched[group].result(10).topic_partitions}
+    assert 7 not in offsets or offsets[7] < 0, (stored, offsets)
 
 
 @lab
@@ -513,14 +550,10 @@ def test_more_partitions_show_the_new_count(
     assert first.partition_counts[topic] == 2
     assert set(offsets_of(first, topic)) == {0, 1}
 
-    # Tansu does not implement CreatePartitions (librdkafka reports _UNSUPPORTED_FEATURE), so
-    # the topic is re-created with more partitions, which the metadata shows the same way.
-    # Re-creating drops the group's offsets on it (LAB.md): commit again.
-    admin.delete_topics([topic])[topic].result(10)
-    wait_for(lambda: topic not in admin.list_topics(timeout=10).topics)
-    admin.create_topics([NewTopic(topic, 5, 1)])[topic].result(10)
-    alter_offsets(admin, group, {(topic, 0): 0})
-    second = source.collect(now_ms())
+    admin.create_partitions([NewPartitions(topic, 5)])[topic].result(10)
+    second = wait_for(
+        lambda: (r := source.collect(now_ms())) and r.partition_counts.get(topic) == 5 and r
+    )
 
     assert second.partition_counts[topic] == 5
     assert set(offsets_of(second, topic)) == {0, 1, 2, 3, 4}

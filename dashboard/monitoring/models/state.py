@@ -34,10 +34,14 @@ class ConsumerGroup(models.Model):
     source = models.CharField(max_length=16, choices=SourceKind.choices)
     name = models.CharField(max_length=255)
     state = models.CharField(max_length=32, blank=True)
+    # Kafka's group type: "classic" or "consumer" (KIP-848); blank where not Kafka or unknown.
+    group_type = models.CharField(max_length=16, blank=True, default="", db_default="")
     generation = models.BigIntegerField(null=True)
+    assignment_epoch = models.BigIntegerField(null=True)  # KIP-848 groups only
     assignor = models.CharField(max_length=100, blank=True)
     coordinator = models.CharField(max_length=255, blank=True)
-    members = models.JSONField(default=list)  # [{member_id, client_id, host, assignment}]
+    # [{member_id, instance_id, client_id, host, assignment, target_assignment, member_epoch}]
+    members = models.JSONField(default=list)
     members_known = models.BooleanField(default=True)
     owner = models.CharField(max_length=255, blank=True)  # topology name for a spout
     topology_id = models.CharField(max_length=255, blank=True)
