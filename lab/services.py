@@ -267,13 +267,22 @@ def _kafka_argv(ctx: Context) -> list[str]:
 
 
 def _kafka_ready(ctx: Context, log: str) -> bool:
-    """Started (the log says so), and a client gets metadata naming this broker."""
+    """Started (the log says so), a client gets metadata naming this broker, and the group
+    coordinator answers: the first group request creates ``__consumer_offsets``, and until
+    its partitions are loaded group requests answer COORDINATOR_LOAD_IN_PROGRESS. Tests and
+    the workload start right after ``up``, so "ready" means ready for groups too."""
     if "Kafka Server started" not in log:
         return False
+    from confluent_kafka import ConsumerGroupTopicPartitions
     from confluent_kafka.admin import AdminClient
 
     admin = AdminClient({"bootstrap.servers": ctx.addr("kafka"), "socket.timeout.ms": 2000})
-    return bool(admin.list_topics(timeout=2).brokers)
+    if not admin.list_topics(timeout=2).brokers:
+        return False
+    probe = ConsumerGroupTopicPartitions("lagwatch-lab-ready")
+    admin.list_consumer_group_offsets([probe], request_timeout=5)[probe.group_id].result(10)
+    listed = admin.list_consumer_groups(request_timeout=5).result(10)
+    return not listed.errors
 
 
 # --- Redis -----------------------------------------------------------------------------------

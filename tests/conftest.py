@@ -1,8 +1,8 @@
 """Fixtures shared by the whole suite: the real lab services, started once per session.
 
-ZooKeeper and the Kafka-protocol broker (Tansu) run as real processes on free local ports in a
-temporary run directory; they start only when a test asks for them, and are stopped at the end
-of the session. Tests share them, so each test uses its own topic, znode root and group names.
+ZooKeeper and Apache Kafka (KRaft, one process; ``docs/LAB.md``) run as real processes on free
+local ports in a temporary run directory; they start only when a test asks for them, and are
+stopped at the end of the session. Tests share them, so each test uses its own topic, znode root and group names.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ class LabServices:
     """What tests need of the session's stack: addresses, and a way to stage an outage.
 
     ``stop``/``start`` keep the port, so clients configured with the address reconnect to the
-    restarted service. The broker restarts empty (memory storage); ZooKeeper keeps its data.
+    restarted service. Both keep their data across a restart, as the real services do.
     """
 
     def __init__(self, stack: Stack) -> None:

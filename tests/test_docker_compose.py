@@ -9,10 +9,18 @@ from pathlib import Path
 import pytest
 import yaml
 
+from lab.kafka_dist import kafka_version
+
 ROOT = Path(__file__).resolve().parents[1]
 COMPOSE = ROOT / "docker-compose.yml"
 LAGWATCH_SERVICES = {
-    "web", "worker", "collector", "beat", "migrate", "spark-master", "spark-worker",
+    "web",
+    "worker",
+    "collector",
+    "beat",
+    "migrate",
+    "spark-master",
+    "spark-worker",
 }
 EXTERNAL_SERVICES = {"kafka", "zookeeper", "redis", "postgres"}
 
@@ -23,10 +31,14 @@ def compose() -> dict:
 
 
 def test_validates_against_the_compose_specification() -> None:
-    exe = shutil.which("check-jsonschema") or str(Path(sys.executable).with_name("check-jsonschema"))
+    exe = shutil.which("check-jsonschema") or str(
+        Path(sys.executable).with_name("check-jsonschema")
+    )
     result = subprocess.run(
         [exe, "--builtin-schema", "vendor.compose-spec", str(COMPOSE)],
-        capture_output=True, text=True, check=False,
+        capture_output=True,
+        text=True,
+        check=False,
     )
     assert result.returncode == 0, result.stdout + result.stderr
 
@@ -91,6 +103,8 @@ def test_ports_and_environment(compose: dict) -> None:
     services = compose["services"]
     assert "8000:8000" in services["web"]["ports"]
     assert "9092:9092" in services["kafka"]["ports"]
+    # The broker users get is the one the lab, the tests and the benchmarks ran against.
+    assert services["kafka"]["image"] == f"apache/kafka:{kafka_version()}"
     env = services["web"]["environment"]
     assert env["DJANGO_SETTINGS_MODULE"] == "dashboard.settings.production"
     assert env["DATABASE_URL"].startswith("postgres://")

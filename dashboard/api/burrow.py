@@ -11,7 +11,11 @@ Field names, nesting and types follow Burrow's Go structs as its JSON encoder wr
 - ``PartitionStatus``: ``topic``, ``partition``, ``owner``, ``client_id``, ``status``,
   ``start``, ``end`` (offsets or null), ``current_lag`` (int), ``complete`` (float);
 - ``ConsumerOffset``: ``offset``, ``timestamp`` (ms), ``observedAt`` (ms), ``lag`` (int or
-  null).
+  null);
+- consumer detail (``httpResponseConsumerDetail``): ``topics`` = ``ConsumerTopics``, a map of
+  topic to a list indexed by partition id of ``ConsumerPartition``: ``offsets`` (a list of
+  ``ConsumerOffset``, oldest first), ``owner``, ``client_id``, ``current-lag`` (int, with a
+  hyphen: Burrow's tag).
 
 Statuses map onto Burrow's (``NOTFOUND OK WARN ERR STOP STALL REWIND``): UNKNOWN, Lagwatch's
 "no verdict yet" (not enough data, or the source unreachable), is Burrow's answer for an
@@ -21,7 +25,7 @@ Burrow's evaluator does.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 STATUSES = ("NOTFOUND", "OK", "WARN", "ERR", "STOP", "STALL", "REWIND")
@@ -104,6 +108,58 @@ def status_doc(
         "maxlag": maxlag,
         "totallag": sum(d["current_lag"] for d in docs),
     }
+
+
+def partition_offsets(row: PartitionRow, polls: Sequence[Offset], window: int) -> list[Offset]:
+    """The offsets Burrow's detail lists for one partition, oldest first, at most ``window``.
+
+    Burrow keeps a ring of the last ``intervals`` commits; Lagwatch sees a partition once per
+    poll, so its ring is the raw samples of the polls before the latest (``polls``, each
+    timestamped with its poll), ended by the partition's latest state (``end``: the commit's
+    own time where known). Nothing before the first commit, as in Burrow.
+    """
+    if row.end is None:
+        return []
+    older = [o for o in polls if o.observed_ms < row.end.observed_ms]
+    keep = older[len(older) - (window - 1) :] if window > 1 else []
+    return [*keep, row.end]
+
+
+def consumer_topics(
+    rows: Sequence[PartitionRow],
+    polls: Mapping[tuple[str, int], Sequence[Offset]],
+    window: int,
+) -> dict[str, list[dict]]:
+    """Burrow's ``ConsumerTopics``: per topic, one entry per partition id from 0.
+
+    Burrow indexes each topic's list by partition id, so a partition the group has no row for
+    (it never committed there) is an entry with no offsets, no owner and no lag, as Burrow
+    answers for one it holds no commits of. ``polls``: each partition's raw samples, oldest
+    first (``partition_offsets``).
+    """
+    by_topic: dict[str, dict[int, PartitionRow]] = {}
+    for row in rows:
+        by_topic.setdefault(row.topic, {})[row.partition] = row
+    topics: dict[str, list[dict]] = {}
+    for topic in sorted(by_topic):
+        partitions = by_topic[topic]
+        entries = []
+        for n in range(max(partitions) + 1):
+            row = partitions.get(n)
+            if row is None:
+                entries.append({"offsets": [], "owner": "", "client_id": "", "current-lag": 0})
+                continue
+            offsets = partition_offsets(row, polls.get((topic, n), ()), window)
+            entries.append(
+                {
+                    "offsets": [offset_doc(o) for o in offsets],
+                    "owner": row.owner,
+                    "client_id": row.client_id,
+                    "current-lag": max(row.current_lag or 0, 0) if offsets else 0,
+                }
+            )
+        topics[topic] = entries
+    return topics
 
 
 def not_found_status(cluster: str, group: str) -> dict:

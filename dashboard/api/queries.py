@@ -47,6 +47,7 @@ def groups_with_figures(groups: QuerySet | None = None) -> QuerySet:
         partition_count=Count("partitions"),
         lag_sum=Sum("partitions__lag"),
         time_lag_max=Max("partitions__time_lag_s"),
+        last_commit_max=Max("partitions__last_commit_at"),
     )
 
 
@@ -55,6 +56,7 @@ def figures(group: ConsumerGroup) -> dict:
         "partitions": getattr(group, "partition_count", None),
         "total_lag": getattr(group, "lag_sum", None),
         "max_time_lag_s": getattr(group, "time_lag_max", None),
+        "last_commit_at": getattr(group, "last_commit_max", None),
     }
 
 

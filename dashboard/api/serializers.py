@@ -10,6 +10,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from dashboard.monitoring.membership import group_type, member_details
 from dashboard.monitoring.models import (
     Cluster,
     ConsumerGroup,
@@ -55,7 +56,9 @@ def source_health_dict(health: SourceHealth) -> dict:
 
 def group_dict(group: ConsumerGroup, figures: dict[str, Any] | None = None) -> dict:
     """``figures``: the partitions' current totals (``partitions``, ``total_lag``,
-    ``max_time_lag_s``), fresher than the status job's copy on the group row."""
+    ``max_time_lag_s``, ``last_commit_at``), fresher than the status job's copy on the group
+    row. ``member_details`` is the same document as ``lagwatch_status --json``'s (null where
+    the source does not report members), so a script can move between the two."""
     figures = figures or {}
     return {
         "id": group.pk,
@@ -70,13 +73,17 @@ def group_dict(group: ConsumerGroup, figures: dict[str, Any] | None = None) -> d
         "partitions": figures.get("partitions"),
         "total_lag": figures.get("total_lag", group.total_lag),
         "max_time_lag_s": figures.get("max_time_lag_s", group.max_time_lag_s),
+        "type": group_type(group.source, group.group_type),
         "state": group.state,
         "generation": group.generation,
+        "assignment_epoch": group.assignment_epoch,
         "members": len(group.members or []),
+        "member_details": member_details(group.members) if group.members_known else None,
         "owner": group.owner,
         "topology_id": group.topology_id,
         "first_seen_at": iso(group.first_seen_at),
         "last_seen_at": iso(group.last_seen_at),
+        "last_commit_at": iso(figures.get("last_commit_at")),
     }
 
 

@@ -5,6 +5,12 @@ from the partitions' latest figures, so they agree with the partition rows print
 Statuses, diagnoses, reasons and ``complete`` are the status job's (SPEC §4, §6), as of its
 ``evaluated_at``; UNKNOWN with no ``evaluated_at`` means no status run has judged it yet.
 ``spark_jobs`` lists each job's latest finished run and when it last succeeded.
+
+A group's ``last_commit_at`` is the newest of its partitions' (so a group whose consumers all
+stopped shows when they last committed), ``type`` and ``member_details`` are read through
+``membership`` like the APIs', so old member rows without KIP-848's keys read as unknowns.
+``member_details`` is null, like the ``members`` count, where the source does not report
+members.
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ from typing import Any
 
 from django.utils import timezone
 
+from dashboard.monitoring.membership import group_type, member_details
 from dashboard.monitoring.models import (
     CollectionError,
     ConsumerGroup,
@@ -57,6 +64,7 @@ def status_document(
 
     by_id = {g.id: g for g in groups}
     totals: dict[int, list] = {gid: [0, None, False] for gid in by_id}
+    last_commit: dict[int, datetime] = {}
     partition_rows = []
     for p in partitions:
         group = by_id.get(p["group_id"])
@@ -68,6 +76,8 @@ def status_document(
             total[2] = True
         if p["time_lag_s"] is not None:
             total[1] = max(total[1] or 0.0, p["time_lag_s"])
+        if (at := p["last_commit_at"]) is not None:
+            last_commit[group.id] = max(at, last_commit.get(group.id, at))
         partition_rows.append(
             {
                 "cluster": group.cluster.name,
@@ -99,9 +109,12 @@ def status_document(
             "cluster": g.cluster.name,
             "source": g.source,
             "group": g.name,
+            "type": group_type(g.source, g.group_type),
             "state": g.state or None,
             "generation": g.generation,
+            "assignment_epoch": g.assignment_epoch,
             "members": len(g.members) if g.members_known else None,
+            "member_details": member_details(g.members) if g.members_known else None,
             "status": g.status,
             "complete": g.complete,
             "evaluated_at": _iso(g.evaluated_at),
@@ -111,6 +124,7 @@ def status_document(
             "topology_id": g.topology_id or None,
             "stale": g.stale,
             "last_seen_at": _iso(g.last_seen_at),
+            "last_commit_at": _iso(last_commit.get(g.id)),
         }  # fmt: skip
         for g in groups
     ]
