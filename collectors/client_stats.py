@@ -6,8 +6,9 @@ checked and a refusal names the field's path (``topics.orders.partitions.3.commi
 must be an integer``); keys this module does not know are ignored, because librdkafka adds
 fields from version to version.
 
-The broker does not always say who owns which partition (Tansu never does, see LAB.md; a
-real Kafka can be caught mid-rebalance), but every consumer knows its own assignment.
+The broker does not always say who owns which partition (a group caught mid-rebalance, a
+describe that failed, a broker that answers without members), but every consumer knows its
+own assignment.
 :func:`apply_client_reports` puts what the clients said into the broker's group snapshots,
 never over what the broker said.
 

@@ -18,9 +18,9 @@ A failure confined to one group or one partition becomes a ``SourceError`` and t
 on; a cluster that cannot be reached gives ``reachable=False``, never an exception, within
 ``timeout_s``.
 
-Broker differences: this is written for Apache Kafka. The lab's broker (Tansu) answers some
-requests differently (LAB.md); where that shows, the records say "unknown" rather than guess
-(``members_known=False``), and no logic here depends on Tansu's quirks.
+Written for Apache Kafka (the lab runs 4.1, docs/LAB.md). Where an answer is missing or
+incomplete (a describe that failed, a Kafka-protocol broker that lists no members), the
+records say "unknown" rather than guess (``members_known=False``).
 """
 
 from __future__ import annotations
@@ -91,7 +91,7 @@ _TYPE_NAMES: dict[ConsumerGroupType, str | None] = {
 }
 
 # States in which a group necessarily has members. A broker that describes such a group with
-# none has not told us who they are (Tansu, LAB.md); Apache Kafka always lists them.
+# none has not told us who they are; Apache Kafka always lists them.
 _STATES_WITH_MEMBERS = frozenset({"Stable", "PreparingRebalance", "CompletingRebalance"})
 
 # Answers that mean "this group no longer exists": skipped, not reported as an error, because
@@ -148,7 +148,7 @@ def snapshot_from_description(
 
     ``listed_type`` is the type ListGroups reported: preferred, because librdkafka describes a
     group through ConsumerGroupDescribe first and a broker may answer that for a classic group
-    too (Tansu does), while ListGroups reports the group's real type.
+    too, while ListGroups reports the group's real type.
 
     ``generation`` stays None: librdkafka 2.x does not expose the group epoch of a KIP-848
     group nor the generation of a classic one, so the Kafka adapter cannot report either; the

@@ -72,7 +72,7 @@ REBALANCING_STATES = frozenset(
 _RESTARTS = frozenset({("CompletingRebalance", "PreparingRebalance"), ("Reconciling", "Assigning")})
 # A group has members in these states; Empty means it has none. Leaving Empty therefore means
 # a member joined, and entering it means the last one left, even when the source cannot list
-# the members (LAB.md: Tansu).
+# the members (a failed describe, a broker that lists none).
 _ACTIVE_STATES = frozenset({"Stable"}) | REBALANCING_STATES
 _EMPTY = "Empty"
 
