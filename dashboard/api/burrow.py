@@ -114,14 +114,13 @@ def partition_offsets(row: PartitionRow, polls: Sequence[Offset], window: int) -
     """The offsets Burrow's detail lists for one partition, oldest first, at most ``window``.
 
     Burrow keeps a ring of the last ``intervals`` commits; Lagwatch sees a partition once per
-    poll, so its ring is the raw samples of the polls before the latest (``polls``, each
-    timestamped with its poll), ended by the partition's latest state (``end``: the commit's
-    own time where known). Nothing before the first commit, as in Burrow.
+    poll, so its ring is the raw samples of the polls before the latest (``polls``, oldest
+    first, each timestamped with its poll), ended by the partition's latest state (``end``:
+    the commit's own time where known). Nothing before the first commit, as in Burrow.
     """
     if row.end is None:
         return []
-    older = [o for o in polls if o.observed_ms < row.end.observed_ms]
-    keep = older[len(older) - (window - 1) :] if window > 1 else []
+    keep = list(polls[max(len(polls) - (window - 1), 0) :]) if window > 1 else []
     return [*keep, row.end]
 
 

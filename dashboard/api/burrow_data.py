@@ -12,6 +12,10 @@ state (committed offset, time of that commit, the poll that last saw it, its cur
 ``start`` the oldest raw sample within one window's span before it (``window`` commits at one
 per poll: ``LAGWATCH_EVALUATOR["window"]`` × the cluster's poll interval). A partition with
 no committed offset has ``start`` and ``end`` null, as in Burrow before the first commit.
+
+**Consumer detail.** Burrow lists the commits it keeps per partition (its ring of
+``intervals``); Lagwatch lists the raw samples of that same span, one per poll, ended by
+``end`` (``poll_offsets``, ``burrow.partition_offsets``).
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from functools import cache
 
 from django.conf import settings
 from django.db import connection
+from django.db.models import F
 
 from dashboard.api.burrow import Offset, PartitionRow
 from dashboard.monitoring.models import (
@@ -34,6 +39,7 @@ from dashboard.monitoring.models import (
 )
 
 STORM_PREFIX = "storm:"
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _NAMED = (SourceKind.KAFKA, SourceKind.ZOOKEEPER)
 
 
@@ -147,9 +153,18 @@ def _client_ids(group: FoundGroup) -> dict[str, tuple[str, str]]:
     return found
 
 
+def window() -> int:
+    """Commits in a status window: Burrow's ``intervals``, the length of its offset ring."""
+    return int(settings.LAGWATCH_EVALUATOR["window"])
+
+
+def _window_start(group: FoundGroup) -> datetime:
+    """One window's span before the group's last poll, at one commit per poll."""
+    return group.last_seen_at - timedelta(seconds=window() * max(group.poll_interval_s, 1))
+
+
 def partition_rows(group: FoundGroup) -> list[PartitionRow]:
-    span = timedelta(seconds=settings.LAGWATCH_EVALUATOR["window"] * max(group.poll_interval_s, 1))
-    since = connection.ops.adapt_datetimefield_value(group.last_seen_at - span)
+    since = connection.ops.adapt_datetimefield_value(_window_start(group))
     with connection.cursor() as cursor:
         cursor.execute(_sql()[1], [since, group.pk])
         rows = cursor.fetchall()
@@ -173,4 +188,27 @@ def partition_rows(group: FoundGroup) -> list[PartitionRow]:
                 topic, partition, owner or "", client_id, status, lag, complete, start, end
             )  # fmt: skip
         )
+    return found
+
+
+def poll_offsets(group: FoundGroup) -> dict[tuple[str, int], list[Offset]]:
+    """Each partition's raw samples with a committed offset over one window's span, before
+    its latest poll (which ``end`` stands for), oldest first, as offsets timestamped with
+    their poll: the history Burrow's consumer detail lists (``burrow.partition_offsets``).
+    One query; about ``window`` rows per partition."""
+    samples = (
+        OffsetSample.objects.filter(
+            partition__group_id=group.pk,
+            at__gte=_window_start(group),
+            at__lt=F("partition__sampled_at"),
+            committed__isnull=False,
+        )
+        .order_by("partition__topic", "partition__partition", "at")
+        .values_list("partition__topic", "partition__partition", "committed", "at", "lag")
+    )
+    found: dict[tuple[str, int], list[Offset]] = {}
+    for topic, partition, committed, at, lag in samples:
+        # Rounded as the SQL of ``_epoch_ms`` does, so both kinds of offsets agree.
+        ms = round((at - _EPOCH) / timedelta(milliseconds=1))
+        found.setdefault((topic, partition), []).append(Offset(committed, ms, ms, lag))
     return found

@@ -2,7 +2,8 @@ r"""The Burrow-compatible subset under /v3/ (open by default, SPEC §9; docs/API
 
 Group names may hold ``/`` (Kafka allows it) and even newlines, hence a pattern that takes
 any character (``[\s\S]+``, unlike ``path``'s ``.+``) before the fixed ``/status`` and
-``/lag`` suffixes.
+``/lag`` suffixes. The consumer detail (no suffix) comes after them: a path ending in
+``/status`` or ``/lag`` is that endpoint of the group before it.
 """
 
 from django.urls import path, re_path
@@ -20,5 +21,8 @@ urlpatterns = [
         rf"^kafka/{_CLUSTER}/consumer/{_GROUP}/status$", burrow_views.consumer_status, name="status"
     ),  # fmt: skip
     re_path(rf"^kafka/{_CLUSTER}/consumer/{_GROUP}/lag$", burrow_views.consumer_lag, name="lag"),
+    re_path(
+        rf"^kafka/{_CLUSTER}/consumer/{_GROUP}$", burrow_views.consumer_detail, name="detail"
+    ),  # fmt: skip
     re_path(r"^[\s\S]*$", burrow_views.unsupported),
 ]

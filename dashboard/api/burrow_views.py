@@ -97,6 +97,23 @@ def consumer_lag(request: HttpRequest, cluster: str, group: str) -> ApiJsonRespo
 
 
 @_get_only
+def consumer_detail(request: HttpRequest, cluster: str, group: str) -> ApiJsonResponse:
+    """Burrow's consumer detail: each partition's recent offsets, owner and client id.
+
+    An unknown cluster or group is Burrow's error document with 404, as Burrow answers it
+    (not the ``NOTFOUND`` status document of ``/status`` and ``/lag``)."""
+    found = burrow_data.find_group(cluster, group)
+    if found is None:
+        return _refuse(request, 404, "cluster or consumer not found", {})
+    topics = burrow.consumer_topics(
+        burrow_data.partition_rows(found), burrow_data.poll_offsets(found), burrow_data.window()
+    )
+    return ApiJsonResponse(
+        burrow.envelope("consumer detail returned", _request_info(request), topics=topics)
+    )
+
+
+@_get_only
 def unsupported(request: HttpRequest) -> ApiJsonResponse:
     """Burrow endpoints outside the subset: a Burrow-shaped 404 rather than an HTML page."""
     return _refuse(request, 404, "not supported by Lagwatch's Burrow-compatible API", {})

@@ -9,6 +9,16 @@ Status values, as numbers (Burrow's ``StatusConstant`` order, 0 = no verdict):
 UNKNOWN 0, OK 1, WARN 2, ERR 3, STOP 4, STALL 5, REWIND 6. Groups also get one-hot series
 ``lagwatch_group_status_is{status="…"}`` (1 for the current status, 0 for the others).
 Label values (group, topic names) are escaped by ``prometheus_client``.
+
+Membership: ``lagwatch_group_generation`` (labelled with Kafka's group type, ``""`` where not
+Kafka or unknown), ``lagwatch_group_last_commit_timestamp_seconds`` and the counter
+``lagwatch_group_rebalances_total``. The counter counts the group's stored rebalance events:
+they are append-only (written idempotently per cycle, never pruned; deleted only with their
+group), so the count never goes down while the group exists, and its ``_created`` is the
+group's ``first_seen_at`` so that a group deleted and seen again reads as a new counter. Should
+rebalance events ever get a retention, this count must come from a running total kept when
+they are written instead: a count that drops reads as a counter reset, and ``increase()``
+would then count every kept event again.
 """
 
 from __future__ import annotations
@@ -17,14 +27,21 @@ import time
 from collections import defaultdict
 from collections.abc import Iterator
 
-from django.db.models import Count
+from django.db.models import Count, Max
 from django.utils import timezone
-from prometheus_client.core import CollectorRegistry, GaugeMetricFamily, Metric
+from prometheus_client.core import (
+    CollectorRegistry,
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    Metric,
+)
 
+from dashboard.monitoring.membership import group_type
 from dashboard.monitoring.models import (
     CollectionError,
     ConsumerGroup,
     PartitionState,
+    RebalanceEvent,
     ServiceHeartbeat,
     SourceHealth,
     SparkJobOutcome,
@@ -37,6 +54,12 @@ GROUP = ["cluster", "source", "group"]
 PARTITION = [*GROUP, "topic", "partition"]
 SOURCE = ["cluster", "source"]
 OUTCOMES = (SparkJobOutcome.OK, SparkJobOutcome.FAILED, SparkJobOutcome.SKIPPED)
+GROUP_COLUMNS = (
+    "id", "cluster__name", "source", "name", "status", "complete", "stale", "members",
+    "generation", "group_type", "first_seen_at",
+)  # fmt: skip
+# Sources whose groups have members and therefore rebalances (a spout has neither).
+WITH_MEMBERS = ("kafka", "zookeeper")
 
 
 def _gauge(name: str, doc: str, labels: list[str], unit: str = "") -> GaugeMetricFamily:
@@ -60,7 +83,9 @@ class LagwatchCollector:
     def collect(self) -> Iterator[Metric]:
         started = time.perf_counter()
         now = timezone.now()
-        yield from self._lag()
+        groups = self._groups()
+        yield from self._lag(groups)
+        yield from self._membership(groups)
         yield from self._sources(now)
         yield from self._spark_jobs(now)
         yield from self._heartbeats(now)
@@ -72,17 +97,18 @@ class LagwatchCollector:
         took.add_metric([], time.perf_counter() - started)
         yield took
 
-    def _lag(self) -> Iterator[Metric]:
+    @staticmethod
+    def _groups() -> dict[int, tuple]:
+        """Every group in one query: id -> (labels, status, complete, stale, members,
+        generation, group type, first seen)."""
         groups = {}
-        for pk, cluster, source, name, status, complete, stale, members in (
-            ConsumerGroup.objects.order_by()
-            .values_list(
-                "id", "cluster__name", "source", "name", "status", "complete", "stale", "members"
-            )  # fmt: skip
-            .iterator(chunk_size=5000)
+        for pk, cluster, source, name, *rest in (
+            ConsumerGroup.objects.order_by().values_list(*GROUP_COLUMNS).iterator(chunk_size=5000)
         ):
-            groups[pk] = ((cluster, source, name), status, complete, stale, members)
+            groups[pk] = ((cluster, source, name), *rest)
+        return groups
 
+    def _lag(self, groups: dict[int, tuple]) -> Iterator[Metric]:
         p_lag = _gauge("lagwatch_partition_lag", "Latest offset minus committed offset.",
                        PARTITION)  # fmt: skip
         p_time = _gauge(
@@ -136,7 +162,7 @@ class LagwatchCollector:
                          GROUP)  # fmt: skip
         g_members = _gauge("lagwatch_group_members", "Members of the group as last seen.", GROUP)
         per_cluster: dict[tuple[str, str], int] = defaultdict(int)
-        for group_id, (labels, status, complete, stale, members) in groups.items():
+        for group_id, (labels, status, complete, stale, members, *_) in groups.items():
             lag, time_lag, count = totals[group_id]
             labels = list(labels)
             if count:
@@ -160,6 +186,44 @@ class LagwatchCollector:
             yield from (p_lag, p_time, p_status)
         yield from (g_lag, g_time, g_status, g_is, g_parts,
                     g_complete, g_stale, g_members, groups_by_status)  # fmt: skip
+
+    def _membership(self, groups: dict[int, tuple]) -> Iterator[Metric]:
+        """Generation, last commit and rebalances per group: two grouped queries, one row
+        per group, whatever the number of partitions or events."""
+        generation = _gauge(
+            "lagwatch_group_generation",
+            "Kafka: classic generation or KIP-848 group epoch; ZooKeeper: cversion of /ids.",
+            [*GROUP, "type"],
+        )
+        last_commit = _gauge(
+            "lagwatch_group_last_commit_timestamp_seconds",
+            "Newest commit among the group's partitions (Unix time).", GROUP,
+        )  # fmt: skip
+        rebalances = CounterMetricFamily(
+            "lagwatch_group_rebalances",
+            "Rebalances Lagwatch observed in the group (its stored rebalance events).",
+            labels=GROUP,
+        )
+        commits = dict(
+            PartitionState.objects.filter(last_commit_at__isnull=False)
+            .order_by()
+            .values_list("group_id")
+            .annotate(at=Max("last_commit_at"))
+        )
+        counts = dict(
+            RebalanceEvent.objects.order_by().values_list("group_id").annotate(n=Count("id"))
+        )
+        for group_id, (labels, *_, gen, gtype, first_seen) in groups.items():
+            labels = list(labels)
+            if gen is not None:
+                generation.add_metric([*labels, group_type(labels[1], gtype) or ""], gen)
+            if (at := commits.get(group_id)) is not None:
+                last_commit.add_metric(labels, at.timestamp())
+            if labels[1] in WITH_MEMBERS:
+                rebalances.add_metric(
+                    labels, counts.get(group_id, 0), created=first_seen.timestamp()
+                )
+        yield from (generation, last_commit, rebalances)
 
     def _sources(self, now) -> Iterator[Metric]:
         up = _gauge("lagwatch_source_up", "1 if the source answered at its last poll.", SOURCE)

@@ -178,25 +178,29 @@ def assignment_figure(members: Sequence[tuple[str, dict[str, int]]]) -> dict[str
 
 
 def rebalance_figure(events: Sequence[dict[str, Any]], since: datetime, until: datetime):
-    """Generation and rebalance timeline: one marker per event, on the row of its cause."""
+    """Generation and rebalance timeline: one marker per event, on the row of its cause,
+    labelled with the generation it led to (``gen 7``) so it reads without hovering."""
     if not events:
         return None
     fig = go.Figure(
         go.Scatter(
             x=[t(e["at"]) for e in events],
             y=[escape(e["cause"]) for e in events],
-            mode="markers",
+            mode="markers+text",
             marker={"size": 10, "color": "#6a1b9a", "symbol": "diamond"},
-            text=[
+            text=[_generation_label(e["generation"]) for e in events],
+            textposition="top center",
+            textfont={"size": 11, "color": "#4a148c"},
+            customdata=[
                 escape(f"generation {e['generation'] if e['generation'] is not None else '?'}")
                 + (f"<br>{escape(', '.join(e['causes']))}" if e.get("causes") else "")
                 for e in events
             ],
-            hovertemplate="%{x}<br>%{y}<br>%{text}<extra></extra>",
+            hovertemplate="%{x}<br>%{y}<br>%{customdata}<extra></extra>",
             name="rebalance",
         ),
         layout=_layout(
-            "Rebalances by cause",
+            "Rebalances by cause (labelled with the generation they led to)",
             hovermode="closest",
             height=max(200, 30 * len({e["cause"] for e in events}) + 110),
             xaxis={"title": {"text": "UTC"}, "range": [t(since), t(until)]},
@@ -204,6 +208,10 @@ def rebalance_figure(events: Sequence[dict[str, Any]], since: datetime, until: d
         ),
     )
     return _dict(fig)
+
+
+def _generation_label(generation: int | None) -> str:
+    return "gen ?" if generation is None else f"gen {generation}"
 
 
 def sparkline_points(values: Sequence[float | None], width: int = 100, height: int = 24) -> str:

@@ -119,6 +119,12 @@ GROUP_SORTS = {
     "generation": "highest generation first",
 }
 PER_PAGE = (25, 50, 100, 200)
+# Kafka's group types, and "none": not a Kafka group, or one whose type is unknown.
+GROUP_TYPE_FILTERS = {
+    "classic": "classic",
+    "consumer": "consumer (KIP-848)",
+    "none": "none (not Kafka, or unknown)",
+}
 
 
 @dataclass(frozen=True)
@@ -127,6 +133,7 @@ class GroupFilter:
     statuses: tuple[str, ...] = ()
     source: str = ""
     cluster: str = ""
+    group_type: str = ""  # the ``type`` parameter: a key of GROUP_TYPE_FILTERS, or "" (all)
     sort: str = "status"
     page: int = 1
     per_page: int = 50
@@ -143,6 +150,8 @@ class GroupFilter:
             pairs.append(("source", f.source))
         if f.cluster:
             pairs.append(("cluster", f.cluster))
+        if f.group_type:
+            pairs.append(("type", f.group_type))
         if f.sort != "status":
             pairs.append(("sort", f.sort))
         if f.per_page != 50:
@@ -167,6 +176,7 @@ def group_filter(query: Mapping[str, list[str]]) -> GroupFilter:
         statuses=_statuses(query, "status"),
         source=_choice(query, "source", SourceKind.values, ""),
         cluster=cluster,
+        group_type=_choice(query, "type", list(GROUP_TYPE_FILTERS), ""),
         sort=_choice(query, "sort", list(GROUP_SORTS), "status"),
         page=_positive_int(query, "page", 1, 1_000_000),
         per_page=per_page,

@@ -3,8 +3,9 @@
 Source: Burrow's wiki, "HTTP Endpoint" and the "List Clusters", "List Consumers" and
 "Consumer Group Status" request pages (linkedin/Burrow/wiki), and the Go structs that encode
 them (``core/internal/httpserver/structs.go``: ``httpResponseClusterList``,
-``httpResponseConsumerList``, ``httpResponseConsumerStatus``, ``httpResponseError``;
-``core/protocol``: ``ConsumerGroupStatus``, ``PartitionStatus``, ``ConsumerOffset``).
+``httpResponseConsumerList``, ``httpResponseConsumerStatus``, ``httpResponseConsumerDetail``,
+``httpResponseError``; ``core/protocol``: ``ConsumerGroupStatus``, ``PartitionStatus``,
+``ConsumerOffset``, ``ConsumerPartition``).
 
 The wiki's status example predates two fields current Burrow writes: ``client_id`` on each
 partition and ``observedAt`` on each offset (Burrow 1.2+, ``protocol.PartitionStatus`` and
@@ -58,6 +59,29 @@ CONSUMER_STATUS = {
         "totallag": 0,
     },
     "request": {"url": "/v3/kafka/clustername/consumer/groupname/status", "host": "h"},
+}
+
+# Consumer detail (``httpResponseConsumerDetail``; ``protocol.ConsumerTopics``: a map of topic to
+# a list indexed by partition id of ``ConsumerPartition`` {``offsets``, ``owner``, ``client_id``,
+# ``current-lag``}, each offset a ``ConsumerOffset``). Values are those of Burrow's own handler
+# test (``core/internal/httpserver/kafka_test.go``: ``TestHttpServer_handleConsumerDetail``);
+# ``topics`` has the monitored topics' names as keys, so only its values are compared.
+CONSUMER_DETAIL = {
+    "error": False,
+    "message": "consumer detail returned",
+    "topics": {
+        "testtopic": [
+            {
+                "offsets": [
+                    {"offset": 9837458, "timestamp": 12837487, "observedAt": 12837487, "lag": 2355}
+                ],
+                "owner": "somehost",
+                "client_id": "",
+                "current-lag": 2345,
+            }
+        ]
+    },
+    "request": {"url": "/v3/kafka/testcluster/consumer/testgroup", "host": "h"},
 }
 
 # Values Burrow's JSON may hold where the example shows one kind: pointers (``*ConsumerOffset``,

@@ -195,6 +195,111 @@ def test_group_names_with_slashes_route_to_the_group(client: Client, world: Worl
     assert status["group"] == "team/a/status" and status["partitions"] == []
 
 
+# --- consumer detail -----------------------------------------------------------------------
+
+
+def assert_detail_shape(body: dict) -> None:
+    """Burrow's consumer detail, key by key; ``topics`` is keyed by the monitored topics, so
+    each of its lists is compared with the documented topic's."""
+    assert set(body) == set(doc.CONSUMER_DETAIL)
+    assert_shape({**body, "topics": {}}, {**doc.CONSUMER_DETAIL, "topics": {}})
+    assert isinstance(body["topics"], dict)
+    for topic, entries in body["topics"].items():
+        assert_shape(entries, doc.CONSUMER_DETAIL["topics"]["testtopic"], f"$.topics.{topic}")
+
+
+def ms(at) -> int:
+    return round(at.timestamp() * 1000)
+
+
+def test_consumer_detail_of_a_kafka_group_matches_burrow(client: Client, world: World) -> None:
+    body = get(client, "/v3/kafka/prod/consumer/billing")
+    assert_detail_shape(body)
+    assert body["error"] is False and body["message"] == "consumer detail returned"
+    assert body["request"]["url"] == "/v3/kafka/prod/consumer/billing"
+    topics = body["topics"]
+    assert sorted(topics) == ["invoices", "payments"]
+    assert [len(topics["invoices"]), len(topics["payments"])] == [2, 1]  # indexed by partition
+    stalled = topics["invoices"][1]
+    assert (stalled["owner"], stalled["client_id"]) == ("/10.0.0.2", "billing-app")
+    assert stalled["current-lag"] == 400
+    # Burrow's ring of `intervals` commits: the polls of one window (10 x 10 s) before the
+    # latest, oldest first, then the latest state with its commit's own timestamp.
+    offsets = stalled["offsets"]
+    assert len(offsets) == 10
+    assert [o["offset"] for o in offsets] == [500] * 10  # frozen
+    polls = [ms(world.now - timedelta(seconds=10 * k)) for k in range(9, 0, -1)]
+    assert [o["timestamp"] for o in offsets[:-1]] == polls
+    assert [o["observedAt"] for o in offsets[:-1]] == polls
+    p = world.partitions[("billing", "invoices", 1)]
+    assert offsets[-1] == {"offset": 500, "timestamp": ms(p.last_commit_at),
+                           "observedAt": ms(p.sampled_at), "lag": 400}  # fmt: skip
+    # the latest offset is the /lag endpoint's `end`, field for field
+    lag = get(client, "/v3/kafka/prod/consumer/billing/lag")["status"]["partitions"][1]
+    assert offsets[-1] == lag["end"]
+    moving = [o["offset"] for o in topics["invoices"][0]["offsets"]]
+    assert moving == sorted(moving) and moving[-1] == 100
+    assert topics["invoices"][0]["owner"] == "/10.0.0.1"
+
+
+def test_consumer_detail_fills_partitions_without_a_row_as_burrow_does(
+    client: Client, world: World
+) -> None:
+    g = ConsumerGroup.objects.create(
+        cluster=world.clusters["prod"], source="kafka", name="sparse", status="OK",
+        first_seen_at=world.now, last_seen_at=world.now,
+        members=[{"member_id": "m-9", "client_id": "c", "host": "/h"}],  # an old row: no epochs
+    )  # fmt: skip
+    PartitionState.objects.create(group=g, topic="t", partition=2, committed=7, latest=9, lag=2,
+                                  owner="m-9", sampled_at=world.now, status="OK")  # fmt: skip
+    PartitionState.objects.create(group=g, topic="u", partition=0, committed=None, latest=9,
+                                  sampled_at=world.now, status="UNKNOWN")  # fmt: skip
+    topics = get(client, "/v3/kafka/prod/consumer/sparse")["topics"]
+    empty = {"offsets": [], "owner": "", "client_id": "", "current-lag": 0}
+    assert topics["t"][:2] == [empty, empty]
+    assert topics["t"][2]["offsets"][0]["offset"] == 7 and topics["t"][2]["current-lag"] == 2
+    assert (topics["t"][2]["owner"], topics["t"][2]["client_id"]) == ("/h", "c")
+    # never committed: no offsets and no lag, as in Burrow before the first commit
+    assert topics["u"] == [empty]
+
+
+def test_consumer_detail_of_spouts_zookeeper_consumers_and_hostile_names(
+    client: Client, world: World
+) -> None:
+    spout = get(client, "/v3/kafka/prod/consumer/storm:orders-spout")["topics"]["orders"][0]
+    assert (spout["owner"], spout["client_id"]) == ("orders-topo", "orders-topo-1-1700000000")
+    zk = get(client, "/v3/kafka/prod/consumer/legacy-zk")["topics"]["audit"][0]
+    assert (zk["owner"], zk["client_id"]) == ("legacy-zk_host-1-0", "")
+    url = f"/v3/kafka/prod/consumer/{quote(HOSTILE, safe='')}"
+    body = get(client, url)
+    assert_detail_shape(body)
+    assert b"</script>" not in client.get(url).content
+
+
+def test_consumer_detail_of_an_unknown_group_or_cluster_is_burrows_404(
+    client: Client, world: World
+) -> None:
+    for url in ("/v3/kafka/prod/consumer/ghost", "/v3/kafka/nope/consumer/billing",
+                "/v3/kafka/prod/consumer/orders-spout"):  # fmt: skip
+        body = get(client, url, expect=404)
+        assert_shape(body, doc.ERROR)
+        assert body["message"] == "cluster or consumer not found"
+    response = client.delete("/v3/kafka/prod/consumer/billing")
+    assert response.status_code == 405 and response["Allow"] == "GET, HEAD"
+
+
+def test_consumer_detail_keeps_the_open_endpoint_protection(
+    client: Client, world: World, settings, read_secret: str
+) -> None:
+    settings.LAGWATCH_OPEN_ENDPOINTS_AUTH = "token"
+    refused = get(client, "/v3/kafka/prod/consumer/billing", expect=401)
+    assert refused["error"] is True
+    response = client.get(
+        "/v3/kafka/prod/consumer/billing", headers={"Authorization": f"Bearer {read_secret}"}
+    )
+    assert response.status_code == 200 and response.json()["topics"]
+
+
 def test_burrow_endpoints_outside_the_subset_answer_burrow_json(
     client: Client, world: World
 ) -> None:

@@ -72,3 +72,32 @@ def test_not_found_is_burrows_evaluator_answer() -> None:
         "cluster": "c", "group": "g", "status": "NOTFOUND", "complete": 1.0, "partitions": [],
         "partition_count": 0, "maxlag": None, "totallag": 0,
     }  # fmt: skip
+
+
+# --- consumer detail -----------------------------------------------------------------------
+
+
+def polls(n: int) -> list[Offset]:
+    return [Offset(90 + k, 100 * k, 100 * k, 5) for k in range(n)]
+
+
+def test_detail_offsets_are_the_last_polls_then_the_latest_state() -> None:
+    latest = row(0)
+    offsets = burrow.partition_offsets(latest, polls(12), window=4)
+    assert offsets == [*polls(12)[-3:], latest.end]  # at most `window`, oldest first
+    assert burrow.partition_offsets(latest, polls(2), window=4) == [*polls(2), latest.end]
+    assert burrow.partition_offsets(latest, polls(5), window=1) == [latest.end]
+    assert burrow.partition_offsets(row(0, committed=False), polls(3), window=4) == []
+
+
+def test_detail_lists_each_topic_by_partition_id_with_burrows_keys() -> None:
+    rows = [row(1, lag=-3), PartitionRow("a", 0, "", "", "OK", None, None, None, None)]
+    topics = burrow.consumer_topics(rows, {("t", 1): polls(1)}, window=10)
+    assert list(topics) == ["a", "t"]
+    assert topics["t"][0] == {"offsets": [], "owner": "", "client_id": "", "current-lag": 0}
+    one = topics["t"][1]
+    assert list(one) == ["offsets", "owner", "client_id", "current-lag"]
+    assert [o["offset"] for o in one["offsets"]] == [90, 101]
+    assert (one["owner"], one["client_id"], one["current-lag"]) == ("/h", "cid", 0)  # never < 0
+    assert topics["a"] == [{"offsets": [], "owner": "", "client_id": "", "current-lag": 0}]
+    assert burrow.consumer_topics([], {}, window=10) == {}

@@ -3,12 +3,12 @@ lab stack: log in, find the dead consumer from the overview, see its chart drawn
 partition to its diagnosis; a group named like markup renders as text and runs nothing.
 Saves the screenshots the README shows (``docs/screenshots/``).
 
-The hostile group is a ZooKeeper-based consumer group: the lab's broker (Tansu) cannot carry
-such a Kafka group id (it percent-encodes the id, cuts it at the first "/", and drops the
-connection on an OffsetFetch for it; real Kafka keeps any string). Its name is an
-``<img onerror>`` (ZooKeeper node names cannot hold "/", so not ``</script>``; and an image
-handler, unlike a script element, would run if inserted by ``innerHTML`` in a live update);
-its partition owner (the owner node's content) is ``<script>alert(1)</script>``.
+Two hostile groups. A ZooKeeper-based consumer group named as an ``<img onerror>`` (ZooKeeper
+node names cannot hold "/", so not ``</script>``; and an image handler, unlike a script
+element, would run if inserted by ``innerHTML`` in a live update), whose partition owner (the
+owner node's content) is ``<script>alert(1)</script>``; and a Kafka group named exactly
+``<script>alert(1)</script>``, which Apache Kafka keeps as given (a ``</script>`` inside the
+page's figure JSON is the classic way out of a script element).
 
 One browser for the module. ``dead-consumer`` on ``payments-ledger`` and the hostile group are
 this module's own; other lab tests touch other groups.
@@ -23,6 +23,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+from confluent_kafka.admin import AdminClient
 from kazoo.client import KazooClient
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 
@@ -99,6 +101,14 @@ def plant_hostile_group(zk_hosts: str) -> None:
         zk.close()
 
 
+def plant_hostile_kafka_group(bootstrap: str) -> None:
+    """A Kafka group named ``<script>alert(1)</script>`` commits on a lab topic."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    tps = [TopicPartition("orders", 0, 1), TopicPartition("orders", 1, 1)]
+    answer = admin.alter_consumer_group_offsets([ConsumerGroupTopicPartitions(XSS, tps)])
+    answer[XSS].result(30)
+
+
 def group_doc(doc: dict, name: str) -> dict | None:
     return next((g for g in doc["groups"] if g["group"] == name), None)
 
@@ -127,6 +137,7 @@ def test_dead_consumer_found_in_three_clicks_and_hostile_names_stay_text(
     pg, dialogs = page
     log_in(pg, lab_world)
     plant_hostile_group(lab_world.endpoints["zookeeper"])
+    plant_hostile_kafka_group(lab_world.endpoints["kafka"])
     lab_world.start_scenario("dead-consumer", group=DEAD)
     try:
         lab_world.wait_until(dead_and_diagnosed, VERDICT_S, f"{DEAD} non-OK with DEAD_CONSUMER")
@@ -203,7 +214,16 @@ def test_dead_consumer_found_in_three_clicks_and_hostile_names_stay_text(
     expect(pg.locator("#fig-heatmap.js-plotly-plot")).to_be_visible()
     ticks = pg.locator("#fig-heatmap .ytick text").all_text_contents()
     assert any(t.startswith(HOSTILE) for t in ticks), ticks
-    for url in ("/", "/groups/", "/sources/"):
+    # The Kafka group named ``<script>alert(1)</script>``: its page shows the name as text.
+    lab_world.wait_until(lambda d: group_doc(d, XSS), 90, "the hostile Kafka group collected")
+    pg.goto(lab_world.web_url + "/groups/?q=%3Cscript")
+    kafka_link = pg.locator("a.group-link")
+    expect(kafka_link).to_have_count(1)
+    expect(kafka_link).to_have_text(XSS)
+    kafka_link.click()
+    expect(pg.locator("h1.group-name")).to_have_text(XSS)
+    expect(pg.locator("#fig-lag.js-plotly-plot")).to_be_visible()
+    for url in ("/", "/groups/", "/sources/", pg.url.replace(lab_world.web_url, "")):
         pg.goto(lab_world.web_url + url)
         assert pg.locator("main img").count() == 0
         assert pg.locator("script", has_text="alert(1)").count() == 0

@@ -38,12 +38,18 @@ def test_assignment_stacks_only_statuses_present() -> None:
     assert [(b["name"], b["x"]) for b in fig["data"]] == [("STOP", [0, 1]), ("OK", [2, 1])]
 
 
-def test_rebalance_figure_hover_says_generation_and_causes() -> None:
+def test_rebalance_figure_labels_generations_and_hover_says_causes() -> None:
     fig = charts.rebalance_figure(
-        [{"at": T0, "generation": None, "cause": "member_left", "causes": ["member_left", "<x>"]}],
+        [{"at": T0, "generation": None, "cause": "member_left", "causes": ["member_left", "<x>"]},
+         {"at": T0, "generation": 8, "cause": "<y>", "causes": ["<y>"]}],
         T0 - timedelta(hours=1), T0,
     )  # fmt: skip
-    assert fig["data"][0]["text"] == ["generation ?<br>member_left, &lt;x&gt;"]
+    trace = fig["data"][0]
+    assert trace["mode"] == "markers+text"  # the generation is drawn, not only hovered
+    assert trace["text"] == ["gen ?", "gen 8"]
+    assert trace["y"] == ["member_left", "&lt;y&gt;"]
+    assert trace["customdata"] == ["generation ?<br>member_left, &lt;x&gt;",
+                                   "generation 8<br>&lt;y&gt;"]  # fmt: skip
     assert charts.rebalance_figure([], T0, T0) is None
 
 

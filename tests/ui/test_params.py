@@ -29,6 +29,9 @@ def test_query_string_round_trips() -> None:
         == "q=a+b&status=STOP&source=storm&cluster=prod&sort=lag&per_page=100"
     )
     assert GroupFilter().query_string() == ""
+    typed = group_filter(q("type=consumer&cluster=prod"))
+    assert typed.group_type == "consumer" and group_filter(q(typed.query_string())) == typed
+    assert typed.query_string(page=2) == "cluster=prod&type=consumer&page=2"
 
 
 def test_group_view_query_string_round_trips() -> None:
@@ -38,7 +41,7 @@ def test_group_view_query_string_round_trips() -> None:
 
 
 def test_empty_values_mean_no_filter() -> None:
-    assert group_filter(q("status=&source=&sort=&q=")) == GroupFilter()
+    assert group_filter(q("status=&source=&sort=&q=&type=")) == GroupFilter()
 
 
 @pytest.mark.parametrize("s, field", [

@@ -20,8 +20,12 @@ RAW = XSS.encode()
 @pytest.fixture
 def hostile():
     c = world.cluster()
-    members = [{"member_id": XSS, "client_id": XSS, "host": XSS, "assignment": [[XSS, 0]]}]
-    g = world.group(c, XSS, status="ERR", members=members, owner=XSS, state=XSS)
+    members = [
+        {"member_id": XSS, "client_id": XSS, "host": XSS, "assignment": [[XSS, 0]],
+         "instance_id": XSS, "member_epoch": 3, "target_assignment": [[XSS, 1]]},
+    ]  # fmt: skip
+    g = world.group(c, XSS, status="ERR", members=members, owner=XSS, state=XSS,
+                    group_type="consumer", assignor=XSS, coordinator=XSS)  # fmt: skip
     parts = world.partitions(
         g, 2, topic=XSS, status="STOP", owner=XSS, reason=XSS,
         diagnosis=[{"code": XSS, "evidence": {XSS: XSS}}],
@@ -94,6 +98,20 @@ def test_live_updates_carry_escaped_html(web: Client, hostile) -> None:
             assert response.status_code == 200, url
             doc = response.json()
             assert XSS not in json.dumps(doc), (url, mode)
+
+
+def test_members_table_renders_hostile_ids_hosts_and_targets_as_text(web: Client, hostile) -> None:
+    g, _ = hostile
+    body = web.get(reverse("ui:group", args=[g.pk])).content.decode()
+    table = re.search(r'<table class="data compact" id="members-table">(.*?)</table>', body, re.S)
+    cells = table.group(1)
+    escaped = "&lt;script&gt;alert(1)&lt;/script&gt;"
+    assert XSS not in cells
+    # member id, instance id, client id, host, assigned topic and target topic: six times
+    assert cells.count(escaped) >= 6
+    assert "reconciling" in cells
+    head = web.get(reverse("ui:group", args=[g.pk]) + "?live=1").json()["regions"]["group-head"]
+    assert XSS not in head and head.count(escaped) >= 3  # name, state, assignor, coordinator
 
 
 def test_links_to_hostile_groups_use_their_number(web: Client, hostile) -> None:

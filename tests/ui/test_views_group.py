@@ -1,6 +1,7 @@
 """The group page: partition table, charts over ranges, members, rebalances, states; and a
 query count that does not grow with the number of partitions."""
 
+import re
 from datetime import timedelta
 
 import pytest
@@ -109,6 +110,69 @@ def test_members_from_partition_owners_when_the_source_reports_none(web: Client)
     assert "does not report members" in r.content.decode()
 
 
+KIP848_MEMBERS = [
+    {"member_id": "c-1", "instance_id": "pod-1", "client_id": "checkout", "host": "/10.0.0.1",
+     "assignment": [["t", 0], ["t", 1]], "target_assignment": [["t", 0], ["t", 1]],
+     "member_epoch": 14},
+    {"member_id": "c-2", "instance_id": None, "client_id": "checkout", "host": "/10.0.0.2",
+     "assignment": [["t", 2]], "target_assignment": [["t", 2], ["t", 3], ["u", 0]],
+     "member_epoch": 13},
+]  # fmt: skip
+
+
+def test_kip848_group_head_shows_type_epochs_assignor_coordinator_last_commit(
+    web: Client,
+) -> None:
+    g = world.group(world.cluster(), "checkout", members=KIP848_MEMBERS, state="Assigning",
+                    group_type="consumer", generation=15, assignment_epoch=14,
+                    assignor="uniform", coordinator="broker-2:9092")  # fmt: skip
+    world.partitions(g, 4, topic="t")  # last commit 30 s ago
+    r = web.get(url(g))
+    assert r.context["membership"] == {"type": "consumer", "reconciling": 1}
+    head = web.get(url(g, "?live=1")).json()["regions"]["group-head"]
+    for text in ("Group type", "consumer (KIP-848)", "Generation (group epoch)</dt><dd>15<",
+                 "Assignment epoch</dt><dd>14<", "Assigning", "uniform", "broker-2:9092",
+                 "Last commit", "1 reconciling"):  # fmt: skip
+        assert text in head, text
+    assert re.search(r"Last commit</dt><dd title=\"[-0-9: ]+ UTC\">3\ds ago<", head), head
+
+
+def test_members_table_with_instance_ids_epochs_and_reconciling_targets(web: Client) -> None:
+    g = world.group(world.cluster(), "checkout", members=KIP848_MEMBERS, group_type="consumer")
+    world.partitions(g, 4, topic="t")
+    r = web.get(url(g))
+    members = {m["member"]: m for m in r.context["members"]}
+    one, two = members["c-1"], members["c-2"]
+    assert (one["instance_id"], one["member_epoch"], one["reconciling"]) == ("pod-1", 14, False)
+    assert one["target"] == []  # holds its target: nothing to show
+    assert (two["instance_id"], two["member_epoch"], two["reconciling"]) == ("", 13, True)
+    assert two["topics"] == [("t", "2")] and two["target"] == [("t", "2-3"), ("u", "0")]
+    assert members["(nobody)"]["topics"] == [("t", "3")]
+    table = r.content.decode().split('id="members-table"')[1].split("</table>")[0]
+    for text in ("Instance", "Member epoch", "Target", "pod-1", "/10.0.0.2", ">13<",
+                 "reconciling", "t: 2-3", "u: 0"):  # fmt: skip
+        assert text in table, text
+
+
+def test_old_member_rows_and_classic_groups_read_as_unknowns(web: Client) -> None:
+    old = [{"member_id": "m-1", "client_id": "app", "host": "/h", "assignment": [["t", 0]]}]
+    g = world.group(world.cluster(), "billing", members=old, generation=3)
+    world.partitions(g, 1, topic="t", last_commit_at=None)
+    r = web.get(url(g))
+    (member,) = r.context["members"]
+    assert (member["instance_id"], member["member_epoch"], member["reconciling"]) == (
+        "", None, False,
+    )  # fmt: skip
+    assert r.context["membership"] == {"type": None, "reconciling": 0}
+    head = web.get(url(g, "?live=1")).json()["regions"]["group-head"]
+    assert "Group type" in head and "unknown" in head and "Assignment epoch" not in head
+    assert "Last commit</dt><dd>—" in head
+    zk = world.group(world.cluster("zk"), "legacy", source="zookeeper", members_known=False)
+    world.partitions(zk, 2)
+    body = web.get(url(zk)).content.decode()
+    assert "Group type" not in body and "Member epoch" not in body
+
+
 def test_rebalance_timeline_with_causes(web: Client) -> None:
     g = world.group(world.cluster(), "payments", generation=7)
     now = timezone.now()
@@ -133,6 +197,7 @@ def test_rebalance_timeline_with_causes(web: Client) -> None:
     assert [e["generation"] for e in r.context["events"]] == [6, 7]
     fig = r.context["figures"]["rebalances"]["data"][0]
     assert fig["y"] == ["member_left", "member_joined"]
+    assert fig["text"] == ["gen 6", "gen 7"] and fig["mode"] == "markers+text"
     body = r.content.decode()
     assert "member_joined, assignment_changed" in body and "left: [&#x27;m-3&#x27;]" in body
 
@@ -180,8 +245,13 @@ def test_query_count_does_not_grow_with_partitions(web: Client, query: str) -> N
     c = world.cluster()
     counts = []
     for n in (10, 200):
-        members = [{"member_id": f"m{i}", "assignment": [["t", i]]} for i in range(n // 2)]
-        g = world.group(c, f"g{n}", members=members, status="ERR")
+        members = [
+            {"member_id": f"m{i}", "assignment": [["t", i]], "instance_id": f"i{i}",
+             "member_epoch": 3, "target_assignment": [["t", i], ["t", n // 2 + i]]}
+            for i in range(n // 2)
+        ]  # fmt: skip
+        g = world.group(c, f"g{n}", members=members, status="ERR", group_type="consumer",
+                        assignment_epoch=4)  # fmt: skip
         parts = world.partitions(g, n, topic="t", status="STALL")
         world.samples(parts, points=3)
         RebalanceEvent.objects.create(group=g, at=timezone.now(), generation=1, cause="x")

@@ -3,7 +3,9 @@
 from datetime import timedelta
 
 import pytest
+from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
@@ -141,3 +143,61 @@ def test_live_update_keeps_the_filters(web: Client, fleet) -> None:
     doc = web.get(URL_() + "?status=STALL&live=1").json()
     html = doc["regions"]["groups"]
     assert "orders-spout" in html and "payments" not in html
+
+
+@pytest.fixture
+def typed():
+    c = world.cluster("prod")
+    world.group(c, "classic-app", group_type="classic", generation=4)
+    world.group(c, "kip848-app", group_type="consumer", generation=9, assignment_epoch=9)
+    world.group(c, "untyped-app")  # a Kafka group of unknown type
+    world.group(c, "zk-app", source="zookeeper")
+    world.group(c, "odd-zk", source="zookeeper", group_type="consumer")  # not Kafka: no type
+    return c
+
+
+def test_type_column_shows_kafkas_group_type(web: Client, typed) -> None:
+    r = web.get(URL_(), {"sort": "name"})
+    types = {row["group"].name: row["type"] for row in r.context["rows"]}
+    assert types == {"classic-app": "classic", "kip848-app": "consumer", "untyped-app": None,
+                     "zk-app": None, "odd-zk": None}  # fmt: skip
+    body = r.content.decode()
+    assert "<th>Type</th>" in body and 'title="KIP-848 consumer group">consumer<' in body
+
+
+@pytest.mark.parametrize(
+    ("gtype", "expected"),
+    [
+        ("classic", ["classic-app"]),
+        ("consumer", ["kip848-app"]),
+        ("none", ["odd-zk", "untyped-app", "zk-app"]),
+        ("", ["classic-app", "kip848-app", "odd-zk", "untyped-app", "zk-app"]),
+    ],
+)
+def test_type_filter(web: Client, typed, gtype: str, expected: list[str]) -> None:
+    r = web.get(URL_(), {"type": gtype, "sort": "name"})
+    assert names(r) == expected
+    if gtype:
+        assert sum(c["count"] for c in r.context["status_chips"]) == len(expected)
+        assert f"type={gtype}" in r.context["sort_qs"]["lag"]  # links keep the filter
+        assert f'<option value="{gtype}" selected>' in r.content.decode()
+
+
+def test_bad_type_is_a_400_naming_it(web: Client) -> None:
+    response = web.get(URL_() + "?type=share")
+    assert response.status_code == 400 and b"'type'" in response.content
+
+
+def test_query_count_does_not_grow_with_groups(web: Client) -> None:
+    c = world.cluster()
+    counts = []
+    for n in (10, 40):
+        for i in range(len(counts) * 10, n):
+            g = world.group(c, f"g{i:03d}", group_type="consumer", generation=i,
+                            members=[{"member_id": f"m{i}", "target_assignment": [["t", 0]]}])  # fmt: skip
+            world.partitions(g, 3)
+        for query in ("", "?live=1", "?type=consumer"):
+            with CaptureQueriesContext(connection) as ctx:
+                assert web.get(URL_() + query).status_code == 200
+            counts.append(len(ctx.captured_queries))
+    assert counts[:3] == counts[3:], counts

@@ -36,6 +36,7 @@ def partitions(
 ) -> list[PartitionState]:
     now = timezone.now()
     kw.setdefault("owner", None)
+    kw.setdefault("last_commit_at", now - timedelta(seconds=30))
     rows = [
         PartitionState(
             group=g,
@@ -48,7 +49,6 @@ def partitions(
             time_lag_s=float(i),
             status=status,
             sampled_at=now,
-            last_commit_at=now - timedelta(seconds=30),
             evaluated_at=now,
             complete=1.0,
             **{**kw, "owner": kw["owner"] or f"member-{i % 3}"},

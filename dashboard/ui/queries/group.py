@@ -1,5 +1,9 @@
 """One group: its partitions (one query, then filtered, sorted and paged in Python), members
-and their assignment, rebalances, status changes. A fixed number of queries per page."""
+and their assignment, rebalances, status changes. A fixed number of queries per page.
+
+Members are read through ``dashboard.monitoring.membership`` (as the APIs read them), so rows
+stored before KIP-848 support, without instance ids, epochs or targets, show those as unknown.
+"""
 
 from __future__ import annotations
 
@@ -7,8 +11,15 @@ from collections import Counter, defaultdict
 from datetime import datetime
 from typing import Any
 
+from django.db.models import Max, OuterRef, Subquery
 from django.urls import reverse
 
+from dashboard.monitoring.membership import (
+    group_type,
+    member_details,
+    reconciling,
+    reconciling_count,
+)
 from dashboard.monitoring.models import ConsumerGroup, PartitionState, RebalanceEvent, StatusChange
 from dashboard.ui.params import PARTITIONS_PER_PAGE, SEVERITY, STATUSES_WORST_FIRST, GroupView
 from dashboard.ui.queries.common import diagnosis_codes
@@ -26,7 +37,29 @@ NOBODY = "(nobody)"
 
 
 def group(pk: int) -> ConsumerGroup:
-    return ConsumerGroup.objects.select_related("cluster").get(pk=pk)
+    """The group, with ``last_commit_at``: its partitions' newest commit, in the same query
+    (the light partition rows leave dates out, see ``LIGHT_COLUMNS``)."""
+    newest = (
+        PartitionState.objects.filter(group=OuterRef("pk"))
+        .order_by()
+        .values("group")
+        .annotate(at=Max("last_commit_at"))
+        .values("at")
+    )
+    return (
+        ConsumerGroup.objects.select_related("cluster")
+        .annotate(last_commit_at=Subquery(newest))
+        .get(pk=pk)
+    )
+
+
+def membership(g: ConsumerGroup) -> dict[str, Any]:
+    """What the head says of the group's protocol: Kafka's group type (None where not Kafka or
+    unknown) and how many members are still converging on their KIP-848 target."""
+    return {
+        "type": group_type(g.source, g.group_type),
+        "reconciling": reconciling_count(member_details(g.members)),
+    }
 
 
 def partitions(g: ConsumerGroup) -> list[dict[str, Any]]:
@@ -112,56 +145,65 @@ def _ranges(numbers: list[int]) -> str:
     return ", ".join(out)
 
 
+def _pairs(by_topic: dict[str, list[int]]) -> list[tuple[str, int]]:
+    return [(t, p) for t, ps in by_topic.items() for p in ps]
+
+
+def _topics(tps: list[tuple[str, int]]) -> list[tuple[str, str]]:
+    """``[("t", 0), ("t", 1), ("u", 4)]`` -> ``[("t", "0-1"), ("u", "4")]``."""
+    by_topic: dict[str, list[int]] = defaultdict(list)
+    for topic, partition in tps:
+        by_topic[topic].append(partition)
+    return [(t, _ranges(ps)) for t, ps in sorted(by_topic.items())]
+
+
+def _member_info(detail: dict[str, Any] | None) -> dict[str, Any]:
+    """A member's columns: ids and host ("" when unknown, for the template), epoch, and the
+    target assignment only where the member does not hold it yet (KIP-848, reconciling)."""
+    detail = detail or {}
+    moving = bool(detail) and reconciling(detail)
+    return {
+        "client_id": detail.get("client_id") or "",
+        "host": detail.get("host") or "",
+        "instance_id": detail.get("instance_id") or "",
+        "member_epoch": detail.get("member_epoch"),
+        "reconciling": moving,
+        "target": _topics(_pairs(detail["target_assignment"])) if moving else [],
+    }
+
+
 def assignment(g: ConsumerGroup, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Members and the partitions each holds, with their statuses.
 
     From the members' reported assignments (Kafka) where there are some, else from each
     partition's owner (ZooKeeper owner node, the spout's topology). Partitions no member
-    holds are listed under "(nobody)": the picture of a dead consumer.
+    holds are listed under "(nobody)": the picture of a dead consumer. A KIP-848 member whose
+    target differs from what it holds carries that target, shown as reconciling.
     """
     status = {(r["topic"], r["partition"]): r["status"] for r in rows}
     held: dict[str, list[tuple[str, int]]] = defaultdict(list)
-    info: dict[str, dict[str, str]] = {}
-    members = g.members if isinstance(g.members, list) else []
-    with_assignment = [m for m in members if isinstance(m, dict) and m.get("assignment")]
-    if with_assignment:
-        for m in members:
-            mid = str(m.get("member_id") or "?")
-            info[mid] = {
-                "client_id": str(m.get("client_id") or ""),
-                "host": str(m.get("host") or ""),
-            }
-            held[mid]  # a member holding nothing is shown too
-            for tp in m.get("assignment") or []:
-                if isinstance(tp, list | tuple) and len(tp) == 2:
-                    held[mid].append((str(tp[0]), int(tp[1])))
+    details = {(d["member_id"] or "?"): d for d in member_details(g.members)}
+    if any(d["assignment"] for d in details.values()):
+        for mid, d in details.items():
+            held[mid] += _pairs(d["assignment"])
         owned = {tp for tps in held.values() for tp in tps}
         held[NOBODY] += [tp for tp in status if tp not in owned]
     else:
         for r in rows:
             held[r["owner"] or NOBODY].append((r["topic"], r["partition"]))
-        for m in members:
-            if isinstance(m, dict):
-                mid = str(m.get("member_id") or "?")
-                held.setdefault(mid, [])
-                info[mid] = {
-                    "client_id": str(m.get("client_id") or ""),
-                    "host": str(m.get("host") or ""),
-                }
+        for mid in details:
+            held.setdefault(mid, [])  # a member holding nothing is shown too
     out = []
     for member, tps in held.items():
         if member == NOBODY and not tps:
             continue
-        by_topic: dict[str, list[int]] = defaultdict(list)
-        for topic, partition in tps:
-            by_topic[topic].append(partition)
         counts = Counter(status.get(tp, "UNKNOWN") for tp in tps)
         out.append(
             {
                 "member": member,
                 "nobody": member == NOBODY,
-                **info.get(member, {"client_id": "", "host": ""}),
-                "topics": [(t, _ranges(ps)) for t, ps in sorted(by_topic.items())],
+                **_member_info(details.get(member)),
+                "topics": _topics(tps),
                 "count": len(tps),
                 "by_status": {s: counts[s] for s in STATUSES_WORST_FIRST if counts[s]},
             }

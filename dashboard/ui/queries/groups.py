@@ -10,6 +10,7 @@ from django.core.paginator import Page, Paginator
 from django.db.models import Count, IntegerField, Max, OuterRef, Q, Subquery, Sum
 from django.db.models.functions import Coalesce
 
+from dashboard.monitoring.membership import GROUP_TYPES
 from dashboard.monitoring.models import ConsumerGroup, LagRollup, OffsetSample, PartitionState
 from dashboard.ui.params import GroupFilter
 from dashboard.ui.queries.common import JsonArrayLength, severity
@@ -52,6 +53,10 @@ def filtered(f: GroupFilter):
         qs = qs.filter(source=f.source)
     if f.cluster:
         qs = qs.filter(cluster__name=f.cluster)
+    if f.group_type in GROUP_TYPES:
+        qs = qs.filter(source="kafka", group_type=f.group_type)
+    elif f.group_type == "none":
+        qs = qs.exclude(source="kafka", group_type__in=GROUP_TYPES)
     return qs
 
 
@@ -73,7 +78,9 @@ def page(f: GroupFilter) -> Page:
 
 def status_counts(f: GroupFilter) -> dict[str, int]:
     """How many groups of each status match the other filters: the status chips' counts."""
-    rows = filtered(GroupFilter(q=f.q, source=f.source, cluster=f.cluster)).order_by()
+    rows = filtered(
+        GroupFilter(q=f.q, source=f.source, cluster=f.cluster, group_type=f.group_type)
+    ).order_by()
     return dict(rows.values_list("status").annotate(n=Count("id")))
 
 

@@ -56,6 +56,7 @@ def _live(g: ConsumerGroup, view, rows) -> dict[str, Any]:
         g=g,
         view=view,
         totals=q.totals(rows),
+        membership=q.membership(g),
         table=t,
         unreachable=unreachable_sources([g.cluster_id]),
         sorts=[

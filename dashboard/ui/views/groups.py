@@ -6,9 +6,17 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
+from dashboard.monitoring.membership import group_type
 from dashboard.monitoring.models import Cluster, SourceKind
 from dashboard.ui import charts
-from dashboard.ui.params import GROUP_SORTS, PER_PAGE, STATUSES_WORST_FIRST, BadParam, group_filter
+from dashboard.ui.params import (
+    GROUP_SORTS,
+    GROUP_TYPE_FILTERS,
+    PER_PAGE,
+    STATUSES_WORST_FIRST,
+    BadParam,
+    group_filter,
+)
 from dashboard.ui.queries import groups as q
 from dashboard.ui.queries.common import unreachable_sources
 from dashboard.ui.views.common import bad_request, live_mode, live_regions, page_context, url_for_pk
@@ -20,7 +28,12 @@ def _context(f) -> dict:
     lines = q.sparklines(list(page.object_list), now)
     group_url = url_for_pk("ui:group")
     rows = [
-        {"group": g, "url": group_url(g.pk), "spark": charts.sparkline_points(lines.get(g.id, []))}
+        {
+            "group": g,
+            "url": group_url(g.pk),
+            "spark": charts.sparkline_points(lines.get(g.id, [])),
+            "type": group_type(g.source, g.group_type),
+        }
         for g in page.object_list
     ]
     counts = q.status_counts(f)
@@ -70,6 +83,7 @@ def groups(request: HttpRequest) -> HttpResponse:
             **context,
             "clusters": Cluster.objects.order_by("name").values_list("name", flat=True),
             "sources": SourceKind.choices,
+            "group_types": GROUP_TYPE_FILTERS.items(),
             "per_page_choices": PER_PAGE,
             "statuses": STATUSES_WORST_FIRST,
         },
