@@ -268,21 +268,29 @@ def _kafka_argv(ctx: Context) -> list[str]:
 
 def _kafka_ready(ctx: Context, log: str) -> bool:
     """Started (the log says so), a client gets metadata naming this broker, and the group
-    coordinator answers: the first group request creates ``__consumer_offsets``, and until
-    its partitions are loaded group requests answer COORDINATOR_LOAD_IN_PROGRESS. Tests and
-    the workload start right after ``up``, so "ready" means ready for groups too."""
+    coordinator answers for groups: the first group request creates ``__consumer_offsets``,
+    and until its partitions are loaded group requests answer COORDINATOR_NOT_AVAILABLE,
+    NOT_COORDINATOR or COORDINATOR_LOAD_IN_PROGRESS. Tests and the workload start right after
+    ``up``, so "ready" means ready for groups too.
+
+    The group probe is a ConsumerGroupDescribe of a group that does not exist, through the
+    product's own wire client, whose "not found" means a loaded coordinator. Not an
+    AdminClient OffsetFetch: librdkafka 2.16 was seen to crash (in its OffsetFetch handler)
+    when a short-lived client asks a coordinator that is still loading, and this check runs
+    inside the caller's process (pytest, the lab command).
+    """
     if "Kafka Server started" not in log:
         return False
-    from confluent_kafka import ConsumerGroupTopicPartitions
     from confluent_kafka.admin import AdminClient
+
+    from collectors.kafka_wire import EpochReader
 
     admin = AdminClient({"bootstrap.servers": ctx.addr("kafka"), "socket.timeout.ms": 2000})
     if not admin.list_topics(timeout=2).brokers:
         return False
-    probe = ConsumerGroupTopicPartitions("lagwatch-lab-ready")
-    admin.list_consumer_group_offsets([probe], request_timeout=5)[probe.group_id].result(10)
-    listed = admin.list_consumer_groups(request_timeout=5).result(10)
-    return not listed.errors
+    with EpochReader(ctx.addr("kafka")) as reader:
+        answer = reader.describe(["lagwatch-lab-ready"], timeout_s=5)["lagwatch-lab-ready"]
+    return answer.error_name == "GROUP_ID_NOT_FOUND"
 
 
 # --- Redis -----------------------------------------------------------------------------------

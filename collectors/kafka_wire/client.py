@@ -25,7 +25,7 @@ Not thread-safe: one ``EpochReader`` per thread (the Kafka adapter keeps one per
 from __future__ import annotations
 
 import contextlib
-import select
+import selectors
 import socket
 import ssl
 import time
@@ -203,13 +203,19 @@ class _Connection:
         self._client_id = client_id
         self._next_id = 0
 
+    def fileno(self) -> int:
+        return self._sock.fileno()
+
+    def buffered(self) -> bool:
+        """Whether TLS has already decrypted bytes that ``select`` cannot see."""
+        return isinstance(self._sock, ssl.SSLSocket) and self._sock.pending() > 0
+
     def dropped(self) -> bool:
         """Whether the broker closed an idle connection: a healthy one has nothing to read."""
         try:
-            readable, _, _ = select.select([self._sock], [], [], 0)
+            return bool(_readable([self], 0))
         except (OSError, ValueError):
             return True
-        return bool(readable)
 
     def send(self, api_key: int, version: int, body: bytes, deadline: float) -> int:
         correlation_id = self._next_id
@@ -255,6 +261,24 @@ class _Connection:
     def close(self) -> None:
         with contextlib.suppress(OSError):
             self._sock.close()
+
+
+def _ready(conns: list[_Connection], deadline: float) -> list[_Connection]:
+    """The connections with something to read, waiting at most until the deadline."""
+    buffered = [conn for conn in conns if conn.buffered()]
+    if buffered:
+        return buffered
+    return _readable(conns, max(0.0, deadline - time.monotonic()))
+
+
+def _readable(conns: list[_Connection], timeout: float) -> list[_Connection]:
+    # selectors (epoll), not select.select: a busy worker process may hold descriptors
+    # numbered past select's limit of 1024.
+    with selectors.DefaultSelector() as selector:
+        for conn in conns:
+            selector.register(conn, selectors.EVENT_READ)
+        ready = {key.fd for key, _ in selector.select(timeout)}
+    return [conn for conn in conns if conn.fileno() in ready]
 
 
 class EpochReader:
@@ -346,8 +370,8 @@ class EpochReader:
     def _describe_at(
         self, by_address: Mapping[Address, list[str]], deadline: float, timeout_s: float
     ) -> dict[str, ConsumerGroupEpochs]:
-        """One ConsumerGroupDescribe per coordinator: all sent, then all answers read, so
-        several coordinators cost one round trip, and a slow one delays only its groups."""
+        """One ConsumerGroupDescribe per coordinator, all sent before any answer is read, so
+        several coordinators cost one round trip, and a slow one fails only its groups."""
         results: dict[str, ConsumerGroupEpochs] = {}
         in_flight: list[tuple[_Connection, int, int, list[str]]] = []
 
@@ -378,21 +402,28 @@ class EpochReader:
                 continue
             in_flight.append((conn, version, correlation_id, groups))
 
-        for conn, version, correlation_id, groups in in_flight:
-            try:
-                answer = self._guarded(conn, conn.receive, CONSUMER_GROUP_DESCRIBE,
-                                       version, correlation_id, deadline)  # fmt: skip
-            except OSError as exc:
-                fail(groups, conn.name, exc)
-                continue
-            described = self._guarded(
-                conn, decode_consumer_group_describe_response, answer, version
-            )
-            by_group = {g.group: g for g in described.groups}
-            for group in groups:
-                results[group] = by_group.get(group) or ConsumerGroupEpochs.failed(
-                    group, _UNKNOWN_SERVER_ERROR, f"{conn.name} left the group out of its answer"
+        # Answers are read as they arrive, so that one slow coordinator cannot make the
+        # others' answers, already here, miss the deadline.
+        while in_flight:
+            ready = _ready([conn for conn, *_ in in_flight], deadline)
+            if not ready:
+                for conn, _, _, groups in in_flight:
+                    self._drop(conn)  # its answer may still come: the stream is mid-message
+                    fail(groups, conn.name, DeadlineExceeded())
+                break
+            for entry in [e for e in in_flight if e[0] in ready]:
+                in_flight.remove(entry)
+                conn, version, correlation_id, groups = entry
+                try:
+                    answer = self._guarded(conn, conn.receive, CONSUMER_GROUP_DESCRIBE,
+                                           version, correlation_id, deadline)  # fmt: skip
+                except OSError as exc:
+                    fail(groups, conn.name, exc)
+                    continue
+                described = self._guarded(
+                    conn, decode_consumer_group_describe_response, answer, version
                 )
+                results.update(_by_group(groups, described.groups, conn.name))
         return results
 
     # --- connections ------------------------------------------------------------------------
@@ -488,6 +519,17 @@ def _coordinator_or_error(
         why = found.error_message or error_name(found.error_code)
         return ConsumerGroupEpochs.failed(group, found.error_code, f"FindCoordinator: {why}")
     return found
+
+
+def _by_group(
+    groups: list[str], answered: Sequence[ConsumerGroupEpochs], coordinator: str
+) -> dict[str, ConsumerGroupEpochs]:
+    found = {g.group: g for g in answered}
+    missing = f"{coordinator} left the group out of its answer"
+    return {
+        g: found.get(g) or ConsumerGroupEpochs.failed(g, _UNKNOWN_SERVER_ERROR, missing)
+        for g in groups
+    }
 
 
 def _unsupported(group: str, conn: _Connection) -> ConsumerGroupEpochs:

@@ -8,10 +8,10 @@ Written from Apache Kafka's message schemas, ``clients/src/main/resources/common
 in apache/kafka: ``RequestHeader.json``, ``ResponseHeader.json``, ``ApiVersionsRequest.json``,
 ``ApiVersionsResponse.json``, ``FindCoordinatorRequest.json``, ``FindCoordinatorResponse.json``,
 ``ConsumerGroupDescribeRequest.json``, ``ConsumerGroupDescribeResponse.json``, as released in
-Kafka 4.1.1 (the same files ship inside ``kafka-clients-4.1.1.jar`` under ``common/message/``).
-Version 1 of ConsumerGroupDescribe (KIP-1099, ``MemberType``) is newer than some copies of
-the repository; an early draft of the response (``MemberId`` as uuid, assignment metadata
-bytes) was never released and is not what a broker sends.
+Kafka 4.1.1 (the same files ship inside ``kafka-clients-4.1.1.jar`` under ``common/message/``;
+the lab's jar is what they were checked against). ConsumerGroupDescribe v1 (KIP-1099, adds
+``MemberType``) is newer than 2024 copies of the repository, which have v0 only; an early
+draft of the response (``MemberId`` as uuid, assignment metadata bytes) was never released.
 
 Format rules the decoders follow, and why they are strict:
 
@@ -369,9 +369,11 @@ class _Reader:
         self._path: list[str] = []
         self.pos = 0
 
-    def fail(self, leaf: str, problem: str) -> NoReturn:
+    def fail(self, leaf: str, problem: str, at: int | None = None) -> NoReturn:
+        """Raise, naming the field and the byte its value starts at."""
         where = ".".join([*self._path, leaf])
-        raise WireError(f"{self._what}: {problem} at byte {self.pos} reading {where}")
+        at = self.pos if at is None else at
+        raise WireError(f"{self._what}: {problem} at byte {at} reading {where}")
 
     def _take(self, n: int, leaf: str) -> memoryview:
         left = len(self._data) - self.pos
@@ -394,28 +396,30 @@ class _Reader:
         return self._take(1, leaf)[0] != 0
 
     def uvarint(self, leaf: str) -> int:
-        value = 0
+        start, value = self.pos, 0
         for i in range(5):
             byte = self._take(1, leaf)[0]
             value |= (byte & 0x7F) << (7 * i)
             if not byte & 0x80:
                 return value
-        self.fail(leaf, "unsigned varint longer than 5 bytes")
+        self.fail(leaf, "unsigned varint longer than 5 bytes", start)
 
     def uuid(self, leaf: str) -> str:
         return uuid_str(bytes(self._take(16, leaf)))
 
     def _text(self, length: int, leaf: str) -> str:
+        start = self.pos
         raw = self._take(length, leaf)
         try:
             return str(raw, "utf-8")
         except UnicodeDecodeError as exc:
-            self.fail(leaf, f"invalid UTF-8 ({exc.reason})")
+            self.fail(leaf, f"invalid UTF-8 ({exc.reason})", start)
 
     def compact_string(self, leaf: str) -> str:
+        start = self.pos
         value = self.compact_nullable_string(leaf)
         if value is None:
-            self.fail(leaf, "null in a non-nullable string")
+            self.fail(leaf, "null in a non-nullable string", start)
         return value
 
     def compact_nullable_string(self, leaf: str) -> str | None:
@@ -423,23 +427,27 @@ class _Reader:
         return None if length < 0 else self._text(length, leaf)
 
     def compact_array(self, leaf: str, item: Callable[[], T], min_size: int) -> list[T]:
+        start = self.pos
         count = self.uvarint(leaf) - 1
         if count < 0:
-            self.fail(leaf, "null in a non-nullable array")
-        return self._items(leaf, count, item, min_size)
+            self.fail(leaf, "null in a non-nullable array", start)
+        return self._items(leaf, start, count, item, min_size)
 
     def array(self, leaf: str, item: Callable[[], T], min_size: int) -> list[T]:
         """Non-flexible array: int32 count (-1 = null)."""
+        start = self.pos
         count = self.int32(leaf)
         if count < 0:
-            self.fail(leaf, "null in a non-nullable array")
-        return self._items(leaf, count, item, min_size)
+            self.fail(leaf, "null in a non-nullable array", start)
+        return self._items(leaf, start, count, item, min_size)
 
-    def _items(self, leaf: str, count: int, item: Callable[[], T], min_size: int) -> list[T]:
+    def _items(
+        self, leaf: str, start: int, count: int, item: Callable[[], T], min_size: int
+    ) -> list[T]:
         # Refuse a count the remaining bytes cannot hold before allocating anything for it.
         left = len(self._data) - self.pos
         if count * min_size > left:
-            self.fail(leaf, f"truncated ({count} elements cannot fit in {left} bytes)")
+            self.fail(leaf, f"truncated ({count} elements cannot fit in {left} bytes)", start)
         items = []
         for i in range(count):
             self.enter(f"{leaf}[{i}]")
