@@ -5,7 +5,8 @@ on another answer is in flight at the same time, so a cycle costs about as many 
 the dependency chain is long, whatever the number of groups and partitions::
 
     ListGroups ─┬─ DescribeGroups (batches)      ─┬─ ListOffsets earliest (one batch)
-    Metadata  ──┴─ OffsetFetch (every group)     ─┴─ ListOffsets latest   (one batch)
+    Metadata  ──┤  OffsetFetch (every group)      ├─ ListOffsets latest   (one batch)
+                └─ ConsumerGroupDescribe (KIP-848 groups: epochs) ┘
 
 ListOffsets waits for the committed offsets on purpose, although starting it earlier (from
 the previous cycle's topics) would shorten the cycle: a commit read *after* the high
@@ -25,6 +26,7 @@ records say "unknown" rather than guess (``members_known=False``).
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -41,6 +43,7 @@ from confluent_kafka import (
 )
 from confluent_kafka.admin import AdminClient, ConsumerGroupDescription, OffsetSpec
 
+from collectors.kafka_wire import ConsumerGroupEpochs, EpochReader
 from collectors.records import (
     CollectionResult,
     CommittedOffset,
@@ -150,9 +153,10 @@ def snapshot_from_description(
     group through ConsumerGroupDescribe first and a broker may answer that for a classic group
     too, while ListGroups reports the group's real type.
 
-    ``generation`` stays None: librdkafka 2.x does not expose the group epoch of a KIP-848
-    group nor the generation of a classic one, so the Kafka adapter cannot report either; the
-    rebalance derivation then works from what changes between cycles (``rebalance.py``).
+    ``generation`` stays None here: librdkafka 2.16 exposes neither the group epoch of a
+    KIP-848 group nor the generation of a classic one. ``with_epochs`` adds the former (from
+    ConsumerGroupDescribe, ``collectors.kafka_wire``); the ``__consumer_offsets`` reader the
+    latter.
     """
     state = _state_name(getattr(desc, "state", None))
     group_type = listed_type or _type_name(getattr(desc, "type", None))
@@ -193,6 +197,40 @@ def snapshot_from_description(
         members=members,
         members_known=members_known,
         topics=tuple(sorted(assigned_topics | set(topics))),
+    )
+
+
+def with_epochs(snapshot: GroupSnapshot, epochs: ConsumerGroupEpochs) -> GroupSnapshot:
+    """A KIP-848 group's snapshot completed with what ConsumerGroupDescribe says.
+
+    The group epoch is the group's generation (it rises with every membership or
+    subscription change); the assignment epoch trails it while the broker computes a new
+    target (state Assigning), and a member whose epoch or partitions differ from its target
+    is still reconciling. The broker's own state wins: librdkafka reports Assigning and
+    Reconciling as "unknown". Members are matched by id; a member only one answer lists keeps
+    what that answer said (they were read a moment apart).
+    """
+    if not epochs.ok:
+        return snapshot
+    by_id = {m.member_id: m for m in epochs.members}
+    members = []
+    for member in snapshot.members:
+        described = by_id.get(member.member_id)
+        if described is not None:
+            member = dataclasses.replace(
+                member,
+                member_epoch=described.member_epoch,
+                instance_id=member.instance_id or described.instance_id,
+                target_assignment=described.target_assignment,
+            )
+        members.append(member)
+    return dataclasses.replace(
+        snapshot,
+        state=epochs.state or snapshot.state,
+        generation=epochs.group_epoch,
+        assignment_epoch=epochs.assignment_epoch,
+        assignor=snapshot.assignor or epochs.assignor,
+        members=tuple(members),
     )
 
 
@@ -264,6 +302,15 @@ class KafkaSource:
         conf["bootstrap.servers"] = bootstrap_servers
         self._conf = conf
         self._admin: AdminClient | None = AdminClient(conf)
+        # KIP-848 epochs: a request of our own (librdkafka does not expose them). A cluster
+        # whose security the small client does not speak (SASL) gets a warning each cycle,
+        # and the groups keep everything else the AdminClient reads.
+        self._epochs: EpochReader | None = None
+        self._epochs_unavailable: str | None = None
+        try:
+            self._epochs = EpochReader(bootstrap_servers, conf)
+        except ValueError as exc:
+            self._epochs_unavailable = str(exc)
         self._partitions_of: dict[str, list[int]] = {}
         self._timeouts_in_a_row = 0
         self._renew_client = False  # set by a cycle that could not reach the cluster
@@ -275,6 +322,9 @@ class KafkaSource:
         if self._admin is not None:
             self._admin.poll(0)
             self._admin = None
+        if self._epochs is not None:
+            self._epochs.close()
+            self._epochs = None
 
     def __enter__(self) -> KafkaSource:
         return self
@@ -420,6 +470,10 @@ class KafkaSource:
                     ),
                 )
             )
+        # On this thread while librdkafka's requests are in flight on its own.
+        epochs = self._consumer_group_epochs(
+            [g for g in group_ids if listed[g][1] == "consumer"], cycle
+        )
         cycle.gather([*describe_futures.values(), *offset_futures.values()])
 
         committed: dict[str, list[TopicPartition]] = {}
@@ -431,6 +485,8 @@ class KafkaSource:
             if outcome is None:
                 continue
             snapshot, tps = outcome
+            if group in epochs:
+                snapshot = with_epochs(snapshot, epochs[group])
             snapshots.append(snapshot)
             committed[group] = tps
         result.groups.extend(snapshots)
@@ -465,6 +521,31 @@ class KafkaSource:
             wanted.update((tp.topic, tp.partition) for tp in tps)
         if wanted:
             result.offsets.extend(self._log_offsets(admin, sorted(wanted), cycle))
+
+    def _consumer_group_epochs(
+        self, groups: list[str], cycle: _Cycle
+    ) -> dict[str, ConsumerGroupEpochs]:
+        """ConsumerGroupDescribe of the KIP-848 groups; a failure is a warning of the cycle
+        (the groups keep everything the AdminClient says, without epochs)."""
+        if not groups:
+            return {}
+        if self._epochs is None:
+            cycle.error("groups (KIP-848)", f"epochs not read: {self._epochs_unavailable}")
+            return {}
+        try:
+            answers = self._epochs.describe(groups, timeout_s=cycle.remaining())
+        except (OSError, ValueError) as exc:
+            cycle.error("groups (KIP-848)", f"ConsumerGroupDescribe: {type(exc).__name__}: {exc}")
+            return {}
+        for group, answer in answers.items():
+            # GROUP_ID_NOT_FOUND: deleted since ListGroups, or no longer a consumer group;
+            # the AdminClient's describe says which, as for any group.
+            if not answer.ok and answer.error_name != "GROUP_ID_NOT_FOUND":
+                message = f": {answer.error_message}" if answer.error_message else ""
+                cycle.error(
+                    f"group {group}", f"ConsumerGroupDescribe: {answer.error_name}{message}"
+                )
+        return answers
 
     def _listed_groups(
         self, future: Future, cycle: _Cycle, admin: AdminClient | None = None

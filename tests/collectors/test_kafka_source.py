@@ -705,3 +705,93 @@ def test_listed_type_wins_over_described_type() -> None:
     desc = description("g", ConsumerGroupState.EMPTY, [], group_type=ConsumerGroupType.CONSUMER)
     assert snapshot_from_description(desc).protocol_type == "consumer"
     assert snapshot_from_description(desc, listed_type="classic").protocol_type == "classic"
+
+
+# --- both rebalance protocols -----------------------------------------------------------------
+
+
+def _member(bootstrap: str, group: str, protocol: str, client_id: str) -> KafkaConsumer:
+    conf = {
+        "bootstrap.servers": bootstrap,
+        "group.id": group,
+        "client.id": client_id,
+        "group.protocol": protocol,
+        "enable.auto.commit": False,
+        "auto.offset.reset": "earliest",
+    }
+    if protocol == "classic":
+        conf["session.timeout.ms"] = 6000
+    return KafkaConsumer(conf)
+
+
+def _settled(source: KafkaSource, group: str, members: int, partitions: int):  # noqa: ANN202
+    """The group's snapshot once the broker reports ``members`` members owning all
+    ``partitions`` partitions and nobody reconciling (KIP-848: assignment == target)."""
+
+    def check():  # noqa: ANN202
+        snap = group_of(source.collect(now_ms()), group)
+        if snap is None or snap.state != "Stable" or len(snap.members) != members:
+            return None
+        owned = [tp for m in snap.members for tp in m.assignment]
+        if len(owned) != partitions:
+            return None
+        if any(m.target_assignment not in (None, m.assignment) for m in snap.members):
+            return None
+        return snap
+
+    return check
+
+
+@lab
+def test_consumer_protocol_group_with_epochs_beside_a_classic_one_of_the_same_pattern(
+    kafka_bootstrap: str, admin: AdminClient, source: KafkaSource
+) -> None:
+    """A KIP-848 group is read with its group epoch as the generation, its assignment epoch
+    and member epochs (ConsumerGroupDescribe), members and target assignments from the
+    broker; a classic group named like it keeps its own type and no epochs."""
+    topic = create_topic(admin, 4)
+    produce(kafka_bootstrap, topic, {0: 2, 1: 2, 2: 2, 3: 2})
+    stem = name("g")
+    kip848, classic = f"{stem}.orders", f"{stem}-orders"
+    consumers = [
+        _member(kafka_bootstrap, kip848, "consumer", "kip848-a"),
+        _member(kafka_bootstrap, classic, "classic", "classic-a"),
+    ]
+    try:
+        for c in consumers:
+            c.subscribe([topic])
+
+        def poll_all() -> None:
+            for c in consumers:
+                c.poll(0.1)
+
+        def settled(group: str, members: int):  # noqa: ANN202
+            check = _settled(source, group, members, 4)
+            return lambda: (poll_all(), check())[1]
+
+        first = wait_for(settled(kip848, 1), 60, "the KIP-848 group stable")
+        assert first.protocol_type == "consumer"
+        assert first.assignor == "uniform"  # the broker's default server-side assignor
+        assert first.generation is not None and first.generation >= 1
+        assert first.assignment_epoch == first.generation
+        [member] = first.members
+        assert member.client_id == "kip848-a"
+        assert member.member_epoch == first.generation
+        assert member.assignment == member.target_assignment == tuple((topic, p) for p in range(4))
+
+        other = wait_for(settled(classic, 1), 60, "the classic group stable")
+        assert other.protocol_type == "classic"
+        assert other.assignment_epoch is None
+        assert all(m.member_epoch is None and m.target_assignment is None for m in other.members)
+
+        # A second member: the group epoch rises, both members converge on the new target.
+        consumers.append(_member(kafka_bootstrap, kip848, "consumer", "kip848-b"))
+        consumers[-1].subscribe([topic])
+        second = wait_for(settled(kip848, 2), 90, "the KIP-848 group stable with two members")
+        assert second.generation > first.generation
+        assert {m.client_id for m in second.members} == {"kip848-a", "kip848-b"}
+        assert {m.member_epoch for m in second.members} <= {second.assignment_epoch}
+        assert sorted(len(m.assignment) for m in second.members) == [2, 2]
+    finally:
+        for c in consumers:
+            c.close()
