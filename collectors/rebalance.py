@@ -29,6 +29,9 @@ from collectors.records import CollectionResult, GroupSnapshot, Source
 __all__ = [
     "ASSIGNMENT_CHANGED",
     "CAUSES",
+    "LEADER_CHANGED",
+    "MEMBER_REJOINED",
+    "PROTOCOL_CHANGED",
     "MEMBER_JOINED",
     "MEMBER_LEFT",
     "PARTITIONS_ADDED",
@@ -39,6 +42,7 @@ __all__ = [
     "RebalanceEvent",
     "RebalanceTracker",
     "derive_rebalance_events",
+    "recorded_rebalance_events",
 ]
 
 MEMBER_LEFT = "member_left"
@@ -48,6 +52,11 @@ PARTITIONS_ADDED = "partitions_added"
 ASSIGNMENT_CHANGED = "assignment_changed"
 REBALANCING = "rebalancing"
 UNKNOWN = "unknown"
+# Only a recorded generation change (``__consumer_offsets``) can tell these apart: a new
+# leader with the same members, a changed assignor, a member that rejoined unchanged.
+LEADER_CHANGED = "leader_changed"
+PROTOCOL_CHANGED = "protocol_changed"
+MEMBER_REJOINED = "member_rejoined"
 
 # Most telling first: an event's ``cause`` is the first of its causes in this order. Triggers
 # (membership, subscription, metadata) come before symptoms (assignment moved, state seen
@@ -58,6 +67,9 @@ CAUSES = (
     SUBSCRIPTION_CHANGED,
     PARTITIONS_ADDED,
     ASSIGNMENT_CHANGED,
+    LEADER_CHANGED,
+    PROTOCOL_CHANGED,
+    MEMBER_REJOINED,
     REBALANCING,
     UNKNOWN,
 )
@@ -248,6 +260,36 @@ def derive_rebalance_events(
     ]
 
 
+def recorded_rebalance_events(result: CollectionResult) -> dict[str, list[RebalanceEvent]]:
+    """The source's recorded generation changes as events, by group (the first record of a
+    group a reader ever sees is its state, not a rebalance it witnessed: skipped)."""
+    events: dict[str, list[RebalanceEvent]] = {}
+    for change in result.generation_changes:
+        if change.generation_before is None:
+            continue
+        causes = [c for c in CAUSES if c in change.causes] or [UNKNOWN]
+        detail = {
+            **change.detail,
+            "causes": causes,
+            "generation": [change.generation_before, change.generation],
+            "generations_advanced": change.generation - change.generation_before,
+            "recorded": True,
+        }
+        if change.generation < change.generation_before:
+            detail["generation_reset"] = True
+        events.setdefault(change.group, []).append(
+            RebalanceEvent(
+                group=change.group,
+                source=result.source,
+                time_ms=change.time_ms,
+                generation=change.generation,
+                cause=causes[0],
+                detail=detail,
+            )
+        )
+    return events
+
+
 class RebalanceTracker:
     """Keeps the previous cycle in memory and feeds ``derive_rebalance_events``.
 
@@ -261,17 +303,24 @@ class RebalanceTracker:
         self._counts: dict[str, int] = {}
 
     def observe(self, result: CollectionResult, now_ms: int | None = None) -> list[RebalanceEvent]:
-        """Events for one collection; an unreachable source changes nothing."""
+        """Events for one collection; an unreachable source changes nothing.
+
+        A group whose generation changes the source recorded (``generation_changes``) gets
+        those, one event each at its own time and number; nothing is inferred for it then,
+        as the record is the better witness of the same rebalance.
+        """
         if not result.reachable:
             return []
         when = now_ms if now_ms is not None else (result.finished_ms or result.started_ms)
         counts_now = result.partition_counts or self._counts
-        events: list[RebalanceEvent] = []
+        recorded = recorded_rebalance_events(result)
+        events: list[RebalanceEvent] = [e for group in recorded.values() for e in group]
         for snapshot in result.groups:
             key = (snapshot.source, snapshot.group)
-            events += derive_rebalance_events(
-                self._snapshots.get(key), snapshot, self._counts, counts_now, when
-            )
+            if snapshot.group not in recorded:
+                events += derive_rebalance_events(
+                    self._snapshots.get(key), snapshot, self._counts, counts_now, when
+                )
             self._snapshots[key] = snapshot
         self._counts = dict(counts_now)
         return events

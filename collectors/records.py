@@ -118,6 +118,25 @@ class SpoutFigures:
 
 
 @dataclass(frozen=True, slots=True)
+class GenerationChange:
+    """A group's generation change as its source recorded it, not inferred between polls.
+
+    Kafka's ``__consumer_offsets`` holds one group-metadata record per generation of a
+    classic group, so every rebalance is there with its time and number, including those
+    that began and ended between two polls. ``causes`` use ``collectors.rebalance``'s names,
+    most telling first; ``detail`` is JSON-serialisable evidence (members joined and left,
+    leader and protocol before and after).
+    """
+
+    group: str
+    time_ms: int
+    generation: int
+    generation_before: int | None
+    causes: tuple[str, ...]
+    detail: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
 class SourceError:
     """A problem confined to one place of one source; the cycle goes on."""
 
@@ -144,3 +163,5 @@ class CollectionResult:
     spouts: list[SpoutFigures] = field(default_factory=list)
     errors: list[SourceError] = field(default_factory=list)
     partition_counts: dict[str, int] = field(default_factory=dict)
+    # Rebalances the source itself recorded (``__consumer_offsets``), for the groups it names.
+    generation_changes: list[GenerationChange] = field(default_factory=list)

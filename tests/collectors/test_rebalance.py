@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import FrozenInstanceError
 from typing import Any
@@ -20,7 +21,13 @@ from collectors.rebalance import (
     RebalanceTracker,
     derive_rebalance_events,
 )
-from collectors.records import CollectionResult, GroupMember, GroupSnapshot, Source
+from collectors.records import (
+    CollectionResult,
+    GenerationChange,
+    GroupMember,
+    GroupSnapshot,
+    Source,
+)
 
 NOW = 1_700_000_000_000
 
@@ -579,3 +586,65 @@ def test_tracker_separates_sources() -> None:
     tracker.observe(result(snap(members=ONE), snap(None, ONE, source=Source.ZOOKEEPER)))
     events = tracker.observe(result(snap(members=ONE), snap(None, TWO, source=Source.ZOOKEEPER)))
     assert [(e.source, e.cause) for e in events] == [(Source.ZOOKEEPER, MEMBER_JOINED)]
+
+
+# --- generation changes the source recorded (__consumer_offsets) ------------------------------
+
+
+def _recorded(
+    *changes: GenerationChange, groups: tuple[GroupSnapshot, ...] = ()
+) -> CollectionResult:
+    return CollectionResult(
+        source=Source.KAFKA, started_ms=0, groups=list(groups), generation_changes=list(changes)
+    )
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "causes", "cause", "advanced"),
+    [
+        (3, 4, ("member_joined",), "member_joined", 1),
+        (4, 5, ("member_left", "assignment_changed"), "member_left", 1),
+        (5, 6, ("leader_changed",), "leader_changed", 1),
+        (6, 7, ("member_rejoined",), "member_rejoined", 1),
+        (7, 8, (), "unknown", 1),
+        (9, 2, ("member_joined",), "member_joined", -7),  # re-created: the number went back
+        # Causes are ordered most telling first whatever order the source gave them in.
+        (1, 2, ("assignment_changed", "member_left"), "member_left", 1),
+    ],
+)
+def test_a_recorded_change_is_one_event_at_its_own_time_and_number(
+    before: int, after: int, causes: tuple[str, ...], cause: str, advanced: int
+) -> None:
+    change = GenerationChange("g", 1234, after, before, causes, {"joined": ["m-2"]})
+    [event] = RebalanceTracker().observe(_recorded(change), now_ms=9999)
+    assert (event.group, event.time_ms, event.generation, event.cause) == ("g", 1234, after, cause)
+    assert event.detail["generation"] == [before, after]
+    assert event.detail["generations_advanced"] == advanced
+    assert event.detail["recorded"] is True
+    assert event.detail["joined"] == ["m-2"]
+    assert event.detail.get("generation_reset", False) is (after < before)
+
+
+def test_the_first_record_of_a_group_is_its_state_not_a_rebalance() -> None:
+    change = GenerationChange("g", 1234, 7, None, ("first_seen",))
+    assert RebalanceTracker().observe(_recorded(change)) == []
+
+
+def test_recorded_changes_replace_the_inferred_event_of_their_group_only() -> None:
+    tracker = RebalanceTracker()
+    one = GroupSnapshot(Source.KAFKA, "recorded", "Stable", members=(GroupMember("a"),))
+    two = GroupSnapshot(Source.KAFKA, "inferred", "Stable", members=(GroupMember("a"),))
+    tracker.observe(_recorded(groups=(one, two)), now_ms=1)
+    joined = (GroupMember("a"), GroupMember("b"))
+    one2 = dataclasses.replace(one, members=joined)
+    two2 = dataclasses.replace(two, members=joined)
+    changes = (
+        GenerationChange("recorded", 10, 2, 1, ("member_joined",)),
+        GenerationChange("recorded", 20, 3, 2, ("leader_changed",)),
+    )
+    events = tracker.observe(_recorded(*changes, groups=(one2, two2)), now_ms=30)
+    assert [(e.group, e.time_ms, e.cause) for e in events] == [
+        ("recorded", 10, "member_joined"),
+        ("recorded", 20, "leader_changed"),
+        ("inferred", 30, "member_joined"),
+    ]
