@@ -55,6 +55,7 @@ class ClusterSettings:
     name: str
     kafka_bootstrap_servers: str = ""
     kafka_config: dict[str, Any] = field(default_factory=dict)
+    read_consumer_offsets_topic: bool = True
     zk_hosts: str = ""
     storm_spout_roots: tuple[str, ...] = ()
     zk_consumers: bool = False
@@ -65,8 +66,8 @@ class ClusterSettings:
         """Equal fingerprints: the same adapters can be kept across a configuration save."""
         return (
             self.kafka_bootstrap_servers, tuple(sorted(self.kafka_config.items())),
-            self.zk_hosts, self.storm_spout_roots, self.zk_consumers, self.storm_ui_url,
-            self.timeout_s,
+            self.read_consumer_offsets_topic, self.zk_hosts, self.storm_spout_roots,
+            self.zk_consumers, self.storm_ui_url, self.timeout_s,
         )  # fmt: skip
 
 
@@ -78,7 +79,10 @@ class ClusterSources:
         self.storm_ui: StormUISource | None = None
         if settings.kafka_bootstrap_servers:
             self.kafka = KafkaSource(
-                settings.kafka_bootstrap_servers, settings.kafka_config, settings.timeout_s
+                settings.kafka_bootstrap_servers,
+                settings.kafka_config,
+                settings.timeout_s,
+                read_offsets_topic=settings.read_consumer_offsets_topic,
             )
         if settings.zk_hosts and (settings.storm_spout_roots or settings.zk_consumers):
             self.zookeeper = ZooKeeperSource(

@@ -30,7 +30,7 @@ import dataclasses
 import logging
 import time
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import Future, wait
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import Any
 
 from confluent_kafka import (
@@ -43,10 +43,14 @@ from confluent_kafka import (
 )
 from confluent_kafka.admin import AdminClient, ConsumerGroupDescription, OffsetSpec
 
+from collectors.consumer_offsets_reader import ConsumerOffsetsReader, ReaderOutcome
 from collectors.kafka_wire import ConsumerGroupEpochs, EpochReader
+from collectors.offsets_topic_state import GenerationChange as RecordedChange
+from collectors.offsets_topic_state import OffsetsTopicState
 from collectors.records import (
     CollectionResult,
     CommittedOffset,
+    GenerationChange,
     GroupMember,
     GroupSnapshot,
     PartitionOffsets,
@@ -234,6 +238,56 @@ def with_epochs(snapshot: GroupSnapshot, epochs: ConsumerGroupEpochs) -> GroupSn
     )
 
 
+def _with_commit_time(commit: CommittedOffset, state: OffsetsTopicState) -> CommittedOffset:
+    """The commit's own timestamp, when the record read is the commit the AdminClient saw."""
+    info = state.commits.get((commit.group, commit.topic, commit.partition))
+    if info is None or info.offset != commit.offset:
+        return commit
+    return dataclasses.replace(commit, commit_time_ms=info.commit_timestamp_ms)
+
+
+def _with_generation(snapshot: GroupSnapshot, state: OffsetsTopicState) -> GroupSnapshot:
+    """A classic group's generation from its last group-metadata record."""
+    info = state.groups.get(snapshot.group)
+    if info is None:
+        return snapshot
+    return dataclasses.replace(
+        snapshot, generation=info.generation, assignor=snapshot.assignor or info.protocol
+    )
+
+
+# The reader's causes in ``collectors.rebalance``'s names.
+_RECORDED_CAUSES = {
+    "members_joined": "member_joined",
+    "members_left": "member_left",
+    "all_members_left": "member_left",
+    "assignment_changed": "assignment_changed",
+    "leader_changed": "leader_changed",
+    "protocol_changed": "protocol_changed",
+    "same_members": "member_rejoined",
+}
+
+
+def _generation_change(change: RecordedChange) -> GenerationChange:
+    detail: dict[str, Any] = {"members": change.members_after}
+    if change.members_joined:
+        detail["joined"] = list(change.members_joined)
+    if change.members_left:
+        detail["left"] = list(change.members_left)
+    if change.leader_before != change.leader_after:
+        detail["leader"] = [change.leader_before, change.leader_after]
+    if change.protocol_before != change.protocol_after:
+        detail["protocol"] = [change.protocol_before, change.protocol_after]
+    return GenerationChange(
+        group=change.group,
+        time_ms=change.time_ms,
+        generation=change.generation_after,
+        generation_before=change.generation_before,
+        causes=tuple(_RECORDED_CAUSES[c] for c in change.causes if c in _RECORDED_CAUSES),
+        detail=detail,
+    )
+
+
 def _submit(keys: list[str], call: Callable[[list[str]], dict[str, Future]]) -> dict[str, Future]:
     """Issue one request; a refusal by the client (e.g. the empty group id "", which old
     tools commit under but the AdminClient will not query) becomes a failed future for each
@@ -286,6 +340,8 @@ class KafkaSource:
         bootstrap_servers: str,
         config: dict[str, Any] | None = None,
         timeout_s: float = 10,
+        *,
+        read_offsets_topic: bool = True,
     ) -> None:
         if timeout_s <= 0:
             raise ValueError("timeout_s must be positive")
@@ -311,6 +367,16 @@ class KafkaSource:
             self._epochs = EpochReader(bootstrap_servers, conf)
         except ValueError as exc:
             self._epochs_unavailable = str(exc)
+        # The __consumer_offsets reader (SPEC §2.2): commit times, classic generations and
+        # every rebalance with its cause. Read beside the AdminClient's calls, on a thread of
+        # its own; a cluster that denies the topic keeps the AdminClient path, with a warning.
+        self._offsets_reader: ConsumerOffsetsReader | None = None
+        self._reader_pool: ThreadPoolExecutor | None = None
+        if read_offsets_topic:
+            self._offsets_reader = ConsumerOffsetsReader(
+                bootstrap_servers, config, timeout_s=self.timeout_s
+            )
+            self._reader_pool = ThreadPoolExecutor(1, thread_name_prefix="offsets-topic")
         self._partitions_of: dict[str, list[int]] = {}
         self._timeouts_in_a_row = 0
         self._renew_client = False  # set by a cycle that could not reach the cluster
@@ -325,6 +391,12 @@ class KafkaSource:
         if self._epochs is not None:
             self._epochs.close()
             self._epochs = None
+        if self._reader_pool is not None:
+            self._reader_pool.shutdown(wait=True)
+            self._reader_pool = None
+        if self._offsets_reader is not None:
+            self._offsets_reader.close()
+            self._offsets_reader = None
 
     def __enter__(self) -> KafkaSource:
         return self
@@ -346,8 +418,13 @@ class KafkaSource:
             self._recreate_client("the last cycle could not reach the cluster")
         admin = self.admin
         cycle = _Cycle(now_ms, self.timeout_s)
+        reading = None
+        if self._offsets_reader is not None and self._reader_pool is not None:
+            reading = self._reader_pool.submit(self._offsets_reader.poll, now_ms)
         try:
             self._collect(admin, cycle)
+            if reading is not None:
+                self._apply_offsets_topic(reading.result(), cycle)
         except Exception as exc:  # a bug or a client surprise must not kill the collector loop
             log.exception("kafka collect failed for %s", self.bootstrap_servers)
             cycle.error("cluster", f"collector error: {_describe_exc(exc)}")
@@ -521,6 +598,43 @@ class KafkaSource:
             wanted.update((tp.topic, tp.partition) for tp in tps)
         if wanted:
             result.offsets.extend(self._log_offsets(admin, sorted(wanted), cycle))
+
+    def _apply_offsets_topic(self, outcome: ReaderOutcome, cycle: _Cycle) -> None:
+        """What ``__consumer_offsets`` adds to the cycle: each Kafka commit's own timestamp
+        (SPEC §4 names it the best commit time), each classic group's generation, and the
+        generation changes recorded since the last cycle. A reader that cannot read the topic
+        leaves the AdminClient's figures as they are and says so (a warning, not an outage:
+        lag and status do not depend on it)."""
+        result = cycle.result
+        if not result.reachable:
+            return  # the cluster is down: the adapter already says so
+        result.errors.extend(outcome.errors)
+        if not outcome.readable:
+            cycle.error(
+                "__consumer_offsets",
+                "not readable: commit times and classic generations unknown (offsets and "
+                "groups from the AdminClient only)",
+            )
+            return
+        if not outcome.caught_up:
+            behind = outcome.records_behind
+            cycle.error(
+                "__consumer_offsets",
+                f"catching up: {behind if behind is not None else 'some'} records behind",
+            )
+        state = self._offsets_reader.state if self._offsets_reader is not None else None
+        if state is None:
+            return
+        result.commits[:] = [_with_commit_time(c, state) for c in result.commits]
+        classic = {s.group for s in result.groups if s.protocol_type == "classic"}
+        result.groups[:] = [
+            _with_generation(s, state) if s.group in classic else s for s in result.groups
+        ]
+        result.generation_changes.extend(
+            _generation_change(e)
+            for e in state.drain_events()
+            if isinstance(e, RecordedChange) and e.group in classic
+        )
 
     def _consumer_group_epochs(
         self, groups: list[str], cycle: _Cycle

@@ -569,7 +569,7 @@ def clusters_yaml(ctx: Context) -> str:
         f"  - name: {LAB_CLUSTER}",
         f"    poll_interval_s: {lab_poll_interval_s()}",
         f"    kafka: {{bootstrap_servers: {json.dumps(ctx.addr('kafka'))}, config: {{}}, "
-        "read_consumer_offsets_topic: false}",
+        "read_consumer_offsets_topic: true}",
         f"    zookeeper: {{hosts: {json.dumps(ctx.addr('zookeeper'))}, "
         'storm_spout_roots: ["/kafka-spout"], zk_consumers: true}',
     ]

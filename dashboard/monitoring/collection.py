@@ -93,6 +93,7 @@ def cluster_settings(cluster: Cluster) -> ClusterSettings:
         name=cluster.name,
         kafka_bootstrap_servers=cluster.kafka_bootstrap_servers,
         kafka_config=dict(cluster.kafka_config or {}),
+        read_consumer_offsets_topic=cluster.read_consumer_offsets_topic,
         zk_hosts=cluster.zk_hosts,
         storm_spout_roots=tuple(cluster.storm_spout_roots or ()),
         zk_consumers=cluster.zk_consumers,

@@ -28,7 +28,7 @@ class ClusterConfig:
     poll_interval_s: int = 10
     kafka_bootstrap_servers: str = ""
     kafka_config: dict[str, Any] = field(default_factory=dict)
-    read_consumer_offsets_topic: bool = False
+    read_consumer_offsets_topic: bool = True
     zk_hosts: str = ""
     storm_spout_roots: list[str] = field(default_factory=list)
     zk_consumers: bool = False

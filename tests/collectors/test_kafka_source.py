@@ -166,7 +166,8 @@ def test_offsets_exactly_as_produced_and_committed(
     commit = next(c for c in result.commits if c.group == group)
     assert commit.source is Source.KAFKA
     assert commit.where == f"group {group}"
-    assert commit.commit_time_ms is None  # OffsetFetch does not say when the commit happened
+    # From __consumer_offsets: the commit record's own time, not the poll's (SPEC §4).
+    assert start - 60_000 <= commit.commit_time_ms <= result.finished_ms
 
     snapshot = group_of(result, group)
     assert snapshot is not None
@@ -177,7 +178,9 @@ def test_offsets_exactly_as_produced_and_committed(
     assert snapshot.members == ()
     assert snapshot.members_known
     assert snapshot.protocol_type == "classic"
-    assert snapshot.generation is None  # librdkafka does not expose a generation
+    # Offsets committed by a client that never joined: the coordinator writes no group
+    # metadata, so there is no generation to read.
+    assert snapshot.generation is None
 
 
 @lab
@@ -319,6 +322,8 @@ def test_live_member_and_rebalances(
         assert member.host and "127.0.0.1" in member.host
         assert member.assignment == ((topic, 0), (topic, 1), (topic, 2))
         assert member.target_assignment is None  # classic groups have no target
+        # The generation of a classic group, from its group-metadata record.
+        assert during.generation is not None and during.generation >= 1
         assert during.protocol_type == "classic"
         assert during.assignor == "range"  # librdkafka's default with the classic protocol
         assert [c.owner for c in result.commits if c.group == group] == [member.member_id]
@@ -328,10 +333,21 @@ def test_live_member_and_rebalances(
     finally:
         consumer.close()
 
-    after = wait_for(
-        lambda: (g := group_of(source.collect(now_ms()), group)) and g.state == "Empty" and g
-    )
+    changes = []
+
+    def empty() -> object:
+        result = source.collect(now_ms())
+        changes.extend(result.generation_changes)
+        g = group_of(result, group)
+        return g is not None and g.state == "Empty" and g
+
+    after = wait_for(empty)
     assert after.members_known and after.members == ()
+    # The leave is recorded in __consumer_offsets: a new generation, the member gone.
+    assert after.generation is not None and after.generation > during.generation
+    left = [c for c in changes if c.group == group and "member_left" in c.causes]
+    assert left and left[-1].generation == after.generation
+    assert left[-1].detail["left"] == [member.member_id]
     events = derive_rebalance_events(during, after, {topic: 3}, {topic: 3}, 2)
     assert [e.cause for e in events] == [MEMBER_LEFT]
 
@@ -551,8 +567,12 @@ def test_more_partitions_show_the_new_count(
     assert set(offsets_of(first, topic)) == {0, 1}
 
     admin.create_partitions([NewPartitions(topic, 5)])[topic].result(10)
+    # New partitions have a leader a moment after the metadata lists them.
     second = wait_for(
-        lambda: (r := source.collect(now_ms())) and r.partition_counts.get(topic) == 5 and r
+        lambda: (r := source.collect(now_ms()))
+        and r.partition_counts.get(topic) == 5
+        and len(offsets_of(r, topic)) == 5
+        and r
     )
 
     assert second.partition_counts[topic] == 5

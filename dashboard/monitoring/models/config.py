@@ -22,7 +22,9 @@ class Cluster(models.Model):
     kafka_config = models.JSONField(
         default=dict, blank=True, help_text="Extra librdkafka settings (SASL, TLS…)."
     )
-    read_consumer_offsets_topic = models.BooleanField(default=False)
+    # On by default (SPEC §2.2): commit times and classic generations come from this topic;
+    # a cluster that denies reading it falls back to the AdminClient with a source warning.
+    read_consumer_offsets_topic = models.BooleanField(default=True)
     zk_hosts = models.CharField("ZooKeeper hosts", max_length=1000, blank=True)
     storm_spout_roots = models.JSONField(
         default=list, blank=True, validators=[_validate_spout_roots]
