@@ -40,7 +40,7 @@ from confluent_kafka.admin import (
 
 from collectors.kafka_source import KafkaSource, snapshot_from_description
 from collectors.rebalance import MEMBER_JOINED, MEMBER_LEFT, derive_rebalance_events
-from collectors.records import CollectionResult, Source
+from collectors.records import CollectionResult, Source, SourceError
 from tests.waiting import wait_for
 
 lab = pytest.mark.lab
@@ -102,7 +102,6 @@ def assert_prompt(result: CollectionResult) -> None:
     """Nothing waited for its time-out: an injected answer must not stall the rest."""
     assert [e for e in result.errors if "timed out" in e.error] == []
     assert result.finished_ms - result.started_ms < 5000
-
 
 
 def patch_describe(
@@ -309,10 +308,12 @@ def test_live_member_and_rebalances(
 
         wait_for(assigned, every=0)
         result = wait_for(
-            lambda: (r := source.collect(now_ms()))
-            and (g := group_of(r, group)) is not None
-            and g.state == "Stable"
-            and r
+            lambda: (
+                (r := source.collect(now_ms()))
+                and (g := group_of(r, group)) is not None
+                and g.state == "Stable"
+                and r
+            )
         )
         during = group_of(result, group)
         # The broker lists the member: its id, client id, host and the three partitions.
@@ -569,10 +570,12 @@ def test_more_partitions_show_the_new_count(
     admin.create_partitions([NewPartitions(topic, 5)])[topic].result(10)
     # New partitions have a leader a moment after the metadata lists them.
     second = wait_for(
-        lambda: (r := source.collect(now_ms()))
-        and r.partition_counts.get(topic) == 5
-        and len(offsets_of(r, topic)) == 5
-        and r
+        lambda: (
+            (r := source.collect(now_ms()))
+            and r.partition_counts.get(topic) == 5
+            and len(offsets_of(r, topic)) == 5
+            and r
+        )
     )
 
     assert second.partition_counts[topic] == 5
@@ -815,3 +818,131 @@ def test_consumer_protocol_group_with_epochs_beside_a_classic_one_of_the_same_pa
     finally:
         for c in consumers:
             c.close()
+
+
+# --- faults against the real broker -------------------------------------------------------------
+
+
+@lab
+def test_broker_restarted_mid_cycle_then_the_same_source_recovers(
+    kafka_bootstrap: str,
+    admin: AdminClient,
+    lab_services: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The broker goes down between ListGroups and the describes: the cycle ends within its
+    budget with the failure named, nothing invented; the same object (no process restart)
+    reads whole cycles again once the broker is back, commits and commit times included."""
+    topic = create_topic(admin, 2)
+    produce(kafka_bootstrap, topic, {0: 3, 1: 3})
+    group = name("g")
+    alter_offsets(admin, group, {(topic, 0): 2, (topic, 1): 1})
+    source = KafkaSource(kafka_bootstrap, timeout_s=3)
+    try:
+        assert commits_of(source.collect(now_ms()), group) == {(topic, 0): 2, (topic, 1): 1}
+        original = source.admin.describe_consumer_groups
+        stopped: list[bool] = []
+
+        def broker_dies_now(group_ids: list[str], **kwargs: Any) -> dict[str, Future]:
+            if not stopped:
+                lab_services.stop("kafka")
+                stopped.append(True)
+            return original(group_ids, **kwargs)
+
+        monkeypatch.setattr(source.admin, "describe_consumer_groups", broker_dies_now)
+        cut = source.collect(now_ms())
+        assert stopped
+        assert cut.finished_ms - cut.started_ms < 10_000
+        assert cut.errors, "a cycle cut short must say where"
+        # Nothing invented for what could not be read: no commit is zero, no offset is made up.
+        assert all(c.offset > 0 for c in cut.commits if c.group == group)
+        monkeypatch.setattr(source.admin, "describe_consumer_groups", original)
+
+        lab_services.start("kafka")
+        back = wait_for(
+            lambda: (
+                (r := source.collect(now_ms())).reachable
+                and not r.errors
+                and commits_of(r, group) == {(topic, 0): 2, (topic, 1): 1}
+                and r
+            ),
+            timeout=90,
+            what="whole cycles again after the restart",
+        )
+        assert all(c.commit_time_ms for c in back.commits if c.group == group)
+    finally:
+        source.close()
+
+
+@lab
+def test_topic_deleted_while_a_group_reads_it(
+    kafka_bootstrap: str, admin: AdminClient, source: KafkaSource
+) -> None:
+    """A group's topic is deleted under it: the cycle completes, the group is still reported,
+    and the cycles after it go on (Kafka drops the deleted topic's offsets of the group)."""
+    doomed, kept = create_topic(admin, 2), create_topic(admin, 1)
+    produce(kafka_bootstrap, doomed, {0: 2, 1: 2})
+    produce(kafka_bootstrap, kept, {0: 4})
+    group = name("g")
+    alter_offsets(admin, group, {(doomed, 0): 1, (doomed, 1): 2, (kept, 0): 3})
+    before = source.collect(now_ms())
+    assert commits_of(before, group) == {(doomed, 0): 1, (doomed, 1): 2, (kept, 0): 3}
+
+    admin.delete_topics([doomed])[doomed].result(10)
+    during = source.collect(now_ms())  # may still see the topic's last moments
+    assert during.reachable
+    assert group_of(during, group) is not None
+
+    after = wait_for(
+        lambda: (
+            (r := source.collect(now_ms()))
+            and doomed not in r.partition_counts
+            and commits_of(r, group) == {(kept, 0): 3}
+            and r
+        ),
+        timeout=60,
+        what="the deleted topic gone from the group's commits",
+    )
+    assert offsets_of(after, kept) == {0: (0, 4)}
+    assert errors_about(after, kept, group) == []
+
+
+@lab
+def test_offsets_topic_unreadable_falls_back_with_a_warning(
+    kafka_bootstrap: str,
+    admin: AdminClient,
+    source: KafkaSource,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A cluster whose ACLs deny ``__consumer_offsets`` (the lab has no authorizer: the
+    reader's answer is injected, as the reader itself reports TOPIC_AUTHORIZATION_FAILED):
+    groups and offsets still come from the AdminClient, commit times are unknown, and the
+    source says why."""
+    from collectors.consumer_offsets_reader import ReaderOutcome
+
+    topic = create_topic(admin, 1)
+    produce(kafka_bootstrap, topic, {0: 2})
+    group = name("g")
+    alter_offsets(admin, group, {(topic, 0): 1})
+    denied = SourceError(
+        Source.KAFKA,
+        "__consumer_offsets",
+        "TOPIC_AUTHORIZATION_FAILED: Broker: Topic authorization failed",
+    )
+
+    def deny(now: int) -> ReaderOutcome:
+        return ReaderOutcome(
+            reachable=True, readable=False, caught_up=False, records_read=0,
+            records_decoded=0, records_behind=None, skipped={}, bytes_read=0, partitions=0,
+            errors=(denied,), started_ms=now, finished_ms=now,
+        )  # fmt: skip
+
+    monkeypatch.setattr(source._offsets_reader, "poll", deny)
+    result = source.collect(now_ms())
+
+    assert result.reachable
+    assert commits_of(result, group) == {(topic, 0): 1}
+    assert [c.commit_time_ms for c in result.commits if c.group == group] == [None]
+    warnings = [e.error for e in result.errors if e.where == "__consumer_offsets"]
+    assert any("TOPIC_AUTHORIZATION_FAILED" in w for w in warnings)
+    assert any("not readable" in w for w in warnings)
