@@ -255,7 +255,8 @@ def _kafka_prepare(ctx: Context, env: dict[str, str], log: Path) -> None:
     cluster_id = base64.urlsafe_b64encode(secrets.token_bytes(16)).rstrip(b"=").decode()
     with open(log, "ab") as out:
         subprocess.run(
-            [*_kafka_java(ctx), "kafka.tools.StorageTool", "format", "-t", cluster_id,
+            # "--cluster-id=…": an id starting with "-" would read as an option otherwise.
+            [*_kafka_java(ctx), "kafka.tools.StorageTool", "format", f"--cluster-id={cluster_id}",
              "-c", str(kafka_dir / "server.properties")],
             stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
             timeout=120, check=True,
@@ -476,8 +477,8 @@ def ingest_url(ctx: Context) -> str:
 
 def _ingest_args(ctx: Context) -> list[str]:
     """Where the workload pushes its clients' librdkafka statistics and its spouts' figures
-    (SPEC §2.3): the broker does not report consumer assignments in the lab (see
-    shared/LAB.md), the clients do."""
+    (SPEC §2.3): the broker lists members and assignments; the clients' statistics add what
+    only they know (fetch state, client-side lag, rebalance counts, producer queues)."""
     # The token reaches it as $LAGWATCH_INGEST_TOKEN (see _workload_env), never on the
     # command line, which stack.json records and `ps` shows.
     return ["--ingest-url", ingest_url(ctx)] if "web" in ctx.ports else []

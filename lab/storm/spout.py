@@ -64,9 +64,7 @@ _OUT_OF_RANGE_CODES = {KafkaError._AUTO_OFFSET_RESET, KafkaError.OFFSET_OUT_OF_R
 _IDLE_WAIT_S = 0.05
 _BURST = 256  # nextTuple calls per loop turn before checking stop and publishing stats
 _STATS_EVERY_S = 0.2
-_WATERMARK_CHECK_S = 1.0
-_WATERMARK_RETRY_S = 5.0
-_RANGE_CHECK_TIMEOUT_S = 1.0
+_WAIT_BACKOFF_S = 5.0
 _FETCH_WAIT_S = 1.0
 _INIT_RETRY_S = (0.5, 5.0)
 _ZK_OP_TIMEOUT_S = 5.0
@@ -189,7 +187,6 @@ class _Buffer:
     messages: deque[Message] = field(default_factory=deque)
     out_of_range: bool = False
     paused: bool = False
-    next_range_check: float = 0.0
     known_end: int = 0  # one past the highest offset seen: below it, data is known to exist
     no_wait_until: float = 0.0  # after a wait came back empty (broker down): don't block again
 
@@ -211,6 +208,10 @@ class _BrokerReader:
                 "group.id": f"lagwatch-storm-sim-{uuid.uuid4().hex}",
                 "enable.auto.commit": False,
                 "enable.auto.offset.store": False,
+                # The broker answers OFFSET_OUT_OF_RANGE for an offset below the log start
+                # (retention) or past the log end (a re-created topic). "error" hands that to
+                # us (_AUTO_OFFSET_RESET) instead of resetting silently, so the
+                # PartitionManager decides what happens, as storm-kafka's fetch does.
                 "auto.offset.reset": "error",
                 "enable.partition.eof": False,
                 "fetch.wait.max.ms": 100,
@@ -284,7 +285,10 @@ class _BrokerReader:
             buf = self._buffers.get(p) if p is not None else None
             if err is not None:
                 if buf is not None and err.code() in _OUT_OF_RANGE_CODES:
-                    buf.out_of_range = True
+                    # About the offset the buffer waits at, unless a seek came after it.
+                    failed_at = m.offset()
+                    if failed_at is None or failed_at < 0 or failed_at == buf.position:
+                        buf.out_of_range = True
                 else:
                     self._say(f"consume:{err.code()}", logging.WARNING, "consumer: %s", err)
                 continue
@@ -319,40 +323,19 @@ class _BrokerReader:
             while not buf.messages and not buf.out_of_range:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
-                    buf.no_wait_until = time.monotonic() + _WATERMARK_RETRY_S
+                    buf.no_wait_until = time.monotonic() + _WAIT_BACKOFF_S
                     break
                 self.poll(remaining)
         if buf.out_of_range:
             buf.out_of_range = False
             raise OffsetOutOfRangeError(offset)
         if not buf.messages:
-            self._check_range(partition, offset, buf)
             return []
         out = [buf.messages.popleft() for _ in range(min(max_messages, len(buf.messages)))]
         if buf.paused and len(buf.messages) < self.buffer_cap // 2:
             self._consumer.resume([TopicPartition(self.topic, partition)])
             buf.paused = False
         return out
-
-    def _check_range(self, partition: int, offset: int, buf: _Buffer) -> None:
-        """Kafka answers OFFSET_OUT_OF_RANGE past the log end; Tansu just returns nothing.
-
-        So when a fetch stays empty, compare the offset with the watermarks ourselves (at most
-        once a second per partition) and raise what a Kafka broker would have said.
-        """
-        now = time.monotonic()
-        if now < buf.next_range_check:
-            return
-        try:
-            low, high = self.watermarks(partition, timeout=_RANGE_CHECK_TIMEOUT_S)
-        except KafkaException as exc:
-            buf.next_range_check = now + _WATERMARK_RETRY_S
-            self._say("watermarks", logging.WARNING, "cannot read watermarks: %s", exc)
-            return
-        buf.next_range_check = now + _WATERMARK_CHECK_S
-        buf.known_end = high
-        if offset < low or offset > high:
-            raise OffsetOutOfRangeError(offset)
 
 
 class KafkaSpoutSim:

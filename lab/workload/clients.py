@@ -49,10 +49,10 @@ def base_config(bootstrap: str, client_id: str) -> dict[str, object]:
         "logger": LIBRDKAFKA_LOG,
         "reconnect.backoff.ms": 500,
         "reconnect.backoff.max.ms": 5000,
-        # A re-created topic (retention scenario, broker restart) must be noticed in seconds,
-        # not after the default five minutes.
+        # A topic created while a client already waits for it (a test's, or one the topic
+        # keeper put back) must be found in seconds, not after the default five minutes.
         "topic.metadata.refresh.interval.ms": 2000,
-        # The lab broker never auto-creates a topic with the right partition count; the
-        # world's topic keeper creates them, so clients must not.
+        # Topics are created with their declared partition counts by the world (the lab
+        # broker's auto-create is off too): a client's first use must never create one.
         "allow.auto.create.topics": False,
     }

@@ -2,7 +2,13 @@
 
 Members commit after processing (at-least-once, the common production pattern), so the
 committed offsets the dashboard reads follow the processing pace that scenarios slow down or
-stop. Membership is changeable at run time to cause rebalances.
+stop. Membership is changeable at run time to cause rebalances. A group speaks either group
+protocol (``GroupSpec.protocol``): the classic one, where the members assign partitions among
+themselves, or KIP-848's consumer protocol, where the broker does.
+
+The faults a scenario sets on a group (a processing delay, a hold, a poison message) live in
+one ``_Faults`` object that every member reads on each turn of its loop, so members that join
+later (a rebalance storm) inherit them.
 """
 
 from __future__ import annotations
@@ -11,16 +17,20 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from lab.workload.clients import base_config
-from lab.workload.spec import GroupSpec
+from lab.workload.spec import CONSUMER, GroupSpec
 
 log = logging.getLogger(__name__)
+
+# How long a member waits before reading a poison message again: a consumer retrying a
+# record it cannot process, without spinning the machine's two cores on it.
+_POISON_RETRY_S = 0.5
 
 
 class StatsSink(Protocol):
@@ -32,7 +42,12 @@ class StatsSink(Protocol):
 
 @dataclass(frozen=True)
 class MemberSettings:
-    """Timings shared by all members; tests shorten them."""
+    """Timings shared by all members; tests shorten them.
+
+    The session and heartbeat settings apply to classic groups only: a KIP-848 group's are
+    the broker's (``group.consumer.session.timeout.ms``, 10 s in the lab), and librdkafka
+    refuses them in a consumer-protocol client's configuration.
+    """
 
     session_timeout_ms: int = 6000
     heartbeat_interval_ms: int = 1000
@@ -40,9 +55,43 @@ class MemberSettings:
     commit_interval_s: float = 1.0
 
 
+def group_settings(spec: GroupSpec, settings: MemberSettings) -> dict[str, object]:
+    """The protocol-specific part of a member's configuration.
+
+    Kept separate and pure so the rule "a consumer-protocol client names no client-side
+    assignor and no session timings" is checked without a broker.
+    """
+    conf: dict[str, object] = {"group.id": spec.name, "group.protocol": spec.protocol}
+    if spec.protocol == CONSUMER:
+        conf["group.remote.assignor"] = spec.assignor
+    else:
+        conf.update(
+            {
+                "partition.assignment.strategy": spec.assignor,
+                "session.timeout.ms": settings.session_timeout_ms,
+                "heartbeat.interval.ms": settings.heartbeat_interval_ms,
+            }
+        )
+    return conf
+
+
+@dataclass
+class _Faults:
+    """What scenarios set on a whole group; members read it on every turn of their loop.
+
+    ``held``: the members stay in the group but fetch, process and commit nothing (the
+    retention scenario keeps a committed offset below the log start this way).
+    ``poison``: (partition, offset) pairs the members fail on every time they read them.
+    """
+
+    delay_ms: float = 0.0
+    held: threading.Event = field(default_factory=threading.Event)
+    poison: frozenset[tuple[int, int]] = frozenset()
+
+
 class GroupMember:
     """One consumer in its own thread, so a processing delay slows only its partitions and
-    closing it is a real LeaveGroup, as when one instance of a service goes away."""
+    closing it is a real leave, as when one instance of a service goes away."""
 
     def __init__(
         self,
@@ -50,14 +99,14 @@ class GroupMember:
         client_id: str,
         bootstrap: str,
         settings: MemberSettings,
-        delay_s: Callable[[], float],
+        faults: _Faults,
         stats_sink: StatsSink | None,
     ) -> None:
         self.spec = spec
         self.client_id = client_id
         self._bootstrap = bootstrap
         self._settings = settings
-        self._delay_s = delay_s
+        self._faults = faults
         self._stats_sink = stats_sink
         self._stop = threading.Event()
         self._lock = threading.Lock()
@@ -65,9 +114,16 @@ class GroupMember:
         self._needs_start_commit: set[int] = set()
         self._processed: dict[int, int] = {}  # partition -> next offset to commit
         self._committed: dict[int, int] = {}
+        # Partitions this member paused -> when to resume them (0: once no longer held).
+        self._paused: dict[int, float] = {}
+        # Newly assigned partitions: librdkafka keeps a partition's pause across a revoke and
+        # a new assignment, so each one is paused or resumed explicitly once.
+        self._fresh: set[int] = set()
+        self._holding = False
         self.consumed = 0
         self.rebalances = 0
         self.commit_failures = 0
+        self.poison_failures = 0
         self.cgrp: dict[str, object] = {}
         self.started_at = time.time()
         self._thread = threading.Thread(target=self._run, name=f"member-{client_id}", daemon=True)
@@ -88,6 +144,16 @@ class GroupMember:
     def alive(self) -> bool:
         return self._thread.is_alive()
 
+    @property
+    def holding(self) -> bool:
+        """True once the member has paused everything it owns because the group is held."""
+        return self._holding
+
+    def forget_hold(self) -> None:
+        """The hold ended: until its loop sees so, the member must not count as holding (a
+        new hold right after must wait for it again)."""
+        self._holding = False
+
     def assignment(self) -> list[int]:
         with self._lock:
             return sorted(self._assigned)
@@ -97,25 +163,23 @@ class GroupMember:
             "client_id": self.client_id,
             "alive": self.alive,
             "assignment": self.assignment(),
+            "holding": self._holding,
             "consumed": self.consumed,
             "rebalances": self.rebalances,
             "commit_failures": self.commit_failures,
+            "poison_failures": self.poison_failures,
             "cgrp": self.cgrp,
         }
 
     # -- consumer loop -------------------------------------------------------------------
     def _config(self) -> dict[str, object]:
-        s = self._settings
         conf = base_config(self._bootstrap, self.client_id)
+        conf.update(group_settings(self.spec, self._settings))
         conf.update(
             {
-                "group.id": self.spec.name,
-                "partition.assignment.strategy": self.spec.assignor,
-                "session.timeout.ms": s.session_timeout_ms,
-                "heartbeat.interval.ms": s.heartbeat_interval_ms,
                 "enable.auto.commit": False,
                 "auto.offset.reset": "earliest",
-                "statistics.interval.ms": s.statistics_interval_ms,
+                "statistics.interval.ms": self._settings.statistics_interval_ms,
                 "stats_cb": self._on_stats,
                 "on_commit": self._on_commit,
             }
@@ -133,12 +197,14 @@ class GroupMember:
             )
             last_commit = time.monotonic()
             while not self._stop.is_set():
+                held = self._faults.held.is_set()
+                self._pause_or_resume(consumer, held)
                 msg = consumer.poll(0.2)
                 if msg is not None and msg.error() is None:
-                    self._process(msg.partition(), msg.offset())
+                    self._handle(consumer, msg.partition(), msg.offset())
                 elif msg is not None:
                     log.debug("%s: %s", self.client_id, msg.error())
-                if self._needs_start_commit:
+                if self._needs_start_commit and not held:
                     self._commit_start_positions(consumer)
                 if time.monotonic() - last_commit >= self._settings.commit_interval_s:
                     self._commit(consumer, asynchronous=True)
@@ -150,8 +216,60 @@ class GroupMember:
             # close() leaves the group at once instead of waiting for the session timeout.
             consumer.close()
 
+    def _pause_or_resume(self, consumer: Consumer, held: bool) -> None:
+        """Held: pause whatever this member owns (new partitions too, after a rebalance).
+        Not held: resume what was paused for the hold, and poisoned partitions whose retry
+        is due."""
+        with self._lock:
+            assigned = set(self._assigned)
+            fresh, self._fresh = self._fresh & assigned, set()
+        try:
+            if held:
+                new = sorted((assigned - self._paused.keys()) | fresh)
+                if new:
+                    consumer.pause([TopicPartition(self.spec.topic, p) for p in new])
+                    self._paused.update(dict.fromkeys(new, 0.0))
+                self._holding = True
+                return
+            self._holding = False
+            now = time.monotonic()
+            due = {p for p, at in self._paused.items() if at <= now}
+            todo = sorted(due | (fresh - self._paused.keys()))
+            if todo:
+                consumer.resume([TopicPartition(self.spec.topic, p) for p in todo])
+                for p in due:
+                    del self._paused[p]
+        except KafkaException as exc:  # e.g. a rebalance in between: the next turn retries
+            log.debug("%s: pause/resume failed: %s", self.client_id, exc)
+            with self._lock:
+                self._fresh |= fresh
+
+    def _handle(self, consumer: Consumer, partition: int, offset: int) -> None:
+        if self._faults.held.is_set():
+            # Fetched before the pause took effect: read it again once released.
+            self._rewind(consumer, partition, offset, resume_at=0.0)
+            return
+        if (partition, offset) in self._faults.poison:
+            # A record the application cannot process: it retries it rather than skipping
+            # it, so nothing of this partition past it is ever committed.
+            self.poison_failures += 1
+            self._rewind(consumer, partition, offset, time.monotonic() + _POISON_RETRY_S)
+            return
+        self._process(partition, offset)
+
+    def _rewind(self, consumer: Consumer, partition: int, offset: int, resume_at: float) -> None:
+        """Pause the partition and seek back to ``offset``: its next fetch starts there."""
+        tp = TopicPartition(self.spec.topic, partition, offset)
+        try:
+            consumer.pause([tp])
+            consumer.seek(tp)
+        except KafkaException as exc:  # revoked meanwhile: its next owner reads it anyway
+            log.debug("%s: rewind of partition %d failed: %s", self.client_id, partition, exc)
+            return
+        self._paused[partition] = resume_at
+
     def _process(self, partition: int, offset: int) -> None:
-        delay = self._delay_s()
+        delay = self._faults.delay_ms / 1000.0
         if delay > 0:
             self._stop.wait(delay)
         with self._lock:
@@ -181,10 +299,11 @@ class GroupMember:
     def _commit_start_positions(self, consumer: Consumer) -> None:
         """Commit the start offset of partitions that have no commit yet.
 
-        librdkafka commits only offsets that changed, so a member of a group that has never
-        received a message (the quiet topic) would never commit and the broker would never
-        list its group. Committing the start position once makes such a group visible with
-        lag 0 and a last commit that then grows old, which is exactly the quiet-topic case.
+        librdkafka commits only offsets that changed, so a member that never receives a
+        message (the quiet topic) would never commit. Committing the start position once,
+        as a Java consumer's auto-commit of its reset position does, gives such a group a
+        commit with lag 0 that then grows old: exactly the quiet-topic case, which Lagwatch
+        must judge OK, never STOP.
         """
         with self._lock:
             todo = sorted(self._needs_start_commit)
@@ -195,8 +314,10 @@ class GroupMember:
             starts = []
             for tp in committed:
                 if tp.offset < 0:
-                    low, _high = consumer.get_watermark_offsets(tp, timeout=5)
-                    starts.append(TopicPartition(tp.topic, tp.partition, low))
+                    marks = consumer.get_watermark_offsets(tp, timeout=5)
+                    if marks is None:
+                        raise KafkaException(f"watermarks of partition {tp.partition} timed out")
+                    starts.append(TopicPartition(tp.topic, tp.partition, marks[0]))
             if starts:
                 consumer.commit(offsets=starts, asynchronous=False)
         except KafkaException as exc:
@@ -206,10 +327,13 @@ class GroupMember:
 
     # -- callbacks (run inside poll/close on this member's thread) ------------------------
     def _on_assign(self, _consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        # Incremental with cooperative-sticky and with the consumer protocol (only the added
+        # partitions), the whole assignment with the eager classic assignors: a union fits both.
         with self._lock:
             added = {tp.partition for tp in partitions}
             self._assigned |= added
             self._needs_start_commit |= added
+            self._fresh |= added
         self.rebalances += 1
         log.info("%s assigned %s", self.client_id, sorted(p.partition for p in partitions))
 
@@ -229,6 +353,9 @@ class GroupMember:
             for p in partitions:
                 self._processed.pop(p, None)
                 self._committed.pop(p, None)
+        for p in partitions:
+            self._paused.pop(p, None)
+            self._fresh.discard(p)
 
     def _on_commit(self, err: KafkaError | None, _partitions: list[TopicPartition]) -> None:
         if err is not None and err.code() != KafkaError._NO_OFFSET:
@@ -245,7 +372,8 @@ class GroupMember:
 
 
 class ConsumerGroup:
-    """A group's members plus the knobs scenarios turn: processing delay and member count."""
+    """A group's members plus the knobs scenarios turn: processing delay, member count, a
+    hold and poison messages."""
 
     def __init__(
         self,
@@ -253,22 +381,28 @@ class ConsumerGroup:
         bootstrap: str,
         settings: MemberSettings | None = None,
         stats_sink: StatsSink | None = None,
-        partitions: int | None = None,
     ) -> None:
         self.spec = spec
-        self._partitions = partitions
         self._bootstrap = bootstrap
         self._settings = settings or MemberSettings()
         self._stats_sink = stats_sink
         self._lock = threading.Lock()
         self._members: list[GroupMember] = []
         self._next_index = 0
-        self.delay_ms = spec.delay_ms
+        self._faults = _Faults(delay_ms=spec.delay_ms)
         self.member_changes = 0
 
     @property
     def name(self) -> str:
         return self.spec.name
+
+    @property
+    def delay_ms(self) -> float:
+        return self._faults.delay_ms
+
+    @property
+    def held(self) -> bool:
+        return self._faults.held.is_set()
 
     def start(self) -> None:
         self.set_members(self.spec.members)
@@ -280,8 +414,34 @@ class ConsumerGroup:
         """Set the per-message processing delay; return the previous value."""
         if delay_ms < 0:
             raise ValueError("delay_ms must be >= 0")
-        previous, self.delay_ms = self.delay_ms, delay_ms
+        previous, self._faults.delay_ms = self._faults.delay_ms, delay_ms
         return previous
+
+    def hold(self, timeout_s: float = 30.0) -> bool:
+        """Stop fetching, processing and committing, members staying in the group. Returns
+        once every member has paused what it owns (True), or at the deadline (False): from
+        then on no commit of the group goes past the log end as it is now."""
+        self._faults.held.set()
+        deadline = time.monotonic() + timeout_s
+        while not all(m.holding or not m.alive for m in self.members()):
+            if time.monotonic() > deadline:
+                log.warning("%s: not every member paused within %.0fs", self.name, timeout_s)
+                return False
+            time.sleep(0.05)
+        return True
+
+    def release(self) -> None:
+        """Resume where each member stood; an offset retention removed meanwhile is out of
+        range and resets to the log start (``auto.offset.reset=earliest``)."""
+        self._faults.held.clear()
+        for member in self.members():
+            member.forget_hold()
+
+    def set_poison(self, partition: int, offset: int) -> None:
+        self._faults.poison = self._faults.poison | {(partition, offset)}
+
+    def clear_poison(self) -> None:
+        self._faults.poison = frozenset()
 
     def add_member(self) -> str:
         with self._lock:
@@ -291,7 +451,7 @@ class ConsumerGroup:
                 f"{self.spec.name}-{self._next_index}",
                 self._bootstrap,
                 self._settings,
-                lambda: self.delay_ms / 1000.0,
+                self._faults,
                 self._stats_sink,
             )
             self._members.append(member)
@@ -318,37 +478,9 @@ class ConsumerGroup:
             del self._members[count:]
             missing = count - len(self._members)
             self.member_changes += len(leaving)
-        if count == 0 and len(leaving) > 1:
-            self._close_all(leaving)
-        else:
-            _close(leaving)
+        _close(leaving)
         for _ in range(missing):
             self.add_member()
-
-    def _close_all(self, members: list[GroupMember]) -> None:
-        """Empty the group in two steps: all but one, a rebalance, then the last one.
-
-        Lab workaround (Tansu, not Kafka): when every member leaves at once, Tansu may keep a
-        departed member as the group's leader, and members joining later wait forever for
-        that leader's SyncGroup. Letting one survivor take over everything first makes it
-        the leader of a fresh generation, and its leaving then really empties the group.
-        """
-        last, others = members[0], members[1:]
-        before = last.rebalances
-
-        def taken_over() -> bool:
-            if self._partitions is not None:
-                return len(last.assignment()) == self._partitions
-            return last.rebalances > before
-
-        _close(others)
-        deadline = time.monotonic() + 15
-        while before and last.alive and not taken_over():
-            if time.monotonic() > deadline:
-                log.warning("%s: no rebalance after members left; closing anyway", self.name)
-                break
-            time.sleep(0.1)
-        _close([last])
 
     def member_count(self) -> int:
         with self._lock:
@@ -361,14 +493,18 @@ class ConsumerGroup:
     def status(self) -> dict[str, object]:
         return {
             "topic": self.spec.topic,
+            "protocol": self.spec.protocol,
             "assignor": self.spec.assignor,
             "delay_ms": self.delay_ms,
+            "held": self.held,
+            "poison": sorted(self._faults.poison),
             "member_changes": self.member_changes,
             "members": [m.status() for m in self.members()],
         }
 
 
-def _close(members: list[GroupMember]) -> None:
+def _close(members: Iterable[GroupMember]) -> None:
+    members = list(members)
     for member in members:
         member.signal_stop()
     for member in members:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from lab.workload.spec import (
+    CONSUMER,
     GroupSpec,
     Roles,
     TopicSpec,
@@ -18,19 +19,29 @@ DEMO_WORLD = WorldSpec(
         TopicSpec("clicks", partitions=8, rate=40),
         TopicSpec("audit", partitions=3, rate=6),
         TopicSpec("quiet", partitions=2, rate=0),  # never produced to, on purpose
+        TopicSpec("shipments", partitions=6, rate=18),
+        TopicSpec("invoices", partitions=4, rate=8),
     ),
     groups=(
+        # The classic protocol, one client-side assignor each.
         GroupSpec("orders-processor", "orders", members=3, assignor="range"),
         GroupSpec("payments-ledger", "payments", members=2, assignor="roundrobin"),
         GroupSpec("clicks-aggregator", "clicks", members=3, assignor="cooperative-sticky"),
         GroupSpec("quiet-reader", "quiet", members=1, assignor="range"),
+        # KIP-848's consumer protocol: the broker assigns, with each of its assignors. Each
+        # reads a topic of its own, so a scenario aimed at one (param `group`, or `topic` for
+        # retention) touches nothing else.
+        GroupSpec(
+            "shipments-tracker", "shipments", members=3, assignor="uniform", protocol=CONSUMER
+        ),
+        GroupSpec("invoices-auditor", "invoices", members=2, assignor="range", protocol=CONSUMER),
     ),
     zk_consumers=(ZkConsumerSpec("legacy-audit", "audit"),),
     topologies=(
         TopologySpec("orders-enricher", spout_id="orders-spout", topic="orders"),
         TopologySpec("clicks-sessionizer", spout_id="clicks-spout", topic="clicks"),
-        # The third spout exists for the retention scenario: after `audit` is re-created its
-        # stored offsets are out of range and this spout jumps to the latest offset.
+        # The third spout exists for the retention scenario: once retention has moved the log
+        # start of `audit` past its stored offsets, this spout jumps to the latest offset.
         TopologySpec(
             "audit-archiver",
             spout_id="audit-spout",

@@ -38,7 +38,14 @@ def listed_groups(admin: AdminClient) -> set[str]:
 
 
 def committed_offsets(admin: AdminClient, group: str) -> dict[tuple[str, int], int]:
-    """(topic, partition) -> committed offset, as the broker's OffsetFetch answers."""
+    """(topic, partition) -> committed offset, as the broker's OffsetFetch answers.
+
+    The group's coordinator is asked first with DescribeGroups, which raises while the
+    coordinator is not ready (a fresh broker, one just restarted): librdkafka 2.16's
+    AdminClient crashes the whole process when OffsetFetch answers NOT_COORDINATOR
+    (librdkafka #5040), and its DescribeGroups does not.
+    """
+    admin.describe_consumer_groups([group], request_timeout=10)[group].result()
     futures = admin.list_consumer_group_offsets(
         [ConsumerGroupTopicPartitions(group)], request_timeout=10
     )

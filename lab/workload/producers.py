@@ -51,11 +51,6 @@ class Producers:
             conf.update({"statistics.interval.ms": statistics_interval_ms, "stats_cb": stats_sink})
         conf.update(
             {
-                # Tansu advances a partition's high watermark by one per produced *batch*,
-                # not per record (LAB.md). One record per batch keeps high watermarks, and so
-                # every lag the dashboard computes, equal to the number of records.
-                "batch.num.messages": 1,
-                "linger.ms": 0,
                 # Bounded queue and timeout so an outage costs dropped records, not memory.
                 "queue.buffering.max.messages": 20000,
                 "message.timeout.ms": 30000,

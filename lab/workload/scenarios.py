@@ -63,10 +63,12 @@ class Scenario(abc.ABC):
 
 class Healthy(Scenario):
     """Everything back to normal: stops every other scenario and resets rates, processing
-    delays, member counts and topologies to the world's description. Every Kafka group,
-    the ZooKeeper consumer and every spout then shows OK in Lagwatch once its window has
-    filled again (the quiet topic stays OK throughout). Data lost by `retention` or an
-    outage stays lost; a `topology-restart` keeps its new topology id."""
+    delays, member counts and topologies to the world's description; held readers are
+    released and poison cleared as their scenarios stop. Every Kafka group, the ZooKeeper
+    consumer and every spout then shows OK in Lagwatch once its window has filled again (the
+    quiet topic stays OK throughout). Records deleted by `retention` or given up on by the
+    producers during a broker outage stay lost; a `topology-restart` keeps its new topology
+    id."""
 
     name = "healthy"
     exclusive = True
@@ -76,11 +78,13 @@ class Healthy(Scenario):
 
 
 class SlowConsumer(Scenario):
-    """Slows the processing of every member of a Kafka group (default `orders-processor`)
-    below the produce rate. The group keeps committing, but lag grows on every partition:
-    Lagwatch shows WARN (lag never decreased over the window) with diagnosis SLOW_CONSUMER,
-    consume rate < produce rate and an ETA of "never". By default the delay is chosen so
-    the group consumes at half the produce rate."""
+    """Slows the processing of every member of a Kafka group (default `orders-processor`;
+    any group of either protocol, e.g. `shipments-tracker` for KIP-848) below the produce
+    rate. The group keeps committing, but lag grows on every partition: Lagwatch shows WARN
+    (lag never decreased over the window) with diagnosis SLOW_CONSUMER, consume rate <
+    produce rate and an ETA of "never". By default the delay is chosen so the group consumes
+    at half the produce rate. The protocol makes no difference: the members stay, only their
+    pace changes."""
 
     name = "slow-consumer"
     params = (
@@ -115,11 +119,13 @@ class SlowConsumer(Scenario):
 
 
 class DeadConsumer(Scenario):
-    """Closes every member of a Kafka group (default `payments-ledger`) while its producer
-    keeps writing. Committed offsets freeze, high watermarks keep growing and nobody owns
-    the partitions: Lagwatch shows STOP with diagnosis DEAD_CONSUMER once the time since
-    the last commit exceeds the window's span. Stop brings the members back; they resume
-    from the committed offsets and the lag drains."""
+    """Closes every member of a Kafka group (default `payments-ledger`; any group of either
+    protocol, e.g. `invoices-auditor` for KIP-848) while its producer keeps writing. The
+    members leave at once (a classic LeaveGroup, or a KIP-848 heartbeat leaving the group)
+    and the broker describes the group as Empty. Committed offsets freeze, high watermarks
+    keep growing and nobody owns the partitions: Lagwatch shows STOP with diagnosis
+    DEAD_CONSUMER once the time since the last commit exceeds the window's span. Stop brings
+    the members back; they resume from the committed offsets and the lag drains."""
 
     name = "dead-consumer"
     params = (Param("group", str, "Kafka group to kill (default: the world's dead group)"),)
@@ -136,17 +142,23 @@ class DeadConsumer(Scenario):
 
 
 class PoisonMessage(Scenario):
-    """Makes one message of one partition of a Storm spout (default `orders-enricher`,
-    partition 0) fail every time it is processed, like a record a bolt cannot parse. The
-    spout keeps re-emitting and failing it, so the partition's committed offset in
-    ZooKeeper stays at that message's offset X (the znode is no longer rewritten, its mtime
-    ages) while the failed count rises: Lagwatch shows STALL (not STOP: the spout is alive)
-    with diagnosis POISON_MESSAGE(X). Other partitions keep moving. By default X is the
-    partition's high watermark when the scenario starts, i.e. the next message produced."""
+    """Makes one message of one partition fail every time it is processed, like a record
+    the code cannot parse; by default in the Storm spout of `orders-enricher`, partition 0,
+    or with `group` in a Kafka group of either protocol. By default the poison is the
+    partition's high watermark when the scenario starts, X, i.e. the next message produced.
+    The spout keeps re-emitting and failing it, so the partition's committed offset in
+    ZooKeeper stays at X (the znode is no longer rewritten, its mtime ages) while the failed
+    count rises: Lagwatch shows STALL (not STOP: the spout is alive) with diagnosis
+    POISON_MESSAGE(X). A Kafka group's member retries the record (seeks back to it) every
+    half second instead of skipping it, so the partition's committed offset stays at X
+    while its owner stays in the group: Lagwatch shows STALL once the silence exceeds the
+    window's span (no POISON_MESSAGE: a group reports no failed count to tell it by).
+    Other partitions keep moving."""
 
     name = "poison-message"
     params = (
         Param("topology", str, "topology whose spout gets the poison (default: world's)"),
+        Param("group", str, "Kafka group whose members get the poison instead of a spout"),
         Param("partition", int, "partition of the poison message", default=0, minimum=0),
         Param("offset", int, "offset of the poison message (default: next produced)", minimum=0),
     )
@@ -155,18 +167,31 @@ class PoisonMessage(Scenario):
         self,
         world: World,
         topology: str | None = None,
+        group: str | None = None,
         partition: int = 0,
         offset: int | None = None,
     ) -> dict:
-        self._topology = _target(topology, world.spec.roles.poison_topology, "poison topology")
+        if topology and group:
+            raise ScenarioError("pass either topology or group, not both")
+        if group:
+            g = world.group(group)
+            # Also checks the partition. The next message to be produced is certainly not
+            # processed yet, so it will fail.
+            high = world.high_watermark(g.spec.topic, partition)
+            offset = high if offset is None else offset
+            g.set_poison(partition, offset)
+            self._undo = g.clear_poison
+            return {"group": g.name, "partition": partition, "offset": offset}
+        name = _target(topology, world.spec.roles.poison_topology, "poison topology")
         if offset is None:
             # The next message to be produced: certainly not fetched yet, so it will fail.
-            offset = world.high_watermark(world.topologies.spec(self._topology).topic, partition)
-        world.topologies.set_poison(self._topology, partition, offset)
-        return {"topology": self._topology, "partition": partition, "offset": offset}
+            offset = world.high_watermark(world.topologies.spec(name).topic, partition)
+        world.topologies.set_poison(name, partition, offset)
+        self._undo = lambda: world.topologies.clear_poison(name)
+        return {"topology": name, "partition": partition, "offset": offset}
 
     def stop(self, world: World) -> None:  # noqa: B027 - a deliberate no-op default
-        world.topologies.clear_poison(self._topology)
+        self._undo()
 
 
 class PendingLeak(Scenario):
@@ -225,11 +250,15 @@ class PendingLeak(Scenario):
 
 
 class RebalanceStorm(Scenario):
-    """A member of a Kafka group (default `clicks-aggregator`) joins, then leaves, then
-    joins again, every `period_s` seconds, as a crash-looping pod would. Each change starts
-    a rebalance; partitions move between members and commits pause meanwhile. Lagwatch
-    shows REBALANCE_STORM (more than K rebalances in the window; REBALANCING during one),
-    a busy rebalance timeline and, through the pushed librdkafka statistics, a rising
+    """A member of a Kafka group (default `clicks-aggregator`; any group of either protocol,
+    e.g. `shipments-tracker` for KIP-848) joins, then leaves, then joins again, every
+    `period_s` seconds, as a crash-looping pod would. Each change is a rebalance: with the
+    classic protocol the members revoke and rejoin (all partitions with the eager assignors,
+    only the moving ones with cooperative-sticky) and commits pause meanwhile; with KIP-848
+    the broker bumps the group epoch and moves only the partitions that change owner, the
+    others never stop. Lagwatch shows REBALANCE_STORM (more than K rebalances in the window;
+    REBALANCING during one), a busy rebalance timeline (members joining and leaving,
+    assignments moving) and, through the pushed librdkafka statistics, a rising
     `rebalance_cnt`. Stop restores the described member count."""
 
     name = "rebalance-storm"
@@ -264,41 +293,68 @@ class RebalanceStorm(Scenario):
 
 
 class Retention(Scenario):
-    """Simulates retention deleting a topic's data (default `audit`). Tansu cannot delete
-    records, so the topic is deleted and re-created and `burst` records are written to it;
-    offsets kept in ZooKeeper survive and now lie beyond the new log end. The ZooKeeper
-    consumer (`legacy-audit`) waits there: Lagwatch shows ERR (committed offset outside
-    [earliest, latest]) until the log grows past it. The spout on the topic (`audit-archiver`,
-    useStartOffsetTimeIfOffsetOutOfRange) is restarted, finds its offset out of range and
-    jumps to the latest offset, skipping the burst: Lagwatch shows SKIPPED_DATA with the
-    number of messages skipped. Both readers are restarted around the re-creation (a
-    librdkafka crash on deleted topics, see the code), so the ZooKeeper consumer shows up
-    with a new consumer id. The data loss is permanent: stop only ends the scenario."""
+    """Retention deletes data that readers of a topic (default `audit`) had not read yet.
+    The Kafka groups and ZooKeeper consumers reading the topic are held (they stay members,
+    owning their partitions, but fetch and commit nothing) and its Storm spouts are stopped
+    (a worker down); `burst` records are written, then DeleteRecords moves each partition's
+    log start to the middle of what was written since, past every held reader's committed
+    offset. The spouts start again at once (same topology id): their stored offset is out of
+    range, and with useStartOffsetTimeIfOffsetOutOfRange they jump to the latest offset,
+    skipping what the log still holds: Lagwatch shows SKIPPED_DATA with that count. The held
+    readers' committed offsets stay below the log start for as long as the scenario runs:
+    Lagwatch shows ERR with OUT_OF_RANGE. Stop releases them: their fetch is answered
+    OFFSET_OUT_OF_RANGE, they reset to the log start (auto.offset.reset=earliest) and
+    commit from there. The deleted records are gone for good."""
 
     name = "retention"
     params = (
-        Param("topic", str, "topic to re-create (default: the world's retention topic)"),
-        Param("burst", int, "records written right after re-creation", default=30, minimum=0),
+        Param("topic", str, "topic whose log start moves (default: the world's retention topic)"),
+        Param(
+            "burst",
+            int,
+            "records written while the readers are held (at least 2 a partition); the older "
+            "half of each partition's share is deleted with everything before it",
+            default=30,
+            minimum=1,
+        ),
     )
 
     def start(self, world: World, topic: str | None = None, burst: int = 30) -> dict:
         name = _target(topic, world.spec.roles.retention_topic, "retention topic")
-        # Everything that reads the topic with assign() stops around the deletion and starts
-        # again afterwards: librdkafka 2.16 crashes the whole process (SIGSEGV in its
-        # metadata cache) when a topic an assign()ed consumer reads is deleted on Tansu.
-        # The restarted readers find their stored offsets as a live reader would.
+        partitions = world.topic_spec(name).partitions
+        if burst < 2 * partitions:
+            raise ScenarioError(
+                f"burst must be at least {2 * partitions} for {name}: two records a partition, "
+                "one deleted before the readers' offsets are reached, one left to skip"
+            )
+        groups = [world.group(g) for g in world.groups_on(name)]
+        legacy = [world.zk_consumers[z] for z in world.zk_consumers_on(name)]
         spouts = world.topologies.on_topic(name)
-        legacy = world.zk_consumers_on(name)
+        self._release = [*groups, *legacy]
+        # Readers first: from here on nothing of theirs is committed past the log end as it
+        # is now, so the deletion below certainly passes every committed offset.
+        for reader in self._release:
+            reader.hold()
         for topology in spouts:
             world.topologies.stop(topology)
-        for group in legacy:
-            world.stop_zk_consumer(group)
-        world.recreate_topic(name)
-        if burst:
-            world.producers.produce_now(name, burst)
-        restarted = {g: world.start_zk_consumer(g) for g in legacy}
-        restarted.update({t: world.topologies.start_described(t) for t in spouts})
-        return {"topic": name, "burst": burst, "restarted": restarted}
+        ends = {p: hi for p, (_lo, hi) in world.watermarks(name).items()}
+        world.producers.produce_now(name, burst)
+        after = {p: hi for p, (_lo, hi) in world.watermarks(name).items()}
+        before = {p: ends[p] + (after[p] - ends[p] + 1) // 2 for p in after}
+        starts = world.delete_records(name, before)
+        restarted = {t: world.topologies.start_described(t) for t in spouts}
+        return {
+            "topic": name,
+            "burst": burst,
+            "log_start": starts,
+            "log_end": after,
+            "held": sorted(g.name for g in groups) + sorted(z.spec.group for z in legacy),
+            "restarted": restarted,
+        }
+
+    def stop(self, world: World) -> None:  # noqa: B027 - a deliberate no-op default
+        for reader in self._release:
+            reader.release()
 
 
 class TopologyRestart(Scenario):
@@ -375,9 +431,10 @@ class SourceOutage(Scenario):
     (through the lab stack). During the outage Lagwatch must show SOURCE_UNREACHABLE for
     what that source feeds, keep the last known figures marked stale, and fire no stuck
     alert. The workload rides through: clients reconnect, ZooKeeper members register again.
-    Tansu restarts empty, so after a broker outage the world re-creates the topics, Kafka
-    groups start again from offset 0, and offsets kept in ZooKeeper lie beyond the new log
-    ends (ERR, and spouts jump to the latest offset: SKIPPED_DATA) until the logs grow."""
+    Both keep their data: after a broker outage the topics, their records and the groups'
+    committed offsets are all there, Kafka groups of both protocols carry on from their
+    committed offsets, spouts and the ZooKeeper consumer from theirs; only records the
+    producers gave up on during the outage (after 30 s) are missing."""
 
     name = "source-outage"
     params = (
@@ -397,7 +454,6 @@ class SourceOutage(Scenario):
         from lab.stack import Stack, StackError  # only this scenario needs the stack
 
         self._service = service
-        self._world = world
         self._cancel = threading.Event()
         self._done = threading.Event()
         self.restarted_at: float | None = None
@@ -420,8 +476,6 @@ class SourceOutage(Scenario):
             self._stack.start_service(self._service)
             self.restarted_at = time.time()
             log.info("source-outage: %s started again", self._service)
-            if self._service == "kafka":
-                self._world.ensure_topics()  # the keeper would too, a cycle later
         except Exception:  # noqa: BLE001 - a drill must not kill the workload
             log.exception("source-outage: restarting %s failed", self._service)
         finally:

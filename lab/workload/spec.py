@@ -8,7 +8,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-ASSIGNORS = ("range", "roundrobin", "cooperative-sticky")
+# Kafka runs two group protocols side by side (Kafka 4). With the classic one the group's
+# leader, a client, computes the assignment with a client-side assignor; with KIP-848's
+# consumer protocol the broker computes it with a server-side assignor, and librdkafka refuses
+# the client-side settings (partition.assignment.strategy, session.timeout.ms,
+# heartbeat.interval.ms) for such groups. Which assignor names are valid depends on the
+# protocol.
+CLASSIC = "classic"
+CONSUMER = "consumer"
+ASSIGNORS: dict[str, tuple[str, ...]] = {
+    CLASSIC: ("range", "roundrobin", "cooperative-sticky"),
+    CONSUMER: ("uniform", "range"),
+}
 
 
 @dataclass(frozen=True)
@@ -22,17 +33,29 @@ class TopicSpec:
 
 @dataclass(frozen=True)
 class GroupSpec:
-    """A Kafka consumer group: `members` threads, each a real confluent-kafka consumer."""
+    """A Kafka consumer group: `members` threads, each a real confluent-kafka consumer.
+
+    `protocol` is librdkafka's `group.protocol`: "classic" (JoinGroup/SyncGroup, the
+    assignor is the client's `partition.assignment.strategy`) or "consumer" (KIP-848, the
+    assignor is the broker's, named by `group.remote.assignor`).
+    """
 
     name: str
     topic: str
     members: int
     assignor: str = "range"
     delay_ms: float = 0.0
+    protocol: str = CLASSIC
 
     def __post_init__(self) -> None:
-        if self.assignor not in ASSIGNORS:
-            raise ValueError(f"assignor must be one of {ASSIGNORS}, not {self.assignor!r}")
+        if self.protocol not in ASSIGNORS:
+            raise ValueError(f"protocol must be one of {tuple(ASSIGNORS)}, not {self.protocol!r}")
+        valid = ASSIGNORS[self.protocol]
+        if self.assignor not in valid:
+            raise ValueError(
+                f"assignor of a {self.protocol!r} group must be one of {valid}, "
+                f"not {self.assignor!r}"
+            )
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,12 @@
 """Pushes librdkafka statistics to Lagwatch's ingest endpoint.
 
-Tansu does not report group members' assignments (LAB.md), so the product learns them from
-the clients' own statistics. librdkafka calls `stats_cb` inside `poll()`: the callback must
-only enqueue, and a slow or absent endpoint must cost dropped documents, never consumer time.
+The broker describes a group's members and assignments, but only the clients know the rest:
+per-partition fetch state and lag as the consumer sees it, rebalance counts and reasons, a
+producer's queued and in-flight records; and a group caught mid-rebalance may have no
+assignment to describe. So the workload's clients push their statistics as extra evidence,
+as a production deployment would (docs/INGEST.md). librdkafka calls `stats_cb` inside
+`poll()`: the callback must only enqueue, and a slow or absent endpoint must cost dropped
+documents, never consumer time.
 The same queue-and-drop poster carries the spouts' figures (`lab.workload.spout_stats`).
 """
 

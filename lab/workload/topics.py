@@ -1,14 +1,15 @@
 """Topic administration against the broker, idempotent so it can be re-run at any time.
 
-Tansu keeps everything in memory: after a broker restart every topic is gone, and the world
-re-runs `ensure` to put them back with the right partition counts.
+The lab broker creates no topic by itself (``auto.create.topics.enable=false``): every topic
+is created here, with the partition count the world declares. Kafka keeps topics, records and
+committed offsets across a restart, so `ensure` has nothing to do after a broker outage; it
+only puts back a topic that is really missing (deleted by hand, or a broker started afresh).
 """
 
 from __future__ import annotations
 
 import logging
-import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
@@ -34,7 +35,8 @@ class TopicAdmin:
         }
 
     def ensure(self, specs: Iterable[TopicSpec]) -> list[str]:
-        """Create the topics that are missing; return the names created."""
+        """Create the topics that are missing, each with its declared partition count; return
+        the names created."""
         have = self.existing()
         missing = [s for s in specs if s.name not in have]
         if not missing:
@@ -56,27 +58,17 @@ class TopicAdmin:
             log.info("created topics %s", ", ".join(sorted(created)))
         return created
 
-    def recreate(self, spec: TopicSpec, deadline_s: float = 10.0) -> None:
-        """Delete and re-create a topic: the lab's stand-in for retention (no DeleteRecords)."""
-        futures = self._admin.delete_topics(
-            [spec.name], operation_timeout=self._timeout_s, request_timeout=self._timeout_s
+    def delete_records(self, topic: str, before: Mapping[int, int]) -> dict[int, int]:
+        """Delete every record below ``before[p]`` of each partition p (DeleteRecords), as
+        retention would; return each partition's new log start offset."""
+        futures = self._admin.delete_records(
+            [TopicPartition(topic, p, offset) for p, offset in sorted(before.items())],
+            request_timeout=self._timeout_s,
+            operation_timeout=self._timeout_s,
         )
-        for fut in futures.values():
-            try:
-                fut.result()
-            except KafkaException as exc:
-                if exc.args[0].code() != KafkaError.UNKNOWN_TOPIC_OR_PART:
-                    raise
-        end = time.monotonic() + deadline_s
-        while True:
-            try:
-                if self.ensure([spec]) or spec.name in self.existing():
-                    break
-            except KafkaException:
-                if time.monotonic() > end:
-                    raise
-            time.sleep(0.2)
-        log.info("re-created topic %s (%d partitions)", spec.name, spec.partitions)
+        starts = {tp.partition: fut.result().low_watermark for tp, fut in futures.items()}
+        log.info("deleted records of %s: log start now %s", topic, starts)
+        return starts
 
     def watermarks(self, topic: str, partitions: int) -> dict[int, tuple[int, int]]:
         """Partition -> (earliest, latest) offsets, in two batched ListOffsets calls."""

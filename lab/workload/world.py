@@ -1,5 +1,5 @@
 """The running world: producers, consumer groups, the ZooKeeper consumer and the topologies
-described by a `WorldSpec`, plus the topic keeper that puts topics back after a broker restart.
+described by a `WorldSpec`, plus the topic keeper that creates a declared topic found missing.
 
 Scenarios act on a `World` only through its methods and parts, so a test can build a small
 world and drive the same scenario code as the demo.
@@ -19,7 +19,7 @@ from lab.storm.ui_api import TopologyRegistry
 from lab.workload.consumer_groups import ConsumerGroup, MemberSettings, StatsSink
 from lab.workload.params import ScenarioError
 from lab.workload.producers import Producers
-from lab.workload.spec import WorldSpec
+from lab.workload.spec import TopicSpec, WorldSpec
 from lab.workload.topics import TopicAdmin
 from lab.workload.topologies import Topologies
 from lab.workload.zk_consumer import ZkGroupConsumer
@@ -48,10 +48,7 @@ class World:
         self.admin = TopicAdmin(bootstrap)
         self.producers = Producers(bootstrap, spec.topics, stats_sink)
         self.groups = {
-            g.name: ConsumerGroup(
-                g, bootstrap, member_settings, stats_sink, spec.topic(g.topic).partitions
-            )
-            for g in spec.groups
+            g.name: ConsumerGroup(g, bootstrap, member_settings, stats_sink) for g in spec.groups
         }
         self.zk_consumers = {
             z.group: ZkGroupConsumer(z, bootstrap, zk_hosts) for z in spec.zk_consumers
@@ -62,8 +59,8 @@ class World:
         self._keeper = threading.Thread(target=self._keep_topics, name="topic-keeper", daemon=True)
         self._watermarks: dict[str, dict[int, int]] = {}
         self.broker_reachable = False
-        self.topic_recreations = 0  # by the retention scenario
-        self.topics_restored = 0  # by the keeper, after the broker lost them
+        self.retention_runs = 0  # log starts moved by the retention scenario
+        self.topics_restored = 0  # by the keeper: declared topics it found missing
         self._started = False
 
     # -- lifecycle -----------------------------------------------------------------------
@@ -134,37 +131,34 @@ class World:
         self.broker_reachable = True
         if created and self._started:
             self.topics_restored += len(created)
-            log.warning("broker had lost topics %s: re-created them", created)
+            log.warning("declared topics %s were missing: created them again", created)
         return created
+
+    def topic_spec(self, name: str) -> TopicSpec:
+        try:
+            return self.spec.topic(name)
+        except KeyError:
+            raise ScenarioError(f"no topic {name!r} in this world") from None
 
     def zk_consumers_on(self, topic: str) -> list[str]:
         return sorted(g for g, z in self.zk_consumers.items() if z.spec.topic == topic)
 
-    def stop_zk_consumer(self, group: str) -> None:
-        self.zk_consumers[group].stop()
+    def groups_on(self, topic: str) -> list[str]:
+        return sorted(name for name, g in self.groups.items() if g.spec.topic == topic)
 
-    def start_zk_consumer(self, group: str) -> str:
-        """Start the group's consumer again as a new process would: a new consumer id."""
-        old = self.zk_consumers[group]
-        old.stop()
-        new = ZkGroupConsumer(old.spec, self.bootstrap, self.zk_hosts)
-        self.zk_consumers[group] = new
-        new.start()
-        return new.consumer_id
+    def watermarks(self, topic: str) -> dict[int, tuple[int, int]]:
+        """Partition -> (log start, log end) of one of the world's topics."""
+        return self.admin.watermarks(topic, self.topic_spec(topic).partitions)
 
-    def recreate_topic(self, name: str) -> None:
-        try:
-            spec = self.spec.topic(name)
-        except KeyError:
-            raise ScenarioError(f"no topic {name!r} in this world") from None
-        self.admin.recreate(spec)
-        self.topic_recreations += 1
+    def delete_records(self, topic: str, before: dict[int, int]) -> dict[int, int]:
+        """Move the log start of each partition up to ``before[p]``; return the new starts."""
+        self.topic_spec(topic)
+        starts = self.admin.delete_records(topic, before)
+        self.retention_runs += 1
+        return starts
 
     def high_watermark(self, topic: str, partition: int) -> int:
-        try:
-            spec = self.spec.topic(topic)
-        except KeyError:
-            raise ScenarioError(f"no topic {topic!r} in this world") from None
+        spec = self.topic_spec(topic)
         if not 0 <= partition < spec.partitions:
             raise ScenarioError(f"{topic} has partitions 0..{spec.partitions - 1}")
         return self.admin.high_watermarks(topic, spec.partitions)[partition]
@@ -189,7 +183,7 @@ class World:
         produced = self.producers.status()
         return {
             "broker_reachable": self.broker_reachable,
-            "topic_recreations": self.topic_recreations,
+            "retention_runs": self.retention_runs,
             "topics_restored": self.topics_restored,
             "topics": {
                 t.name: {
@@ -205,18 +199,25 @@ class World:
         }
 
     def _keep_topics(self) -> None:
-        """Re-create lost topics and cache high watermarks for the status page.
+        """Create declared topics found missing, cache high watermarks for the status page,
+        and notice the broker going away and coming back.
 
-        Tansu keeps topics in memory: after a broker restart they are gone and clients wait
-        for metadata that never comes. Consumers and producers reconnect by themselves once
-        the topics are back.
+        Kafka keeps its topics across a restart, so after an outage nothing is missing; a
+        topic deleted by hand would otherwise leave its clients waiting for metadata that
+        never comes. Consumers and producers reconnect by themselves.
         """
         while not self._stop.wait(self._keeper_interval_s):
             try:
                 self.ensure_topics()
-                for t in self.spec.topics:
-                    self._watermarks[t.name] = self.admin.high_watermarks(t.name, t.partitions)
             except KafkaException as exc:
                 if self.broker_reachable:
                     log.warning("broker unreachable: %s", exc)
                 self.broker_reachable = False
+                continue
+            for t in self.spec.topics:
+                try:
+                    self._watermarks[t.name] = self.admin.high_watermarks(t.name, t.partitions)
+                except KafkaException as exc:
+                    # Reachable, but e.g. FENCED_LEADER_EPOCH right after a restart: the
+                    # clients learn the new leader epoch within a metadata refresh.
+                    log.debug("watermarks of %s: %s", t.name, exc)

@@ -7,9 +7,11 @@ Old tools still run this layout, and Lagwatch reads it (SPEC §2.1):
 
 The consumer fetches with `assign()` (no Kafka group) and, like Kafka's ZookeeperConsumer-
 Connector, writes an offset only when it changed, so the offset znode's mtime is the time of
-the last progress. On an offset beyond the log end (the topic was re-created) Tansu answers
-empty fetches instead of OFFSET_OUT_OF_RANGE, so the consumer waits there: its stored offset
-stays out of range, which is the ERR case the retention scenario shows.
+the last progress. An offset retention has deleted is out of range: the broker answers
+OFFSET_OUT_OF_RANGE and the consumer resets to the log start (`auto.offset.reset`, the old
+consumer's `smallest`). The retention scenario holds the consumer first (`hold`: registered,
+owning its partitions, fetching nothing), so its stored offset stays below the log start, the
+ERR case, until the scenario releases it.
 """
 
 from __future__ import annotations
@@ -59,6 +61,8 @@ class ZkGroupConsumer:
         self._zk.add_listener(self._on_zk_state)
         self._register_needed = threading.Event()
         self._stop = threading.Event()
+        self._held = threading.Event()
+        self._paused = False
         self._lock = threading.Lock()
         self._positions: dict[int, int] = {}
         self._written: dict[int, int] = {}
@@ -91,6 +95,27 @@ class ZkGroupConsumer:
         self._stop.set()
         self._thread.join(timeout=15)
 
+    def hold(self, timeout_s: float = 30.0) -> bool:
+        """Fetch and commit nothing, staying registered; True once the consumer has paused
+        (or was not fetching yet), False at the deadline."""
+        self._held.set()
+        deadline = time.monotonic() + timeout_s
+        while self._thread.is_alive() and self._partitions and not self._paused:
+            if time.monotonic() > deadline:
+                log.warning("%s: not paused within %.0fs", self.spec.group, timeout_s)
+                return False
+            time.sleep(0.05)
+        return True
+
+    def release(self) -> None:
+        """Fetch again from the held position; if retention removed it meanwhile, the broker
+        answers OFFSET_OUT_OF_RANGE and the consumer resets to the log start."""
+        self._held.clear()
+
+    @property
+    def held(self) -> bool:
+        return self._held.is_set()
+
     def status(self) -> dict[str, object]:
         with self._lock:
             positions = dict(self._positions)
@@ -98,6 +123,7 @@ class ZkGroupConsumer:
             "topic": self.spec.topic,
             "consumer_id": self.consumer_id,
             "alive": self._thread.is_alive(),
+            "held": self._held.is_set(),
             "zk_state": self._zk.state,
             "partitions": list(self._partitions),
             "positions": positions,
@@ -137,8 +163,12 @@ class ZkGroupConsumer:
             )
             last_write = time.monotonic()
             while not self._stop.is_set():
+                self._pause_or_resume(consumer)
                 msg = consumer.poll(0.2)
                 if msg is not None and msg.error() is None:
+                    if self._held.is_set():
+                        self._rewind(consumer, msg.partition(), msg.offset())
+                        continue
                     with self._lock:
                         self._positions[msg.partition()] = msg.offset() + 1
                     self.consumed += 1
@@ -154,6 +184,31 @@ class ZkGroupConsumer:
             # consumer's shutdown does.
             self._zk.stop()
             self._zk.close()
+
+    def _rewind(self, consumer: Consumer, partition: int, offset: int) -> None:
+        """Fetched before the pause took effect: pause and seek back, to read it again once
+        released."""
+        tp = TopicPartition(self.spec.topic, partition, offset)
+        try:
+            consumer.pause([tp])
+            consumer.seek(tp)
+        except KafkaException as exc:
+            log.warning("%s: rewind of partition %d failed: %s", self.spec.group, partition, exc)
+
+    def _pause_or_resume(self, consumer: Consumer) -> None:
+        held = self._held.is_set()
+        if held == self._paused:
+            return
+        tps = [TopicPartition(self.spec.topic, p) for p in self._partitions]
+        try:
+            if held:
+                consumer.pause(tps)
+            else:
+                consumer.resume(tps)
+        except KafkaException as exc:  # the next turn of the loop tries again
+            log.warning("%s: pause/resume failed: %s", self.spec.group, exc)
+            return
+        self._paused = held
 
     def _connect(self) -> None:
         while not self._stop.is_set():
@@ -176,28 +231,41 @@ class ZkGroupConsumer:
         return []
 
     def _start_offset(self, consumer: Consumer, partition: int) -> int:
-        """The stored offset, or the log start for a partition never consumed."""
+        """The stored offset, or the log start for a partition never consumed.
+
+        Both reads are retried: right after a topic is created its partitions may have no
+        leader yet (NOT_LEADER_FOR_PARTITION), and ZooKeeper may be away.
+        """
         while not self._stop.is_set():
             try:
-                data, _stat = self._zk.get_async(self.offset_path(partition)).get(
-                    timeout=_ZK_OP_TIMEOUT_S
-                )
-                offset = int(data.decode())
+                stored = self._stored_offset(partition)
+                if stored is None:
+                    marks = consumer.get_watermark_offsets(
+                        TopicPartition(self.spec.topic, partition), timeout=5
+                    )
+                    if marks is None:
+                        raise KafkaException(f"watermarks of partition {partition} timed out")
+                    offset = marks[0]
+                else:
+                    offset = stored
                 with self._lock:
-                    self._written[partition] = offset
+                    if stored is not None:
+                        self._written[partition] = stored
                     self._positions[partition] = offset
                 return offset
-            except NoNodeError:
-                low, _high = consumer.get_watermark_offsets(
-                    TopicPartition(self.spec.topic, partition), timeout=5
-                )
-                with self._lock:
-                    self._positions[partition] = low
-                return low
             except (*_ZK_ERRORS, KafkaException, ValueError) as exc:
                 log.warning("%s: reading start offset: %s", self.spec.group, exc)
                 self._stop.wait(1)
         return 0
+
+    def _stored_offset(self, partition: int) -> int | None:
+        try:
+            data, _stat = self._zk.get_async(self.offset_path(partition)).get(
+                timeout=_ZK_OP_TIMEOUT_S
+            )
+        except NoNodeError:
+            return None
+        return int(data.decode())
 
     def _register(self) -> None:
         self._register_needed.clear()

@@ -1,9 +1,10 @@
-"""The workload's parts against the real ZooKeeper and the real (Tansu) broker.
+"""The workload's parts against the real ZooKeeper and the real Apache Kafka broker.
 
 Each test builds a small world with uuid names (the session stack is shared) from the same
-classes as the demo world, and checks what Lagwatch will read: groups and committed offsets
-through the AdminClient, the ZooKeeper consumer's znodes, the pushed librdkafka statistics,
-the control endpoint, and the real `python -m lab.workload` process.
+classes as the demo world, and checks what Lagwatch will read: groups (both group protocols),
+their members, assignments and committed offsets through the AdminClient, the ZooKeeper
+consumer's znodes, the pushed librdkafka statistics, the control endpoint, and the real
+`python -m lab.workload` process.
 """
 
 from __future__ import annotations
@@ -25,11 +26,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka.admin import AdminClient
+from confluent_kafka import Consumer, ConsumerGroupState, ConsumerGroupType, KafkaException
+from confluent_kafka.admin import AdminClient, ConsumerGroupDescription
 from kazoo.client import KazooClient
 
 from lab.workload import control
-from lab.workload.consumer_groups import ConsumerGroup, MemberSettings
+from lab.workload.consumer_groups import ConsumerGroup, MemberSettings, group_settings
 from lab.workload.demo import DEMO_WORLD
 from lab.workload.probes import (
     committed_offsets,
@@ -41,7 +43,15 @@ from lab.workload.probes import (
 from lab.workload.runner import ScenarioRunner
 from lab.workload.scenarios import SCENARIOS
 from lab.workload.server import ControlServer
-from lab.workload.spec import GroupSpec, Roles, TopicSpec, WorldSpec, ZkConsumerSpec
+from lab.workload.spec import (
+    CLASSIC,
+    CONSUMER,
+    GroupSpec,
+    Roles,
+    TopicSpec,
+    WorldSpec,
+    ZkConsumerSpec,
+)
 from lab.workload.stats import StatsPoster
 from lab.workload.topics import TopicAdmin
 from lab.workload.world import World
@@ -57,32 +67,75 @@ def uid(kind: str) -> str:
     return f"wl-{kind}-{uuid.uuid4().hex[:8]}"
 
 
-def test_groups_of_each_assignor_commit_and_are_listed_by_the_broker(
+def describe(admin: AdminClient, group: str) -> ConsumerGroupDescription:
+    return admin.describe_consumer_groups([group], request_timeout=10)[group].result()
+
+
+def broker_assignment(admin: AdminClient, group: str) -> dict[str, list[int]]:
+    """client.id -> partitions, as the broker describes the group's members."""
+    return {
+        m.client_id: sorted(tp.partition for tp in m.assignment.topic_partitions)
+        for m in describe(admin, group).members
+    }
+
+
+# (protocol, assignor) of every kind of group the lab runs.
+KINDS = [
+    (CLASSIC, "range"),
+    (CLASSIC, "roundrobin"),
+    (CLASSIC, "cooperative-sticky"),
+    (CONSUMER, "uniform"),
+    (CONSUMER, "range"),
+]
+
+
+def test_groups_of_both_protocols_and_each_assignor_commit_and_the_broker_describes_them(
     kafka_bootstrap: str, admin: AdminClient
 ) -> None:
     topic = uid("t")
-    groups = {a: uid(a) for a in ("range", "roundrobin", "cooperative-sticky")}
+    groups = {kind: uid(f"{kind[0]}-{kind[1]}") for kind in KINDS}
     spec = WorldSpec(
         topics=(TopicSpec(topic, partitions=4, rate=40),),
-        groups=tuple(GroupSpec(g, topic, members=2, assignor=a) for a, g in groups.items()),
+        groups=tuple(
+            GroupSpec(g, topic, members=2, assignor=a, protocol=p) for (p, a), g in groups.items()
+        ),
     )
     with World(spec, kafka_bootstrap, "unused:1", member_settings=FAST) as world:
 
-        def assignments(group: str) -> list[list[int]] | None:
-            members = world.groups[group].members()
-            parts = [m.assignment() for m in members]
-            return parts if all(parts) and sum(map(len, parts)) == 4 else None
+        def assignments(group: str) -> dict[str, list[int]] | None:
+            """client.id -> partitions, once the members' own view and the broker's agree
+            and cover the topic."""
+            mine = {m.client_id: m.assignment() for m in world.groups[group].members()}
+            if not all(mine.values()) or sum(map(len, mine.values())) != 4:
+                return None
+            return mine if broker_assignment(admin, group) == mine else None
 
-        got = {
-            a: wait_until(lambda g=g: assignments(g), 30, f"{g} assigned")
-            for a, g in groups.items()
+        got_by_client = {
+            g: wait_until(lambda g=g: assignments(g), 60, f"{g} assigned") for g in groups.values()
         }
-        # The assignor configured is the one in force: range deals contiguous ranges,
-        # round-robin alternates; cooperative-sticky only promises balance.
-        assert sorted(got["range"]) == [[0, 1], [2, 3]]
-        assert sorted(got["roundrobin"]) == [[0, 2], [1, 3]]
-        assert sorted(map(len, got["cooperative-sticky"])) == [2, 2]
-        assert sorted(sum(got["cooperative-sticky"], [])) == [0, 1, 2, 3]
+        got = {kind: sorted(got_by_client[g].values()) for kind, g in groups.items()}
+        # The assignor configured is the one in force: range deals contiguous ranges (on the
+        # client with the classic protocol, on the broker with KIP-848's), round-robin
+        # alternates; cooperative-sticky and uniform only promise balance.
+        assert got[(CLASSIC, "range")] == [[0, 1], [2, 3]]
+        assert got[(CONSUMER, "range")] == [[0, 1], [2, 3]]
+        assert got[(CLASSIC, "roundrobin")] == [[0, 2], [1, 3]]
+        for kind in ((CLASSIC, "cooperative-sticky"), (CONSUMER, "uniform")):
+            assert sorted(map(len, got[kind])) == [2, 2]
+            assert sorted(sum(got[kind], [])) == [0, 1, 2, 3]
+
+        for (protocol, assignor), group in groups.items():
+            desc = describe(admin, group)
+            assert desc.type == (
+                ConsumerGroupType.CONSUMER if protocol == CONSUMER else ConsumerGroupType.CLASSIC
+            )
+            assert desc.state == ConsumerGroupState.STABLE
+            assert desc.partition_assignor == assignor
+            assert {m.host for m in desc.members} == {"/127.0.0.1"}
+            if protocol == CONSUMER:  # KIP-848: the broker's target, reached by every member
+                for m in desc.members:
+                    target = sorted(tp.partition for tp in m.target_assignment.topic_partitions)
+                    assert target == got_by_client[group][m.client_id]
 
         wait_until(lambda: set(groups.values()) <= listed_groups(admin), 20, "groups listed")
         for group in groups.values():
@@ -105,17 +158,40 @@ def test_groups_of_each_assignor_commit_and_are_listed_by_the_broker(
             )
 
 
-def test_one_record_per_batch_keeps_high_watermarks_equal_to_records(
-    kafka_bootstrap: str,
-) -> None:
+def test_a_consumer_protocol_member_names_only_the_brokers_assignor() -> None:
+    settings = MemberSettings()
+    modern = group_settings(GroupSpec("g", "t", 1, "uniform", protocol=CONSUMER), settings)
+    assert modern == {
+        "group.id": "g",
+        "group.protocol": "consumer",
+        "group.remote.assignor": "uniform",
+    }
+    classic = group_settings(GroupSpec("g", "t", 1, "roundrobin"), settings)
+    assert classic["group.protocol"] == "classic"
+    assert classic["partition.assignment.strategy"] == "roundrobin"
+    assert classic["session.timeout.ms"] == settings.session_timeout_ms
+    # Why: librdkafka refuses the classic settings in a consumer-protocol client.
+    for refused in ("partition.assignment.strategy", "session.timeout.ms", "heartbeat.interval.ms"):
+        with pytest.raises(KafkaException, match="not supported for `group.protocol=consumer`"):
+            Consumer({**modern, "bootstrap.servers": "127.0.0.1:1", refused: classic[refused]})
+    with pytest.raises(ValueError, match="must be one of"):
+        GroupSpec("g", "t", 1, "roundrobin", protocol=CONSUMER)
+    with pytest.raises(ValueError, match="must be one of"):
+        GroupSpec("g", "t", 1, "uniform")
+    with pytest.raises(ValueError, match="protocol must be one of"):
+        GroupSpec("g", "t", 1, protocol="share")
+
+
+def test_high_watermarks_count_records(kafka_bootstrap: str) -> None:
     topic = uid("hw")
     spec = WorldSpec(topics=(TopicSpec(topic, partitions=3, rate=0),))
     with World(spec, kafka_bootstrap, "unused:1") as world:
+        assert world.admin.existing()[topic] == 3, "created with its declared partition count"
         world.producers.produce_now(topic, 60)
-        # Tansu counts batches: only one record per batch makes these equal (LAB.md).
+        # Kafka's high watermark moves per record, however the producer batched them.
         assert world.admin.high_watermarks(topic, 3) == {0: 20, 1: 20, 2: 20}
 
-        time.sleep(1.0)
+        time.sleep(1.0)  # an observation window, not a wait: rate 0 produces nothing in it
         assert sum(world.admin.high_watermarks(topic, 3).values()) == 60, "rate 0 produced"
         assert world.producers.set_rate(topic, 30) == 0
         wait_until(
@@ -126,14 +202,18 @@ def test_one_record_per_batch_keeps_high_watermarks_equal_to_records(
         assert world.producers.status()[topic]["failed"] == 0
 
 
-def test_members_can_be_added_and_removed_at_runtime(kafka_bootstrap: str) -> None:
+@pytest.mark.parametrize("protocol", [CLASSIC, CONSUMER])
+def test_members_can_be_added_and_removed_at_runtime(
+    kafka_bootstrap: str, admin: AdminClient, protocol: str
+) -> None:
     topic, group = uid("t"), uid("g")
     TopicAdmin(kafka_bootstrap).ensure([TopicSpec(topic, 4)])
-    g = ConsumerGroup(GroupSpec(group, topic, members=1, assignor="range"), kafka_bootstrap, FAST)
+    spec = GroupSpec(group, topic, members=1, assignor="range", protocol=protocol)
+    g = ConsumerGroup(spec, kafka_bootstrap, FAST)
     g.start()
     try:
         first = g.members()[0]
-        wait_until(lambda: first.assignment() == [0, 1, 2, 3], 20, "single member owns all")
+        wait_until(lambda: first.assignment() == [0, 1, 2, 3], 30, "single member owns all")
         new_id = g.add_member()
         assert g.member_count() == 2
         second = g.members()[1]
@@ -146,13 +226,32 @@ def test_members_can_be_added_and_removed_at_runtime(kafka_bootstrap: str) -> No
             30,
             "rebalanced over two members",
         )
+        wait_until(
+            lambda: (
+                broker_assignment(admin, group)
+                == {first.client_id: first.assignment(), new_id: second.assignment()}
+            ),
+            30,
+            "the broker describes both members and their partitions",
+        )
         assert g.remove_member() == new_id
         assert not second.alive
         wait_until(lambda: first.assignment() == [0, 1, 2, 3], 30, "survivor owns all again")
+        wait_until(
+            lambda: broker_assignment(admin, group) == {first.client_id: [0, 1, 2, 3]},
+            30,
+            "the broker forgot the member that left",
+        )
         assert first.rebalances >= 2
     finally:
         g.stop()
     assert g.member_count() == 0
+    # Every member left at once; the group is empty, not waiting for a departed leader.
+    wait_until(
+        lambda: (d := describe(admin, group)).state == ConsumerGroupState.EMPTY and not d.members,
+        30,
+        "the group empty once its last member closed",
+    )
 
 
 class _IngestStub:
@@ -441,8 +540,26 @@ def test_workload_process_runs_the_demo_world_and_shuts_down_cleanly(
 
         wait_until(status, 60, "control endpoint")
         groups = {g.name for g in world.groups}
-        wait_until(lambda: groups <= listed_groups(admin), 40, "all four groups listed")
-        quiet = committed_offsets(admin, prefix + "quiet-reader")
+        wait_until(lambda: groups <= listed_groups(admin), 40, "every Kafka group listed")
+        modern = {g.name: g for g in world.groups if g.protocol == CONSUMER}
+        assert len(modern) >= 2, "the demo runs KIP-848 groups beside the classic ones"
+        for name, spec in modern.items():
+            desc = wait_until(
+                lambda n=name, s=spec: (
+                    (d := describe(admin, n)).state == ConsumerGroupState.STABLE
+                    and len(d.members) == s.members
+                    and d
+                ),
+                60,
+                f"{name} stable with all its members",
+            )
+            assert desc.type == ConsumerGroupType.CONSUMER
+            assert desc.partition_assignor == spec.assignor
+        quiet = wait_until(
+            lambda: (c := committed_offsets(admin, prefix + "quiet-reader")) and len(c) == 2 and c,
+            30,
+            "the quiet reader's start offsets",
+        )
         assert quiet == {(prefix + "quiet", 0): 0, (prefix + "quiet", 1): 0}
 
         legacy = f"/consumers/{prefix}legacy-audit/ids"
