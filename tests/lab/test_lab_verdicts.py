@@ -18,11 +18,15 @@ loaded 2-core machine the scenarios took 72 s of 80 s, and one run missed by a f
 Phases, since scenarios on one topology cannot run together (the world is
 ``lab/workload/demo.py``):
 
-1. dead-consumer (payments-ledger), slow-consumer (orders-processor), poison-message
-   (orders-spout partition 0), pending-leak (clicks-spout);
+1. dead-consumer (payments-ledger, classic; shipments-tracker, KIP-848), slow-consumer
+   (orders-processor), poison-message (orders-spout partition 0), pending-leak (clicks-spout);
 2. rebalance-storm (clicks-aggregator), retention (audit: legacy-audit, audit-spout),
    topology-restart, then spout-id-collision (orders-enricher, spout path orders-spout);
 3. source-outage of ZooKeeper (every ZooKeeper consumer and spout goes stale).
+
+Before any fault, every Kafka group of both protocols must show what the broker says of it
+(issue "Real Apache Kafka", done when): a numeric generation, its members with client id and
+host, and a last commit time.
 
 A group (or a partition: poison-message touches one) counts as healthy until a scenario
 touches it; every ``lagwatch_status`` read of the whole run checks that the healthy ones, and
@@ -177,8 +181,21 @@ def ready(doc: Doc) -> bool:
         bool(processor and spouts)
         and all(p["owner"] for p in processor.values())
         and all(p["pending"] is not None for p in spouts.values())
-        and len({(g["source"], g["group"]) for g in doc["groups"]}) == 8
+        and len({(g["source"], g["group"]) for g in doc["groups"]}) == 10
         and all(p["evaluated_at"] for p in doc["partitions"])
+        and all(kafka_group_complete(g) for g in doc["groups"] if g["source"] == "kafka")
+    )
+
+
+def kafka_group_complete(group: Doc) -> bool:
+    """What the broker (and ``__consumer_offsets``) say of a Kafka group with members."""
+    members = group.get("member_details") or []
+    return (
+        group.get("type") in ("classic", "consumer")
+        and isinstance(group.get("generation"), int)
+        and group.get("last_commit_at") is not None
+        and bool(members)
+        and all(m["client_id"] and m["host"] for m in members)
     )
 
 
@@ -204,6 +221,10 @@ def zk_fed_partitions(doc: Doc) -> list[Partition]:
         if p["source"] in ZK_SOURCES
         and not (p["group"] == "orders-spout" and p["topic"] != "orders")
     ]
+
+
+def newest(reader: Reader) -> Doc:
+    return reader.all()[-1].doc
 
 
 def scenario_running(control: str, name: str) -> bool:
@@ -321,10 +342,17 @@ def test_each_scenario_yields_its_verdict_and_the_healthy_stay_ok(
         return value
 
     with Reader(tmp_path) as reader:
-        reader.wait("every consumer collected and judged once", 0, 180, ready)
+        reader.wait("every consumer collected and judged once", 0, 240, ready)
+        kafka = [g for g in newest(reader)["groups"] if g["source"] == "kafka"]
+        types = {g["group"]: g["type"] for g in kafka}
+        assert types["shipments-tracker"] == types["invoices-auditor"] == "consumer", types
+        assert types["orders-processor"] == "classic", types
 
         # Phase 1: the core set ----------------------------------------------------------------
         dead_at, _ = start("dead-consumer", ("kafka", "payments-ledger"))
+        dead848_at, _ = start(
+            "dead-consumer", ("kafka", "shipments-tracker"), group="shipments-tracker"
+        )
         slow_at, _ = start("slow-consumer", ("kafka", "orders-processor"))
         poison_at, poison = start("poison-message", ("storm", "orders-spout", ("orders", 0)))
         leak_at, _ = start("pending-leak", ("storm", "clicks-spout"))
@@ -332,6 +360,11 @@ def test_each_scenario_yields_its_verdict_and_the_healthy_stay_ok(
         check(
             "dead-consumer", dead_at, "every payments-ledger partition STOP, DEAD_CONSUMER",
             lambda d: all_have(d, "kafka", "payments-ledger", "STOP", "DEAD_CONSUMER", 4),
+        )  # fmt: skip
+        check(
+            "dead-consumer (KIP-848)", dead848_at,
+            "every shipments-tracker partition STOP, DEAD_CONSUMER",
+            lambda d: all_have(d, "kafka", "shipments-tracker", "STOP", "DEAD_CONSUMER", 6),
         )  # fmt: skip
         slow = check(
             "slow-consumer", slow_at, "orders-processor WARN, SLOW_CONSUMER on most partitions",
@@ -377,14 +410,10 @@ def test_each_scenario_yields_its_verdict_and_the_healthy_stay_ok(
         assert evidence(restarted, "TOPOLOGY_RESTARTED")["to"] == restart["new_topology_id"]
 
         # The collision comes after the restart's check: the copy's topology id alternates
-        # with the restarted one's on every shared partition. Its topic is ``clicks``, not the
-        # scenario's default ``payments``, because of the lab broker: the copy starts from the
-        # orders offsets stored under the path, and where the other topic's log is shorter
-        # (payments: 3 messages a second a partition against orders' 4) Tansu answers its
-        # fetches empty instead of OFFSET_OUT_OF_RANGE (shared/LAB.md), so the copy commits
-        # nothing until that log has grown past them: a third of the stack's age, 60 s in one
-        # run, and the deadline passes before the path shows two topics. The clicks logs are
-        # ahead of the orders offsets (5 a second), so the copy commits within a poll.
+        # with the restarted one's on every shared partition. Its topic is ``clicks``, whose
+        # logs are ahead of the orders offsets stored under the path (5 records a second a
+        # partition against orders' 4), so the copy commits within a poll instead of first
+        # jumping past an out-of-range offset.
         collision_at, _ = start("spout-id-collision", ("storm", "orders-spout"), topic="clicks")
         collided = check(
             "spout-id-collision", collision_at, "SPOUT_ID_COLLISION on orders-spout",
@@ -397,6 +426,15 @@ def test_each_scenario_yields_its_verdict_and_the_healthy_stay_ok(
         )  # fmt: skip
         # Partitions being handed over are not dead consumers (before the job derived
         # rebalancing from the owners, they went STOP with DEAD_CONSUMER in every storm).
+        # The storm as __consumer_offsets recorded it: the generation climbing, with causes.
+        storm_events = [
+            e for e in newest(reader)["rebalances"]
+            if e["group"] == "clicks-aggregator" and (wall(e["at"]) or 0) >= storm_at
+        ]  # fmt: skip
+        generations = [e["generation"] for e in storm_events]
+        assert len(generations) >= 2 and all(isinstance(g, int) for g in generations)
+        assert max(generations) > min(generations), storm_events
+        assert all(e["cause"] for e in storm_events)
         stormy = [
             f"{p['partition']} {p['status']}: {p['reason']}"
             for r in reader.since(storm_at)
