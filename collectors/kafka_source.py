@@ -44,7 +44,7 @@ from confluent_kafka import (
 from confluent_kafka.admin import AdminClient, ConsumerGroupDescription, OffsetSpec
 
 from collectors.consumer_offsets_reader import ConsumerOffsetsReader, ReaderOutcome
-from collectors.kafka_wire import ConsumerGroupEpochs, EpochReader
+from collectors.kafka_wire import ConsumerGroupEpochs, GroupClient
 from collectors.offsets_topic_state import GenerationChange as RecordedChange
 from collectors.offsets_topic_state import OffsetsTopicState
 from collectors.records import (
@@ -358,15 +358,16 @@ class KafkaSource:
         conf["bootstrap.servers"] = bootstrap_servers
         self._conf = conf
         self._admin: AdminClient | None = AdminClient(conf)
-        # KIP-848 epochs: a request of our own (librdkafka does not expose them). A cluster
-        # whose security the small client does not speak (SASL) gets a warning each cycle,
-        # and the groups keep everything else the AdminClient reads.
-        self._epochs: EpochReader | None = None
-        self._epochs_unavailable: str | None = None
+        # Group requests of our own (collectors.kafka_wire): committed offsets (OffsetFetch,
+        # see _committed_offsets) and KIP-848 epochs, which librdkafka does not expose. A
+        # cluster whose security the small client does not speak (SASL) keeps the AdminClient
+        # for offsets and gets a warning each cycle for the epochs.
+        self._groups: GroupClient | None = None
+        self._groups_unavailable: str | None = None
         try:
-            self._epochs = EpochReader(bootstrap_servers, conf)
+            self._groups = GroupClient(bootstrap_servers, conf)
         except ValueError as exc:
-            self._epochs_unavailable = str(exc)
+            self._groups_unavailable = str(exc)
         # The __consumer_offsets reader (SPEC §2.2): commit times, classic generations and
         # every rebalance with its cause. Read beside the AdminClient's calls, on a thread of
         # its own; a cluster that denies the topic keeps the AdminClient path, with a warning.
@@ -388,9 +389,9 @@ class KafkaSource:
         if self._admin is not None:
             self._admin.poll(0)
             self._admin = None
-        if self._epochs is not None:
-            self._epochs.close()
-            self._epochs = None
+        if self._groups is not None:
+            self._groups.close()
+            self._groups = None
         if self._reader_pool is not None:
             self._reader_pool.shutdown(wait=True)
             self._reader_pool = None
@@ -538,16 +539,8 @@ class KafkaSource:
                     lambda b: admin.describe_consumer_groups(b, request_timeout=cycle.remaining()),
                 )
             )
-        for group in group_ids:
-            offset_futures.update(
-                _submit(
-                    [group],
-                    lambda b: admin.list_consumer_group_offsets(
-                        [ConsumerGroupTopicPartitions(b[0])], request_timeout=cycle.remaining()
-                    ),
-                )
-            )
-        # On this thread while librdkafka's requests are in flight on its own.
+        # On this thread while librdkafka's describes are in flight on its own.
+        offset_futures = self._committed_offsets(admin, group_ids, cycle)
         epochs = self._consumer_group_epochs(
             [g for g in group_ids if listed[g][1] == "consumer"], cycle
         )
@@ -636,6 +629,59 @@ class KafkaSource:
             if isinstance(e, RecordedChange) and e.group in classic
         )
 
+    def _committed_offsets(
+        self, admin: AdminClient, group_ids: list[str], cycle: _Cycle
+    ) -> dict[str, Future]:
+        """Every group's committed offsets, as one completed future per group.
+
+        Through the wire client (``collectors.kafka_wire``: one batched OffsetFetch per
+        coordinator), not ``AdminClient.list_consumer_group_offsets``: librdkafka 2.16
+        crashes the whole process when that call meets NOT_COORDINATOR (librdkafka issue
+        #5040, open), which every coordinator move (a broker restart, a rolling upgrade)
+        answers, and a monitor must outlive exactly those moments. A cluster whose security
+        the wire client does not speak (SASL) keeps the AdminClient call, with that risk
+        (README). The futures keep ``_group_outcome`` the same for both paths.
+        """
+        if self._groups is None:
+            return {
+                group: _submit(
+                    [group],
+                    lambda b: admin.list_consumer_group_offsets(
+                        [ConsumerGroupTopicPartitions(b[0])], request_timeout=cycle.remaining()
+                    ),
+                )[group]
+                for group in group_ids
+            }
+        futures: dict[str, Future] = {}
+        try:
+            answers = self._groups.fetch_committed(group_ids, timeout_s=cycle.remaining())
+        except (OSError, ValueError) as exc:
+            for group in group_ids:
+                futures[group] = Future()
+                futures[group].set_exception(exc)
+            return futures
+        for group in group_ids:
+            future: Future = Future()
+            answer = answers.get(group)
+            if answer is None:
+                future.set_exception(TimeoutError("OffsetFetch timed out"))
+            elif not answer.ok:
+                reason = answer.error_message or answer.error_name
+                future.set_exception(KafkaException(KafkaError(answer.error_code, reason)))
+            else:
+                kept = []
+                for po in answer.offsets:
+                    if po.error_code:
+                        cycle.error(
+                            f"group {group} {po.topic}/{po.partition}",
+                            f"OffsetFetch: {po.error_name}",
+                        )
+                    else:
+                        kept.append(TopicPartition(po.topic, po.partition, po.offset))
+                future.set_result(ConsumerGroupTopicPartitions(group, kept))
+            futures[group] = future
+        return futures
+
     def _consumer_group_epochs(
         self, groups: list[str], cycle: _Cycle
     ) -> dict[str, ConsumerGroupEpochs]:
@@ -643,11 +689,11 @@ class KafkaSource:
         (the groups keep everything the AdminClient says, without epochs)."""
         if not groups:
             return {}
-        if self._epochs is None:
-            cycle.error("groups (KIP-848)", f"epochs not read: {self._epochs_unavailable}")
+        if self._groups is None:
+            cycle.error("groups (KIP-848)", f"epochs not read: {self._groups_unavailable}")
             return {}
         try:
-            answers = self._epochs.describe(groups, timeout_s=cycle.remaining())
+            answers = self._groups.describe(groups, timeout_s=cycle.remaining())
         except (OSError, ValueError) as exc:
             cycle.error("groups (KIP-848)", f"ConsumerGroupDescribe: {type(exc).__name__}: {exc}")
             return {}

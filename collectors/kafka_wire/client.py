@@ -1,11 +1,19 @@
-"""KIP-848 group epochs read from the brokers over Kafka's own protocol (the socket side).
+"""Group coordinators asked over Kafka's own protocol (the socket side of ``codec.py``).
 
-confluent-kafka 2.16 describes KIP-848 ("consumer" protocol) groups but drops the group epoch,
-the assignment epoch and the member epochs, which are what tell a finished rebalance from one
-in progress. So this asks the coordinators directly, with the pure codec of ``codec.py``::
+Two questions confluent-kafka 2.16 cannot be trusted with:
 
-    FindCoordinator (every group, one request) ─► ConsumerGroupDescribe (one per coordinator,
-                                                  all sent before any answer is read)
+* KIP-848 epochs (``GroupClient.describe``). confluent-kafka describes "consumer" protocol
+  groups but drops the group epoch, the assignment epoch and the member epochs, which are what
+  tell a finished rebalance from one in progress.
+* Committed offsets (``GroupClient.fetch_committed``). ``list_consumer_group_offsets``
+  crashes the whole process (NULL dereference in librdkafka's OffsetFetch handler, librdkafka
+  issue #5040) when a coordinator answers NOT_COORDINATOR, i.e. whenever one moves.
+
+Both ask the coordinators directly, the same way::
+
+    FindCoordinator (every group, one request) ─► ConsumerGroupDescribe / OffsetFetch (per
+                                                  coordinator, all sent before any answer is
+                                                  read; OffsetFetch in batches of groups)
 
 Two round trips per call once connected. Connections are kept between calls (one per broker
 address, versions negotiated once with ApiVersions); one that failed is dropped, and the next
@@ -19,7 +27,8 @@ What concerns the whole call raises: ``BrokerUnreachable`` (no bootstrap broker 
 sent bytes we cannot read: a bug to see, not to hide), ``UnsupportedSecurity`` (SASL; raised
 by the constructor, before any connection). All are ``OSError`` or ``ValueError``.
 
-Not thread-safe: one ``EpochReader`` per thread (the Kafka adapter keeps one per cluster).
+Not thread-safe: one ``GroupClient`` per thread (the Kafka adapter keeps one per cluster).
+``EpochReader`` is the same class under the name it had when it only described epochs.
 """
 
 from __future__ import annotations
@@ -29,55 +38,76 @@ import selectors
 import socket
 import ssl
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections import deque
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
+from functools import partial
 from types import TracebackType
-from typing import Any
+from typing import Any, Generic, Self, TypeVar
 
 from collectors.kafka_wire.codec import (
     API_VERSIONS,
     CONSUMER_GROUP_DESCRIBE,
     FIND_COORDINATOR,
+    OFFSET_FETCH,
     OUR_VERSIONS,
     ConsumerGroupEpochs,
     Coordinator,
+    GroupOffsets,
     WireError,
     choose_version,
     decode_api_versions_response,
     decode_consumer_group_describe_response,
     decode_find_coordinator_response,
+    decode_offset_fetch_response,
     decode_response_header,
     encode_api_versions_request,
     encode_consumer_group_describe_request,
     encode_find_coordinator_request,
+    encode_offset_fetch_request,
     encode_request,
     error_name,
     response_header_version,
 )
 
 __all__ = [
+    "OFFSET_FETCH_BATCH",
     "BrokerUnreachable",
     "DeadlineExceeded",
     "EpochReader",
+    "GroupClient",
     "UnsupportedSecurity",
     "describe_consumer_group_epochs",
+    "fetch_committed_offsets",
     "parse_bootstrap",
     "ssl_context",
 ]
 
 Address = tuple[str, int]
+# A group's error code and why, where no coordinator could be asked about it.
+_Failure = tuple[int, str]
+R = TypeVar("R", ConsumerGroupEpochs, GroupOffsets)
 
 DEFAULT_CLIENT_ID = "lagwatch-epochs"
 _DEFAULT_PORT = 9092
 _API_VERSIONS_VERSION = 3
+# Groups per OffsetFetch request. It bounds one answer (500 groups of 50 partitions is about
+# 700 kB) and one coordinator's work per request; a coordinator's batches are all in flight
+# at once anyway, on one connection.
+OFFSET_FETCH_BATCH = 500
+# Requests sent to one connection and not answered yet (as Kafka's clients'
+# max.in.flight.requests.per.connection): see GroupClient._ask_coordinators.
+_MAX_IN_FLIGHT = 5
 # Larger than any describe answer; smaller than what a TLS record or an HTTP reply read as a
 # size prefix gives ("HTTP" is 1.2 GB), so talking to the wrong kind of port is named as such.
 _MAX_RESPONSE_BYTES = 128 * 1024 * 1024
 # Errors after which a fresh FindCoordinator may well succeed: the group moved, its
 # coordinator is loading it, or (FindCoordinator's own answer while __consumer_offsets is
-# being created on a new cluster) there is none yet. Retried once, after Kafka's default
-# retry.backoff.ms.
+# being created on a new cluster) there is none yet. Retried after Kafka's default
+# retry.backoff.ms, doubling up to its retry.backoff.max.ms.
 _RETRIABLE = frozenset({14, 15, 16})
 _RETRY_BACKOFF_S = 0.1
+_MAX_RETRY_BACKOFF_S = 1.0
 
 _REQUEST_TIMED_OUT = 7
 _COORDINATOR_NOT_AVAILABLE = 15
@@ -281,8 +311,83 @@ def _readable(conns: list[_Connection], timeout: float) -> list[_Connection]:
     return [conn for conn in conns if conn.fileno() in ready]
 
 
-class EpochReader:
-    """Describes KIP-848 groups with their epochs; keeps its broker connections between calls.
+@dataclass(frozen=True)
+class _GroupApi(Generic[R]):
+    """What differs between the per-group APIs asked of coordinators; the rest is shared."""
+
+    api_key: int
+    name: str
+    encode: Callable[[int, list[str]], bytes]
+    decode: Callable[[bytes, int], Sequence[R]]
+    failed: Callable[[str, int, str | None], R]
+    # Groups per request (None: all of a coordinator's groups in one).
+    batch: int | None
+    # Said of a broker that lacks the API altogether.
+    absent: str
+    # The result kept for a group the broker answered, given the coordinator's name.
+    annotate: Callable[[R, str], R] = lambda result, _coordinator: result
+
+
+def _describe_body(version: int, groups: list[str]) -> bytes:
+    return encode_consumer_group_describe_request(version, groups)
+
+
+def _describe_groups(body: bytes, version: int) -> Sequence[ConsumerGroupEpochs]:
+    return decode_consumer_group_describe_response(body, version).groups
+
+
+def _offsets_body(version: int, groups: list[str], require_stable: bool) -> bytes:
+    return encode_offset_fetch_request(version, groups, require_stable)
+
+
+def _offsets_groups(body: bytes, version: int) -> Sequence[GroupOffsets]:
+    return decode_offset_fetch_response(body, version).groups
+
+
+def _name_the_coordinator(result: GroupOffsets, coordinator: str) -> GroupOffsets:
+    """OffsetFetch carries codes without messages: say which coordinator gave the error."""
+    if result.ok or result.error_message is not None:
+        return result
+    return replace(result, error_message=f"coordinator {coordinator}: {result.error_name}")
+
+
+_DESCRIBE = _GroupApi(
+    api_key=CONSUMER_GROUP_DESCRIBE,
+    name="ConsumerGroupDescribe",
+    encode=_describe_body,
+    decode=_describe_groups,
+    failed=ConsumerGroupEpochs.failed,
+    batch=None,
+    absent=": no KIP-848 groups there",
+)
+
+
+def _offset_fetch(require_stable: bool) -> _GroupApi[GroupOffsets]:
+    return _GroupApi(
+        api_key=OFFSET_FETCH,
+        name="OffsetFetch",
+        encode=partial(_offsets_body, require_stable=require_stable),
+        decode=_offsets_groups,
+        failed=GroupOffsets.failed,
+        batch=OFFSET_FETCH_BATCH,
+        absent=" (batched OffsetFetch is v8+, Kafka 3.0+)",
+        annotate=_name_the_coordinator,
+    )
+
+
+@dataclass
+class _Pending:
+    """A request sent to a coordinator, whose answer has not been read yet."""
+
+    conn: _Connection
+    version: int
+    correlation_id: int
+    groups: list[str]
+
+
+class GroupClient:
+    """Asks group coordinators about many groups at once; keeps its broker connections
+    between calls. ``describe`` gives KIP-848 epochs, ``fetch_committed`` committed offsets.
 
     ``config`` is the librdkafka-style client configuration the cluster already has: only
     ``security.protocol``, the ``ssl.*`` settings and ``client.id`` are read.
@@ -295,7 +400,7 @@ class EpochReader:
         self._client_id = str(config.get("client.id") or DEFAULT_CLIENT_ID)
         self._connections: dict[Address, _Connection] = {}
 
-    def __enter__(self) -> EpochReader:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(
@@ -315,44 +420,88 @@ class EpochReader:
         NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS and COORDINATOR_NOT_AVAILABLE are
         asked again once, with a fresh FindCoordinator, if the deadline allows.
         """
+        return self._per_group(_DESCRIBE, groups, timeout_s, retries=1)
+
+    def fetch_committed(
+        self,
+        groups: Sequence[str],
+        timeout_s: float,
+        *,
+        retries: int = 3,
+        require_stable: bool = False,
+    ) -> dict[str, GroupOffsets]:
+        """Every group's committed offsets, all topics (in the order asked), within
+        ``timeout_s``: OffsetFetch v8/v9, ``OFFSET_FETCH_BATCH`` groups per request, every
+        coordinator's requests sent before any answer is read.
+
+        What replaces ``AdminClient.list_consumer_group_offsets``, which with librdkafka 2.16
+        crashes the process when a coordinator answers NOT_COORDINATOR (librdkafka #5040):
+        here that answer, COORDINATOR_LOAD_IN_PROGRESS and COORDINATOR_NOT_AVAILABLE (also
+        what a coordinator that closed the connection gives) are asked again, up to
+        ``retries`` times, each with a fresh FindCoordinator after a pause (0.1 s, doubling),
+        if the deadline leaves room. Bounded, because a call that spent its whole deadline
+        retrying would leave the caller's next requests none.
+
+        Other per-group errors are that group's result, not raised: GROUP_AUTHORIZATION_FAILED,
+        REQUEST_TIMED_OUT (its coordinator did not answer in time), UNSUPPORTED_VERSION (a
+        broker older than Kafka 3.0). A group the coordinator does not know (deleted, expired,
+        never committed) is answered with no error and no offsets, as Kafka does.
+        ``require_stable``: see ``encode_offset_fetch_request``.
+        """
+        if retries < 0:
+            raise ValueError("retries must be >= 0")
+        return self._per_group(_offset_fetch(require_stable), groups, timeout_s, retries)
+
+    # --- one call ---------------------------------------------------------------------------
+
+    def _per_group(
+        self, api: _GroupApi[R], groups: Sequence[str], timeout_s: float, retries: int
+    ) -> dict[str, R]:
         deadline = time.monotonic() + timeout_s
         wanted = list(dict.fromkeys(groups))
         if not wanted:
             return {}
-        results = self._attempt(wanted, deadline, timeout_s)
-        retry = [g for g in wanted if results[g].error_code in _RETRIABLE]
-        if retry and deadline - time.monotonic() > 2 * _RETRY_BACKOFF_S:
-            time.sleep(_RETRY_BACKOFF_S)
-            # If the second try cannot even find the coordinators, the first answers stand.
-            with contextlib.suppress(BrokerUnreachable, DeadlineExceeded):
-                results.update(self._attempt(retry, deadline, timeout_s))
+        results = self._attempt(api, wanted, deadline, timeout_s)
+        pause = _RETRY_BACKOFF_S
+        for _ in range(retries):
+            retry = [g for g in wanted if results[g].error_code in _RETRIABLE]
+            if not retry or deadline - time.monotonic() <= 2 * pause:
+                break
+            time.sleep(pause)
+            pause = min(2 * pause, _MAX_RETRY_BACKOFF_S)
+            try:
+                results.update(self._attempt(api, retry, deadline, timeout_s))
+            except (BrokerUnreachable, DeadlineExceeded):
+                break  # a retry that cannot even find the coordinators: earlier answers stand
         return {g: results[g] for g in wanted}
 
-    # --- one attempt ------------------------------------------------------------------------
-
     def _attempt(
-        self, groups: list[str], deadline: float, timeout_s: float
-    ) -> dict[str, ConsumerGroupEpochs]:
-        results: dict[str, ConsumerGroupEpochs] = {}
+        self, api: _GroupApi[R], groups: list[str], deadline: float, timeout_s: float
+    ) -> dict[str, R]:
+        results: dict[str, R] = {}
         by_address: dict[Address, list[str]] = {}
-        for group, found in self._find_coordinators(groups, deadline).items():
-            if isinstance(found, ConsumerGroupEpochs):
-                results[group] = found
-            else:
+        for group, found in self._find_coordinators(api, groups, deadline).items():
+            if isinstance(found, Coordinator):
                 by_address.setdefault((found.host, found.port), []).append(group)
-        results.update(self._describe_at(by_address, deadline, timeout_s))
+            else:
+                results[group] = api.failed(group, *found)
+        results.update(self._ask_coordinators(api, by_address, deadline, timeout_s))
         return results
 
     def _find_coordinators(
-        self, groups: list[str], deadline: float
-    ) -> dict[str, Coordinator | ConsumerGroupEpochs]:
-        """Each group's coordinator, or its result already (an error), from any broker."""
+        self, api: _GroupApi[Any], groups: list[str], deadline: float
+    ) -> dict[str, Coordinator | _Failure]:
+        """Each group's coordinator, or why there is none, from any broker."""
         errors: list[str] = []
         for conn in self._brokers(deadline, errors):
             version = choose_version(FIND_COORDINATOR, conn.api_versions)
             if version is None:
-                why = f"{conn.name} does not offer FindCoordinator v4+, so not API 69 either"
-                return {g: ConsumerGroupEpochs.failed(g, _UNSUPPORTED_VERSION, why) for g in groups}
+                low = OUR_VERSIONS[api.api_key][0]
+                why = (
+                    f"{conn.name} does not offer FindCoordinator v4+ (Kafka 3.0+), "
+                    f"so not {api.name} v{low}+ either"
+                )
+                return {g: (_UNSUPPORTED_VERSION, why) for g in groups}
             body = encode_find_coordinator_request(version, groups)
             try:
                 answer = self._exchange(conn, FIND_COORDINATOR, version, body, deadline)
@@ -363,25 +512,61 @@ class EpochReader:
                 continue
             decoded = self._guarded(conn, decode_find_coordinator_response, answer, version)
             found = {c.key: c for c in decoded.coordinators}
-            return {g: _coordinator_or_error(g, found.get(g), conn.name) for g in groups}
+            return {g: _coordinator_or_error(found.get(g), conn.name) for g in groups}
         tried = "; ".join(errors) or "no address"
         raise BrokerUnreachable(f"no broker of {self._bootstrap_text()} reachable: {tried}")
 
-    def _describe_at(
-        self, by_address: Mapping[Address, list[str]], deadline: float, timeout_s: float
-    ) -> dict[str, ConsumerGroupEpochs]:
-        """One ConsumerGroupDescribe per coordinator, all sent before any answer is read, so
-        several coordinators cost one round trip, and a slow one fails only its groups."""
-        results: dict[str, ConsumerGroupEpochs] = {}
-        in_flight: list[tuple[_Connection, int, int, list[str]]] = []
+    def _ask_coordinators(
+        self,
+        api: _GroupApi[R],
+        by_address: Mapping[Address, list[str]],
+        deadline: float,
+        timeout_s: float,
+    ) -> dict[str, R]:
+        """Every coordinator asked before any answer is read, so several coordinators cost
+        one round trip, and a slow one fails only its groups.
+
+        A coordinator with more groups than one request holds gets its batches on one
+        connection (Kafka answers a connection's requests in order), at most
+        ``_MAX_IN_FLIGHT`` unanswered at a time, the next sent as an answer is read: a broker
+        reads no request while its previous answer is unsent, so a client that sent every
+        batch before reading could fill both sides' socket buffers and stall.
+        """
+        results: dict[str, R] = {}
+        pending: list[_Pending] = []  # sent, in order; answered in that order per connection
+        queued: dict[_Connection, tuple[int, deque[list[str]]]] = {}  # version, batches
 
         def fail(groups: list[str], name: str, exc: OSError) -> None:
             if isinstance(exc, DeadlineExceeded):
                 code, why = _REQUEST_TIMED_OUT, f"no answer within {timeout_s:g} s"
             else:
                 code, why = _COORDINATOR_NOT_AVAILABLE, f"unreachable: {exc}"
-            results.update({g: ConsumerGroupEpochs.failed(g, code, f"coordinator {name} {why}")
-                            for g in groups})  # fmt: skip
+            results.update({g: api.failed(g, code, f"coordinator {name} {why}") for g in groups})
+
+        def abandon(conn: _Connection, exc: OSError) -> None:
+            """Fail everything still expected of a connection that is gone."""
+            for entry in [e for e in pending if e.conn is conn]:
+                pending.remove(entry)
+                fail(entry.groups, conn.name, exc)
+            _, batches = queued.pop(conn, (0, deque()))
+            for batch in batches:
+                fail(batch, conn.name, exc)
+
+        def send_more(conn: _Connection) -> None:
+            version, batches = queued[conn]
+            in_flight = sum(1 for e in pending if e.conn is conn)
+            while batches and in_flight < _MAX_IN_FLIGHT:
+                batch = batches.popleft()
+                body = api.encode(version, batch)
+                try:
+                    correlation_id = self._guarded(conn, conn.send, api.api_key,
+                                                   version, body, deadline)  # fmt: skip
+                except OSError as exc:
+                    fail(batch, conn.name, exc)
+                    abandon(conn, exc)
+                    return
+                pending.append(_Pending(conn, version, correlation_id, batch))
+                in_flight += 1
 
         for address, groups in by_address.items():
             try:
@@ -389,41 +574,39 @@ class EpochReader:
             except OSError as exc:
                 fail(groups, f"{address[0]}:{address[1]}", exc)
                 continue
-            version = choose_version(CONSUMER_GROUP_DESCRIBE, conn.api_versions)
+            version = choose_version(api.api_key, conn.api_versions)
             if version is None:
-                results.update({g: _unsupported(g, conn) for g in groups})
+                why = _unsupported(api, conn)
+                results.update({g: api.failed(g, _UNSUPPORTED_VERSION, why) for g in groups})
                 continue
-            body = encode_consumer_group_describe_request(version, groups)
-            try:
-                correlation_id = self._guarded(conn, conn.send, CONSUMER_GROUP_DESCRIBE,
-                                               version, body, deadline)  # fmt: skip
-            except OSError as exc:
-                fail(groups, conn.name, exc)
-                continue
-            in_flight.append((conn, version, correlation_id, groups))
+            size = api.batch or len(groups)
+            batches = deque(groups[i : i + size] for i in range(0, len(groups), size))
+            queued[conn] = (version, batches)
+            send_more(conn)
 
         # Answers are read as they arrive, so that one slow coordinator cannot make the
         # others' answers, already here, miss the deadline.
-        while in_flight:
-            ready = _ready([conn for conn, *_ in in_flight], deadline)
+        while pending:
+            conns = list(dict.fromkeys(e.conn for e in pending))
+            ready = _ready(conns, deadline)
             if not ready:
-                for conn, _, _, groups in in_flight:
+                for conn in conns:
                     self._drop(conn)  # its answer may still come: the stream is mid-message
-                    fail(groups, conn.name, DeadlineExceeded())
+                    abandon(conn, DeadlineExceeded())
                 break
-            for entry in [e for e in in_flight if e[0] in ready]:
-                in_flight.remove(entry)
-                conn, version, correlation_id, groups = entry
+            for conn in ready:
+                entry = next(e for e in pending if e.conn is conn)  # the oldest: answered first
+                pending.remove(entry)
                 try:
-                    answer = self._guarded(conn, conn.receive, CONSUMER_GROUP_DESCRIBE,
-                                           version, correlation_id, deadline)  # fmt: skip
+                    answer = self._guarded(conn, conn.receive, api.api_key, entry.version,
+                                           entry.correlation_id, deadline)  # fmt: skip
                 except OSError as exc:
-                    fail(groups, conn.name, exc)
+                    fail(entry.groups, conn.name, exc)
+                    abandon(conn, exc)
                     continue
-                described = self._guarded(
-                    conn, decode_consumer_group_describe_response, answer, version
-                )
-                results.update(_by_group(groups, described.groups, conn.name))
+                answered = self._guarded(conn, api.decode, answer, entry.version)
+                results.update(_by_group(api, entry.groups, answered, conn.name))
+                send_more(conn)
         return results
 
     # --- connections ------------------------------------------------------------------------
@@ -508,39 +691,38 @@ class EpochReader:
         return ",".join(f"{h}:{p}" for h, p in self._bootstrap)
 
 
-def _coordinator_or_error(
-    group: str, found: Coordinator | None, asked: str
-) -> Coordinator | ConsumerGroupEpochs:
+# The name the Kafka adapter and the lab know the client by, from when it only read epochs.
+EpochReader = GroupClient
+
+
+def _coordinator_or_error(found: Coordinator | None, asked: str) -> Coordinator | _Failure:
     if found is None:
-        return ConsumerGroupEpochs.failed(
-            group, _UNKNOWN_SERVER_ERROR, f"{asked} left the group out of FindCoordinator"
-        )
+        return _UNKNOWN_SERVER_ERROR, f"{asked} left the group out of FindCoordinator"
     if found.error_code:
         why = found.error_message or error_name(found.error_code)
-        return ConsumerGroupEpochs.failed(group, found.error_code, f"FindCoordinator: {why}")
+        return found.error_code, f"FindCoordinator: {why}"
     return found
 
 
 def _by_group(
-    groups: list[str], answered: Sequence[ConsumerGroupEpochs], coordinator: str
-) -> dict[str, ConsumerGroupEpochs]:
-    found = {g.group: g for g in answered}
+    api: _GroupApi[R], groups: list[str], answered: Sequence[R], coordinator: str
+) -> dict[str, R]:
+    found = {result.group: result for result in answered}
     missing = f"{coordinator} left the group out of its answer"
     return {
-        g: found.get(g) or ConsumerGroupEpochs.failed(g, _UNKNOWN_SERVER_ERROR, missing)
+        g: api.annotate(found[g], coordinator)
+        if g in found
+        else api.failed(g, _UNKNOWN_SERVER_ERROR, missing)
         for g in groups
     }
 
 
-def _unsupported(group: str, conn: _Connection) -> ConsumerGroupEpochs:
-    theirs = conn.api_versions.get(CONSUMER_GROUP_DESCRIBE)
-    low, high = OUR_VERSIONS[CONSUMER_GROUP_DESCRIBE]
+def _unsupported(api: _GroupApi[Any], conn: _Connection) -> str:
+    theirs = conn.api_versions.get(api.api_key)
+    low, high = OUR_VERSIONS[api.api_key]
     if theirs is None:
-        why = f"{conn.name} does not offer ConsumerGroupDescribe (API 69): no KIP-848 groups there"
-    else:
-        offered = f"v{theirs[0]}-{theirs[1]}"
-        why = f"{conn.name} offers ConsumerGroupDescribe {offered}, not v{low}-{high}"
-    return ConsumerGroupEpochs.failed(group, _UNSUPPORTED_VERSION, why)
+        return f"{conn.name} does not offer {api.name} (API {api.api_key}){api.absent}"
+    return f"{conn.name} offers {api.name} v{theirs[0]}-{theirs[1]}, not v{low}-{high}"
 
 
 def describe_consumer_group_epochs(
@@ -550,6 +732,18 @@ def describe_consumer_group_epochs(
     config: Mapping[str, Any] | None = None,
     timeout_s: float,
 ) -> dict[str, ConsumerGroupEpochs]:
-    """One-off ``EpochReader.describe`` (connects, describes, closes)."""
-    with EpochReader(bootstrap_servers, config) as reader:
-        return reader.describe(groups, timeout_s)
+    """One-off ``GroupClient.describe`` (connects, describes, closes)."""
+    with GroupClient(bootstrap_servers, config) as client:
+        return client.describe(groups, timeout_s)
+
+
+def fetch_committed_offsets(
+    bootstrap_servers: str,
+    groups: Sequence[str],
+    *,
+    config: Mapping[str, Any] | None = None,
+    timeout_s: float,
+) -> dict[str, GroupOffsets]:
+    """One-off ``GroupClient.fetch_committed`` (connects, fetches, closes)."""
+    with GroupClient(bootstrap_servers, config) as client:
+        return client.fetch_committed(groups, timeout_s)

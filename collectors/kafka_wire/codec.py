@@ -1,4 +1,4 @@
-"""The bytes of the four Kafka messages the epoch reader exchanges, and nothing else (pure).
+"""The bytes of the Kafka messages the group client exchanges, and nothing else (pure).
 
 Encoders build request frames; decoders turn response bodies into frozen dataclasses. No
 sockets here, so every rule of the format is tested with hand-built byte vectors
@@ -7,17 +7,24 @@ sockets here, so every rule of the format is tested with hand-built byte vectors
 Written from Apache Kafka's message schemas, ``clients/src/main/resources/common/message/``
 in apache/kafka: ``RequestHeader.json``, ``ResponseHeader.json``, ``ApiVersionsRequest.json``,
 ``ApiVersionsResponse.json``, ``FindCoordinatorRequest.json``, ``FindCoordinatorResponse.json``,
-``ConsumerGroupDescribeRequest.json``, ``ConsumerGroupDescribeResponse.json``, as released in
-Kafka 4.1.1 (the same files ship inside ``kafka-clients-4.1.1.jar`` under ``common/message/``;
-the lab's jar is what they were checked against). ConsumerGroupDescribe v1 (KIP-1099, adds
-``MemberType``) is newer than 2024 copies of the repository, which have v0 only; an early
-draft of the response (``MemberId`` as uuid, assignment metadata bytes) was never released.
+``ConsumerGroupDescribeRequest.json``, ``ConsumerGroupDescribeResponse.json``,
+``OffsetFetchRequest.json``, ``OffsetFetchResponse.json``, as released in Kafka 4.1.1 (the
+same files ship inside ``kafka-clients-4.1.1.jar`` under ``common/message/``; the lab's jar is
+what they were checked against). ConsumerGroupDescribe v1 (KIP-1099, adds ``MemberType``) is
+newer than 2024 copies of the repository, which have v0 only; an early draft of the response
+(``MemberId`` as uuid, assignment metadata bytes) was never released.
+
+OffsetFetch is spoken in its batched versions only, 8 (KIP-709, Kafka 3.0: many groups in one
+request) and 9 (KIP-848: adds the member id and epoch, which an admin leaves null and -1, so
+the broker skips member validation). Version 10 names topics by id instead of by name; Kafka
+4.1 marks it ``latestVersionUnstable`` (not advertised by default) and it would need a
+Metadata round trip to name the topics, so it is left out.
 
 Format rules the decoders follow, and why they are strict:
 
-* "Flexible" versions (ConsumerGroupDescribe 0+, FindCoordinator 3+, ApiVersions 3+) use
-  compact strings and arrays (unsigned-varint length + 1, 0 meaning null) and end every
-  struct with tagged fields. Unknown tags are skipped: that is how Kafka adds optional
+* "Flexible" versions (ConsumerGroupDescribe 0+, FindCoordinator 3+, ApiVersions 3+,
+  OffsetFetch 6+) use compact strings and arrays (unsigned-varint length + 1, 0 meaning null)
+  and end every struct with tagged fields. Unknown tags are skipped: that is how Kafka adds optional
   fields without a new version, so skipping them is the forward-compatible reading.
 * Every read is bounds-checked and names the field it was reading, so a truncated or garbled
   answer raises ``WireError`` ("... reading Groups[0].Members[1].ClientId"), never
@@ -32,29 +39,36 @@ import base64
 import struct
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import NoReturn, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 __all__ = [
     "API_VERSIONS",
     "CONSUMER_GROUP_DESCRIBE",
     "ERROR_NAMES",
     "FIND_COORDINATOR",
+    "NO_OFFSET",
+    "OFFSET_FETCH",
     "OUR_VERSIONS",
     "ApiVersionsResult",
     "ConsumerGroupDescribeResult",
     "ConsumerGroupEpochs",
     "Coordinator",
     "FindCoordinatorResult",
+    "GroupOffsets",
     "MemberEpochs",
+    "OffsetFetchResult",
+    "PartitionOffset",
     "WireError",
     "choose_version",
     "decode_api_versions_response",
     "decode_consumer_group_describe_response",
     "decode_find_coordinator_response",
+    "decode_offset_fetch_response",
     "decode_response_header",
     "encode_api_versions_request",
     "encode_consumer_group_describe_request",
     "encode_find_coordinator_request",
+    "encode_offset_fetch_request",
     "encode_request",
     "error_name",
     "is_flexible",
@@ -67,6 +81,7 @@ __all__ = [
 
 T = TypeVar("T")
 
+OFFSET_FETCH = 9
 API_VERSIONS = 18
 FIND_COORDINATOR = 10
 CONSUMER_GROUP_DESCRIBE = 69
@@ -78,25 +93,36 @@ OUR_VERSIONS: dict[int, tuple[int, int]] = {
     API_VERSIONS: (0, 4),
     FIND_COORDINATOR: (4, 6),
     CONSUMER_GROUP_DESCRIBE: (0, 1),
+    OFFSET_FETCH: (8, 9),
 }
 # First flexible version of each API (the schemas' "flexibleVersions").
-_FIRST_FLEXIBLE = {API_VERSIONS: 3, FIND_COORDINATOR: 3, CONSUMER_GROUP_DESCRIBE: 0}
+_FIRST_FLEXIBLE = {
+    API_VERSIONS: 3,
+    FIND_COORDINATOR: 3,
+    CONSUMER_GROUP_DESCRIBE: 0,
+    OFFSET_FETCH: 6,
+}
 
 # Kafka's error names (org.apache.kafka.common.protocol.Errors) for the codes these APIs answer.
 ERROR_NAMES: dict[int, str] = {
     -1: "UNKNOWN_SERVER_ERROR",
     0: "NONE",
+    3: "UNKNOWN_TOPIC_OR_PARTITION",
     7: "REQUEST_TIMED_OUT",
     14: "COORDINATOR_LOAD_IN_PROGRESS",
     15: "COORDINATOR_NOT_AVAILABLE",
     16: "NOT_COORDINATOR",
     24: "INVALID_GROUP_ID",
+    25: "UNKNOWN_MEMBER_ID",
     29: "TOPIC_AUTHORIZATION_FAILED",
     30: "GROUP_AUTHORIZATION_FAILED",
     31: "CLUSTER_AUTHORIZATION_FAILED",
     35: "UNSUPPORTED_VERSION",
     42: "INVALID_REQUEST",
     69: "GROUP_ID_NOT_FOUND",
+    88: "UNSTABLE_OFFSET_COMMIT",
+    100: "UNKNOWN_TOPIC_ID",
+    113: "STALE_MEMBER_EPOCH",
 }
 
 # MemberType of ConsumerGroupDescribe v1: -1 unknown, 0 classic, 1 consumer. Spelled as Kafka's
@@ -106,6 +132,13 @@ _MEMBER_TYPES = {0: "classic", 1: "consumer"}
 # AuthorizedOperations when the request did not ask for them (the schema's default).
 _OPERATIONS_NOT_REQUESTED = -(2**31)
 _MAX_STRING = 0x7FFF  # Kafka strings are at most 32767 bytes, compact or not
+
+# CommittedOffset of a partition without a commit (OffsetFetchResponse.INVALID_OFFSET), and
+# the CommittedLeaderEpoch of a commit that did not say (the schema's default).
+NO_OFFSET = -1
+_NO_LEADER_EPOCH = -1
+# PartitionIndex, CommittedOffset, CommittedLeaderEpoch: read at once (answers hold many).
+_PARTITION_HEAD = struct.Struct(">iqi")
 
 
 class WireError(ValueError):
@@ -240,6 +273,75 @@ class ConsumerGroupDescribeResult:
     groups: tuple[ConsumerGroupEpochs, ...]
 
 
+@dataclass(frozen=True)
+class PartitionOffset:
+    """One partition's committed offset in a group, as its coordinator answers OffsetFetch.
+
+    ``offset`` is ``NO_OFFSET`` (-1) where there is no commit to report: kept rather than
+    dropped, so that the answer is what the broker said, but ``has_commit`` is False and the
+    offset must not be used as a position. ``leader_epoch`` is None when the commit carried
+    none (-1 on the wire). ``metadata`` is the committing client's string as the broker stores
+    it: "" when the client gave none; librdkafka 2.16 writes it with a trailing NUL ("m\\x00"),
+    which it strips when reading it back.
+    """
+
+    topic: str
+    partition: int
+    offset: int
+    leader_epoch: int | None = None
+    metadata: str | None = ""
+    error_code: int = 0
+
+    @property
+    def has_commit(self) -> bool:
+        """Whether ``offset`` is a real commit: no error, and not ``NO_OFFSET``."""
+        return self.error_code == 0 and self.offset >= 0
+
+    @property
+    def error_name(self) -> str:
+        return error_name(self.error_code)
+
+
+@dataclass(frozen=True)
+class GroupOffsets:
+    """One group's committed offsets, or why there are none.
+
+    ``offsets`` is sorted by (topic, partition). A group-level error (``error_code != 0``:
+    NOT_COORDINATOR, GROUP_AUTHORIZATION_FAILED...) comes without offsets from Kafka;
+    ``error_message`` is ours (the protocol carries none), saying where the error came from.
+    Kafka answers a group it does not know (never existed, deleted, expired) with no error
+    and no offsets.
+    """
+
+    group: str
+    error_code: int
+    offsets: tuple[PartitionOffset, ...]
+    error_message: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error_code == 0
+
+    @property
+    def error_name(self) -> str:
+        return error_name(self.error_code)
+
+    @property
+    def committed(self) -> dict[tuple[str, int], int]:
+        """(topic, partition) -> offset of every real commit (see ``PartitionOffset``)."""
+        return {(p.topic, p.partition): p.offset for p in self.offsets if p.has_commit}
+
+    @classmethod
+    def failed(cls, group: str, error_code: int, message: str | None) -> GroupOffsets:
+        return cls(group, error_code, (), message)
+
+
+@dataclass(frozen=True)
+class OffsetFetchResult:
+    throttle_time_ms: int
+    groups: tuple[GroupOffsets, ...]
+
+
 # --- primitives -----------------------------------------------------------------------------
 
 
@@ -349,6 +451,31 @@ def encode_consumer_group_describe_request(
     )
 
 
+def encode_offset_fetch_request(
+    version: int, groups: Sequence[str], require_stable: bool = False
+) -> bytes:
+    """OffsetFetch v8/v9 body: every partition of every topic (``Topics`` null) of each group.
+
+    v9's MemberId/MemberEpoch are sent as an admin does (null, -1): the broker validates them
+    only for a member of a KIP-848 group asking its own offsets. ``require_stable`` asks the
+    broker to answer UNSTABLE_OFFSET_COMMIT for partitions with a pending transactional commit
+    rather than the last stable one (librdkafka's ``require_stable_offsets``, off by default).
+    """
+    _check_version(OFFSET_FETCH, version)
+    items = []
+    for i, group in enumerate(groups):
+        item = _compact_string(group, f"Groups[{i}].GroupId")
+        if version >= 9:
+            item += b"\x00" + struct.pack(">i", -1)  # MemberId null, MemberEpoch -1
+        items.append(item + b"\x00" + _NO_TAGGED_FIELDS)  # Topics null: all of them
+    return (
+        uvarint(len(items) + 1)
+        + b"".join(items)
+        + (b"\x01" if require_stable else b"\x00")
+        + _NO_TAGGED_FIELDS
+    )
+
+
 def _check_version(api_key: int, version: int) -> None:
     low, high = OUR_VERSIONS[api_key]
     if not low <= version <= high:
@@ -366,12 +493,15 @@ class _Reader:
     def __init__(self, data: bytes, what: str) -> None:
         self._data = memoryview(data)
         self._what = what
-        self._path: list[str] = []
+        # Names of the structs being read; array elements as (array, index), formatted only
+        # on failure, as answers can hold tens of thousands of them.
+        self._path: list[str | tuple[str, int]] = []
         self.pos = 0
 
     def fail(self, leaf: str, problem: str, at: int | None = None) -> NoReturn:
         """Raise, naming the field and the byte its value starts at."""
-        where = ".".join([*self._path, leaf])
+        names = [p if isinstance(p, str) else f"{p[0]}[{p[1]}]" for p in self._path]
+        where = ".".join([*names, leaf])
         at = self.pos if at is None else at
         raise WireError(f"{self._what}: {problem} at byte {at} reading {where}")
 
@@ -392,10 +522,25 @@ class _Reader:
     def int32(self, leaf: str) -> int:
         return int.from_bytes(self._take(4, leaf), "big", signed=True)
 
+    def int64(self, leaf: str) -> int:
+        return int.from_bytes(self._take(8, leaf), "big", signed=True)
+
     def boolean(self, leaf: str) -> bool:
         return self._take(1, leaf)[0] != 0
 
+    def unpack(self, layout: struct.Struct) -> tuple[Any, ...] | None:
+        """Several fixed-size fields at once, or None if fewer bytes are left than they take
+        (the caller then reads them one by one, so that the error names the field)."""
+        if layout.size > len(self._data) - self.pos:
+            return None
+        values = layout.unpack_from(self._data, self.pos)
+        self.pos += layout.size
+        return values
+
     def uvarint(self, leaf: str) -> int:
+        if self.pos < len(self._data) and self._data[self.pos] < 0x80:  # one byte: most are
+            self.pos += 1
+            return self._data[self.pos - 1]
         start, value = self.pos, 0
         for i in range(5):
             byte = self._take(1, leaf)[0]
@@ -449,10 +594,11 @@ class _Reader:
         if count * min_size > left:
             self.fail(leaf, f"truncated ({count} elements cannot fit in {left} bytes)", start)
         items = []
+        path = self._path
         for i in range(count):
-            self.enter(f"{leaf}[{i}]")
+            path.append((leaf, i))
             items.append(item())
-            self.leave()
+            path.pop()
         return items
 
     def enter(self, name: str) -> None:
@@ -641,3 +787,52 @@ def _assignment(
     reader.tagged_fields()
     reader.leave()
     return tuple(sorted(pairs))
+
+
+def decode_offset_fetch_response(body: bytes, version: int) -> OffsetFetchResult:
+    """OffsetFetch v8/v9 answer (the same layout), every field read (unknown tags skipped)."""
+    _check_version(OFFSET_FETCH, version)
+    reader = _Reader(body, f"OffsetFetchResponse v{version}")
+    throttle = reader.int32("ThrottleTimeMs")
+    groups = reader.compact_array("Groups", lambda: _group_offsets(reader), 5)
+    reader.tagged_fields()
+    reader.end()
+    return OffsetFetchResult(throttle, tuple(groups))
+
+
+def _group_offsets(reader: _Reader) -> GroupOffsets:
+    group = reader.compact_string("GroupId")
+    offsets: list[PartitionOffset] = []
+
+    def topic() -> None:
+        name = reader.compact_string("Name")
+        reader.compact_array("Partitions", lambda: offsets.append(_partition(reader, name)), 20)
+        reader.tagged_fields()
+
+    reader.compact_array("Topics", topic, 3)
+    error_code = reader.int16("ErrorCode")
+    reader.tagged_fields()
+    offsets.sort(key=lambda p: (p.topic, p.partition))
+    return GroupOffsets(group, error_code, tuple(offsets))
+
+
+def _partition(reader: _Reader, topic: str) -> PartitionOffset:
+    head = reader.unpack(_PARTITION_HEAD)
+    if head is None:  # truncated: read field by field, to name the one cut short
+        head = (
+            reader.int32("PartitionIndex"),
+            reader.int64("CommittedOffset"),
+            reader.int32("CommittedLeaderEpoch"),
+        )
+    partition, offset, leader_epoch = head
+    metadata = reader.compact_nullable_string("Metadata")
+    error_code = reader.int16("ErrorCode")
+    reader.tagged_fields()
+    return PartitionOffset(
+        topic=topic,
+        partition=partition,
+        offset=offset,
+        leader_epoch=None if leader_epoch == _NO_LEADER_EPOCH else leader_epoch,
+        metadata=metadata,
+        error_code=error_code,
+    )

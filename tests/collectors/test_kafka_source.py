@@ -76,8 +76,17 @@ def produce(bootstrap: str, topic: str, per_partition: dict[int, int]) -> None:
 
 
 def alter_offsets(admin: AdminClient, group: str, offsets: dict[tuple[str, int], int]) -> None:
+    """Commit ``offsets`` for ``group``, waiting out a topic created a moment ago: its
+    partitions may answer UNKNOWN_TOPIC_OR_PART (inside a successful result) until the
+    coordinator's metadata has them."""
     tps = [TopicPartition(t, p, o) for (t, p), o in offsets.items()]
-    admin.alter_consumer_group_offsets([ConsumerGroupTopicPartitions(group, tps)])[group].result(10)
+
+    def committed() -> bool:
+        request = [ConsumerGroupTopicPartitions(group, tps)]
+        answer = admin.alter_consumer_group_offsets(request)[group].result(10)
+        return all(tp.error is None for tp in answer.topic_partitions or [])
+
+    wait_for(committed, 30, f"offsets committed for {group}")
 
 
 def commits_of(result: CollectionResult, group: str) -> dict[tuple[str, int], int]:
@@ -253,14 +262,14 @@ def test_commits_are_read_before_the_high_watermark(
             alter_offsets(admin, group, {(topic, 0): 4})
             moved.append(first_read)
 
-    fetch_commits = source.admin.list_consumer_group_offsets
+    fetch_commits = source._groups.fetch_committed
     list_offsets = source.admin.list_offsets
 
-    def commits_then_move(request: list, **kwargs: Any) -> dict:
-        futures = fetch_commits(request, **kwargs)
-        if request[0].group_id == group:
-            consumer_moves_on("commits", futures)
-        return futures
+    def commits_then_move(groups: list[str], **kwargs: Any) -> dict:
+        answers = fetch_commits(groups, **kwargs)
+        if group in groups:
+            consumer_moves_on("commits", {})
+        return answers
 
     def offsets_then_move(request: dict, **kwargs: Any) -> dict:
         futures = list_offsets(request, **kwargs)
@@ -268,7 +277,7 @@ def test_commits_are_read_before_the_high_watermark(
             consumer_moves_on("latest", futures)
         return futures
 
-    monkeypatch.setattr(source.admin, "list_consumer_group_offsets", commits_then_move)
+    monkeypatch.setattr(source._groups, "fetch_committed", commits_then_move)
     monkeypatch.setattr(source.admin, "list_offsets", offsets_then_move)
     result = source.collect(now_ms())
 
@@ -474,31 +483,53 @@ def test_error_confined_to_one_group(
 
 
 @lab
-def test_request_refused_by_the_client_is_confined_to_its_group(
+def test_offset_fetch_error_is_confined_to_its_group(
     admin: AdminClient, source: KafkaSource, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """One group's OffsetFetch fails (what a group the ACLs hide answers): that group is
+    still reported, without commits and with the error named; the others are whole."""
+    from collectors.kafka_wire import GroupOffsets
+
     topic = create_topic(admin, 1)
     odd, fine = name("g"), name("g")
     alter_offsets(admin, odd, {(topic, 0): 0})
     alter_offsets(admin, fine, {(topic, 0): 0})
-    original = source.admin.list_consumer_group_offsets
+    original = source._groups.fetch_committed
 
-    def offsets(request: list, **kwargs: Any) -> dict[str, Future]:
-        # What the client raises, before any request, for a group id it will not query ("").
-        if request[0].group_id == odd:
-            raise ValueError("'group_id' cannot be empty")
-        return original(request, **kwargs)
+    def offsets(groups: list[str], **kwargs: Any) -> dict:
+        answers = dict(original(groups, **kwargs))
+        if odd in answers:
+            answers[odd] = GroupOffsets.failed(odd, 30, "GROUP_AUTHORIZATION_FAILED")
+        return answers
 
-    monkeypatch.setattr(source.admin, "list_consumer_group_offsets", offsets)
+    monkeypatch.setattr(source._groups, "fetch_committed", offsets)
     result = source.collect(now_ms())
 
     assert result.reachable
-    assert [(e.where, e.error) for e in result.errors if odd in e.where] == [
-        (f"group {odd}", "OffsetFetch: ValueError: 'group_id' cannot be empty")
-    ]
+    [(where, error)] = [(e.where, e.error) for e in result.errors if odd in e.where]
+    assert where == f"group {odd}"
+    assert error.startswith("OffsetFetch: GROUP_AUTHORIZATION_FAILED")
     assert group_of(result, odd) is not None and commits_of(result, odd) == {}
     assert commits_of(result, fine) == {(topic, 0): 0}
     assert_prompt(result)
+
+
+def test_offsets_of_a_sasl_cluster_come_from_the_admin_client() -> None:
+    """The wire client speaks PLAINTEXT and TLS; on a SASL cluster the AdminClient reads
+    the offsets (and epochs are not read)."""
+    source = KafkaSource(
+        f"127.0.0.1:{_unused_port()}",
+        {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN",
+         "sasl.username": "u", "sasl.password": "p"},
+        timeout_s=1,
+        read_offsets_topic=False,
+    )  # fmt: skip
+    try:
+        assert source._groups is None
+        assert "SASL" in (source._groups_unavailable or "")
+        assert source.collect(now_ms()).reachable is False
+    finally:
+        source.close()
 
 
 @lab
