@@ -861,9 +861,16 @@ def test_broker_restarted_mid_cycle_then_the_same_source_recovers(
     lab_services: Any,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """The broker goes down between ListGroups and the describes: the cycle ends within its
-    budget with the failure named, nothing invented; the same object (no process restart)
-    reads whole cycles again once the broker is back, commits and commit times included."""
+    """The broker goes down in the middle of a cycle, after the groups and their commits were
+    read and before the log offsets: the cycle ends within its budget with the failure named
+    and nothing invented; the same object (no process restart) reads whole cycles again once
+    the broker is back, commit times included.
+
+    The broker dies before ListOffsets, not during the group requests: a connection dropped
+    under an AdminClient DescribeConsumerGroups can abort the process inside librdkafka 2.16
+    (issue #4605, fix unreleased); the committed offsets no longer go through the
+    AdminClient for that reason, the classic describe still does (README, LAB.md).
+    """
     topic = create_topic(admin, 2)
     produce(kafka_bootstrap, topic, {0: 3, 1: 3})
     group = name("g")
@@ -871,32 +878,33 @@ def test_broker_restarted_mid_cycle_then_the_same_source_recovers(
     source = KafkaSource(kafka_bootstrap, timeout_s=3)
     try:
         assert commits_of(source.collect(now_ms()), group) == {(topic, 0): 2, (topic, 1): 1}
-        original = source.admin.describe_consumer_groups
+        original = source.admin.list_offsets
         stopped: list[bool] = []
 
-        def broker_dies_now(group_ids: list[str], **kwargs: Any) -> dict[str, Future]:
+        def broker_dies_now(request: dict, **kwargs: Any) -> dict:
             if not stopped:
                 lab_services.stop("kafka")
                 stopped.append(True)
-            return original(group_ids, **kwargs)
+            return original(request, **kwargs)
 
-        monkeypatch.setattr(source.admin, "describe_consumer_groups", broker_dies_now)
+        monkeypatch.setattr(source.admin, "list_offsets", broker_dies_now)
         cut = source.collect(now_ms())
         assert stopped
         assert cut.finished_ms - cut.started_ms < 10_000
-        assert cut.errors, "a cycle cut short must say where"
-        # Nothing invented for what could not be read: no commit is zero, no offset is made up.
-        assert all(c.offset > 0 for c in cut.commits if c.group == group)
-        monkeypatch.setattr(source.admin, "describe_consumer_groups", original)
+        assert [e for e in cut.errors if "ListOffsets" in e.error], cut.errors
+        # What was read is reported as read; nothing is invented for the rest: no log
+        # offsets (rather than zeros), the commits as committed.
+        assert offsets_of(cut, topic) == {}
+        assert commits_of(cut, group) == {(topic, 0): 2, (topic, 1): 1}
+        monkeypatch.setattr(source.admin, "list_offsets", original)
 
         lab_services.start("kafka")
         back = wait_for(
-            lambda: (
-                (r := source.collect(now_ms())).reachable
-                and not r.errors
-                and commits_of(r, group) == {(topic, 0): 2, (topic, 1): 1}
-                and r
-            ),
+            lambda: (r := source.collect(now_ms())).reachable
+            and not r.errors
+            and commits_of(r, group) == {(topic, 0): 2, (topic, 1): 1}
+            and offsets_of(r, topic) == {0: (0, 3), 1: (0, 3)}
+            and r,
             timeout=90,
             what="whole cycles again after the restart",
         )
