@@ -40,6 +40,7 @@ __all__ = [
     "UNSUPPORTED_RECORD_TYPE",
     "DecodeError",
     "DecodeStats",
+    "decode_consumer_assignment",
     "decode_record",
 ]
 
@@ -506,6 +507,19 @@ def _member(c: _Cursor, version: int, decode_assignment: bool) -> Record:
         "session_timeout_ms": session_timeout,
         "assignment": assignment,
     }
+
+
+def decode_consumer_assignment(
+    data: bytes, where: str = "consumer protocol assignment"
+) -> dict[str, list[int]]:
+    """Decode a whole ConsumerProtocolAssignment (a classic member's assignment bytes, as
+    DescribeGroups also gives them) into topic -> partitions, or raise :class:`DecodeError`.
+
+    The same reader as for ``__consumer_offsets`` records, so both sources agree on every
+    layout rule; ``where`` starts the error messages. Callers decide what empty bytes mean
+    (here they are truncated: an assignment has at least a version).
+    """
+    return _assignment(data, 0, len(data), where)
 
 
 def _assignment(buf: bytes, start: int, end: int, where: str) -> dict[str, list[int]]:

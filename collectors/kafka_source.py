@@ -44,7 +44,7 @@ from confluent_kafka import (
 from confluent_kafka.admin import AdminClient, ConsumerGroupDescription, OffsetSpec
 
 from collectors.consumer_offsets_reader import ConsumerOffsetsReader, ReaderOutcome
-from collectors.kafka_wire import ConsumerGroupEpochs, GroupClient
+from collectors.kafka_wire import ClassicGroup, ConsumerGroupEpochs, GroupClient
 from collectors.offsets_topic_state import GenerationChange as RecordedChange
 from collectors.offsets_topic_state import OffsetsTopicState
 from collectors.records import (
@@ -201,6 +201,75 @@ def snapshot_from_description(
         members=members,
         members_known=members_known,
         topics=tuple(sorted(assigned_topics | set(topics))),
+    )
+
+
+def snapshot_from_classic(group: ClassicGroup, coordinator: str | None = None) -> GroupSnapshot:
+    """A classic group as DescribeGroups (our wire client) says it; the assignor is the
+    protocol name only for the "consumer" protocol type (Connect and others use their own).
+    A member whose assignment bytes could not be decoded keeps ``()``: "unknown"."""
+    members = tuple(
+        sorted(
+            (
+                GroupMember(
+                    member_id=m.member_id,
+                    client_id=m.client_id or None,
+                    host=m.client_host or None,
+                    assignment=m.assignment or (),
+                    instance_id=m.instance_id,
+                )
+                for m in group.members
+            ),
+            key=lambda m: m.member_id,
+        )
+    )
+    return GroupSnapshot(
+        source=Source.KAFKA,
+        group=group.group,
+        state=group.state,
+        assignor=(group.protocol or None) if group.protocol_type == "consumer" else None,
+        coordinator=coordinator,
+        protocol_type="classic",
+        members=members,
+        members_known=bool(members) or group.state not in _STATES_WITH_MEMBERS,
+        topics=tuple(sorted({t for m in members for t, _ in m.assignment})),
+    )
+
+
+def snapshot_from_epochs(
+    group: ConsumerGroupEpochs, coordinator: str | None = None
+) -> GroupSnapshot:
+    """A KIP-848 group as ConsumerGroupDescribe says it: members with their epochs and
+    target assignments, the group epoch as the generation."""
+    members = tuple(
+        sorted(
+            (
+                GroupMember(
+                    member_id=m.member_id,
+                    client_id=m.client_id or None,
+                    host=m.client_host or None,
+                    assignment=tuple(m.assignment),
+                    instance_id=m.instance_id,
+                    member_epoch=m.member_epoch,
+                    target_assignment=tuple(m.target_assignment),
+                )
+                for m in group.members
+            ),
+            key=lambda m: m.member_id,
+        )
+    )
+    return GroupSnapshot(
+        source=Source.KAFKA,
+        group=group.group,
+        state=group.state,
+        generation=group.group_epoch,
+        assignment_epoch=group.assignment_epoch,
+        assignor=group.assignor,
+        coordinator=coordinator,
+        protocol_type="consumer",
+        members=members,
+        members_known=True,
+        topics=tuple(sorted({t for m in members for t, _ in m.assignment})),
     )
 
 
@@ -528,10 +597,11 @@ class KafkaSource:
         if not group_ids:
             return
 
-        # Stage 2: every DescribeGroups batch and every group's OffsetFetch at once.
+        # Stage 2: every group's description and committed offsets. Through the wire
+        # client where it speaks the cluster's security; the AdminClient's describes (all
+        # batches in flight at once) only where it does not.
         describe_futures: dict[str, Future] = {}
-        offset_futures: dict[str, Future] = {}
-        for i in range(0, len(group_ids), DESCRIBE_BATCH):
+        for i in range(0, len(group_ids) if self._groups is None else 0, DESCRIBE_BATCH):
             batch = group_ids[i : i + DESCRIBE_BATCH]
             describe_futures.update(
                 _submit(
@@ -544,6 +614,8 @@ class KafkaSource:
         epochs = self._consumer_group_epochs(
             [g for g in group_ids if listed[g][1] == "consumer"], cycle
         )
+        if self._groups is not None:
+            describe_futures = self._wire_descriptions(group_ids, listed, epochs, cycle)
         cycle.gather([*describe_futures.values(), *offset_futures.values()])
 
         committed: dict[str, list[TopicPartition]] = {}
@@ -682,6 +754,47 @@ class KafkaSource:
             futures[group] = future
         return futures
 
+    def _wire_descriptions(
+        self,
+        group_ids: list[str],
+        listed: dict[str, tuple[str | None, str | None]],
+        epochs: dict[str, ConsumerGroupEpochs],
+        cycle: _Cycle,
+    ) -> dict[str, Future]:
+        """Every group's description through the wire client, as completed futures of
+        ``GroupSnapshot``: KIP-848 groups from ConsumerGroupDescribe (already read for their
+        epochs), the others from one batched DescribeGroups per coordinator. Not the
+        AdminClient's describe: a connection dropped under it can abort the process inside
+        librdkafka 2.16 (issue #4605), and a broker restart is exactly when a monitor must
+        keep running."""
+        futures: dict[str, Future] = {}
+        classic = [g for g in group_ids if listed[g][1] != "consumer"]
+        answers: dict[str, Any] = {}
+        if classic and self._groups is not None:
+            try:
+                answers = self._groups.describe_classic(classic, timeout_s=cycle.remaining())
+            except (OSError, ValueError) as exc:
+                for group in classic:
+                    futures[group] = Future()
+                    futures[group].set_exception(exc)
+        coordinators = getattr(self._groups, "coordinators", {})
+        for group in group_ids:
+            if group in futures:
+                continue
+            future: Future = Future()
+            answer = epochs.get(group) if listed[group][1] == "consumer" else answers.get(group)
+            if answer is None:
+                future.set_exception(TimeoutError("DescribeGroups timed out"))
+            elif not answer.ok:
+                reason = answer.error_message or answer.error_name
+                future.set_exception(KafkaException(KafkaError(answer.error_code, reason)))
+            elif isinstance(answer, ConsumerGroupEpochs):
+                future.set_result(snapshot_from_epochs(answer, coordinators.get(group)))
+            else:
+                future.set_result(snapshot_from_classic(answer, coordinators.get(group)))
+            futures[group] = future
+        return futures
+
     def _consumer_group_epochs(
         self, groups: list[str], cycle: _Cycle
     ) -> dict[str, ConsumerGroupEpochs]:
@@ -796,9 +909,16 @@ class KafkaSource:
                 topics=tuple(sorted(committed_topics)),
             )
         else:
-            snapshot = snapshot_from_description(
-                desc, listed_type=listed_type, topics=committed_topics
-            )
+            if isinstance(desc, GroupSnapshot):
+                snapshot = dataclasses.replace(
+                    desc,
+                    protocol_type=listed_type or desc.protocol_type,
+                    topics=tuple(sorted(set(desc.topics) | committed_topics)),
+                )
+            else:
+                snapshot = snapshot_from_description(
+                    desc, listed_type=listed_type, topics=committed_topics
+                )
             if snapshot.state in _GONE_STATES and not tps:
                 return None
         return snapshot, tps

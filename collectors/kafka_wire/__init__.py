@@ -1,26 +1,33 @@
 """A small Kafka wire-protocol client for what confluent-kafka does not expose, or cannot be
-trusted with: the epochs of KIP-848 consumer groups (ConsumerGroupDescribe), and committed
+trusted with: the epochs of KIP-848 consumer groups (ConsumerGroupDescribe), committed
 offsets (OffsetFetch), which librdkafka 2.16's ``list_consumer_group_offsets`` crashes the
-process over when a group coordinator moves (librdkafka issue #5040).
+process over when a group coordinator moves (librdkafka issue #5040), and classic groups'
+members (DescribeGroups), as ``describe_consumer_groups`` aborts the process when a
+coordinator's connection drops mid-call (librdkafka #4605/#3663).
 
 ``codec`` is pure (bytes in, frozen dataclasses out, from Kafka's published message schemas);
 ``client`` owns the sockets. Use a ``GroupClient`` (kept between cycles; ``EpochReader`` is
-its former name) or the one-off ``describe_consumer_group_epochs`` / ``fetch_committed_offsets``.
+its former name) or the one-off ``describe_consumer_group_epochs`` / ``fetch_committed_offsets``
+/ ``describe_classic_groups``.
 """
 
 from collectors.kafka_wire.client import (
+    DESCRIBE_GROUPS_BATCH,
     OFFSET_FETCH_BATCH,
     BrokerUnreachable,
     DeadlineExceeded,
     EpochReader,
     GroupClient,
     UnsupportedSecurity,
+    describe_classic_groups,
     describe_consumer_group_epochs,
     fetch_committed_offsets,
 )
 from collectors.kafka_wire.codec import (
     ERROR_NAMES,
     NO_OFFSET,
+    ClassicGroup,
+    ClassicMember,
     ConsumerGroupEpochs,
     GroupOffsets,
     MemberEpochs,
@@ -30,10 +37,13 @@ from collectors.kafka_wire.codec import (
 )
 
 __all__ = [
+    "DESCRIBE_GROUPS_BATCH",
     "ERROR_NAMES",
     "NO_OFFSET",
     "OFFSET_FETCH_BATCH",
     "BrokerUnreachable",
+    "ClassicGroup",
+    "ClassicMember",
     "ConsumerGroupEpochs",
     "DeadlineExceeded",
     "EpochReader",
@@ -43,6 +53,7 @@ __all__ = [
     "PartitionOffset",
     "UnsupportedSecurity",
     "WireError",
+    "describe_classic_groups",
     "describe_consumer_group_epochs",
     "error_name",
     "fetch_committed_offsets",

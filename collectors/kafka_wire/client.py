@@ -1,6 +1,6 @@
 """Group coordinators asked over Kafka's own protocol (the socket side of ``codec.py``).
 
-Two questions confluent-kafka 2.16 cannot be trusted with:
+Three questions confluent-kafka 2.16 cannot be trusted with:
 
 * KIP-848 epochs (``GroupClient.describe``). confluent-kafka describes "consumer" protocol
   groups but drops the group epoch, the assignment epoch and the member epochs, which are what
@@ -8,12 +8,18 @@ Two questions confluent-kafka 2.16 cannot be trusted with:
 * Committed offsets (``GroupClient.fetch_committed``). ``list_consumer_group_offsets``
   crashes the whole process (NULL dereference in librdkafka's OffsetFetch handler, librdkafka
   issue #5040) when a coordinator answers NOT_COORDINATOR, i.e. whenever one moves.
+* Classic group descriptions (``GroupClient.describe_classic``). ``describe_consumer_groups``,
+  like every coordinator-targeted Admin API call, aborts the process (``Assertion
+  eonce->refcnt > 0 failed`` in ``rd_kafka_enq_once_del_source_return``, librdkafka issues
+  #4605/#3663, fix in PR #5397, unreleased) when the connection to the coordinator drops
+  mid-call, as it does whenever a broker restarts during a collection cycle.
 
-Both ask the coordinators directly, the same way::
+All ask the coordinators directly, the same way::
 
-    FindCoordinator (every group, one request) ─► ConsumerGroupDescribe / OffsetFetch (per
-                                                  coordinator, all sent before any answer is
-                                                  read; OffsetFetch in batches of groups)
+    FindCoordinator (every group, one request) ─► ConsumerGroupDescribe / OffsetFetch /
+                                                  DescribeGroups (per coordinator, all sent
+                                                  before any answer is read; OffsetFetch and
+                                                  DescribeGroups in batches of groups)
 
 Two round trips per call once connected. Connections are kept between calls (one per broker
 address, versions negotiated once with ApiVersions); one that failed is dropped, and the next
@@ -48,9 +54,11 @@ from typing import Any, Generic, Self, TypeVar
 from collectors.kafka_wire.codec import (
     API_VERSIONS,
     CONSUMER_GROUP_DESCRIBE,
+    DESCRIBE_GROUPS,
     FIND_COORDINATOR,
     OFFSET_FETCH,
     OUR_VERSIONS,
+    ClassicGroup,
     ConsumerGroupEpochs,
     Coordinator,
     GroupOffsets,
@@ -58,11 +66,13 @@ from collectors.kafka_wire.codec import (
     choose_version,
     decode_api_versions_response,
     decode_consumer_group_describe_response,
+    decode_describe_groups_response,
     decode_find_coordinator_response,
     decode_offset_fetch_response,
     decode_response_header,
     encode_api_versions_request,
     encode_consumer_group_describe_request,
+    encode_describe_groups_request,
     encode_find_coordinator_request,
     encode_offset_fetch_request,
     encode_request,
@@ -71,12 +81,14 @@ from collectors.kafka_wire.codec import (
 )
 
 __all__ = [
+    "DESCRIBE_GROUPS_BATCH",
     "OFFSET_FETCH_BATCH",
     "BrokerUnreachable",
     "DeadlineExceeded",
     "EpochReader",
     "GroupClient",
     "UnsupportedSecurity",
+    "describe_classic_groups",
     "describe_consumer_group_epochs",
     "fetch_committed_offsets",
     "parse_bootstrap",
@@ -86,7 +98,7 @@ __all__ = [
 Address = tuple[str, int]
 # A group's error code and why, where no coordinator could be asked about it.
 _Failure = tuple[int, str]
-R = TypeVar("R", ConsumerGroupEpochs, GroupOffsets)
+R = TypeVar("R", ConsumerGroupEpochs, GroupOffsets, ClassicGroup)
 
 DEFAULT_CLIENT_ID = "lagwatch-epochs"
 _DEFAULT_PORT = 9092
@@ -95,6 +107,9 @@ _API_VERSIONS_VERSION = 3
 # 700 kB) and one coordinator's work per request; a coordinator's batches are all in flight
 # at once anyway, on one connection.
 OFFSET_FETCH_BATCH = 500
+# Groups per DescribeGroups request, for the same reasons (an answer carries every member's
+# subscription and assignment bytes: 500 groups of 10 members is a few hundred kB).
+DESCRIBE_GROUPS_BATCH = 500
 # Requests sent to one connection and not answered yet (as Kafka's clients'
 # max.in.flight.requests.per.connection): see GroupClient._ask_coordinators.
 _MAX_IN_FLIGHT = 5
@@ -344,8 +359,17 @@ def _offsets_groups(body: bytes, version: int) -> Sequence[GroupOffsets]:
     return decode_offset_fetch_response(body, version).groups
 
 
-def _name_the_coordinator(result: GroupOffsets, coordinator: str) -> GroupOffsets:
-    """OffsetFetch carries codes without messages: say which coordinator gave the error."""
+def _classic_body(version: int, groups: list[str]) -> bytes:
+    return encode_describe_groups_request(version, groups)
+
+
+def _classic_groups(body: bytes, version: int) -> Sequence[ClassicGroup]:
+    return decode_describe_groups_response(body, version).groups
+
+
+def _name_the_coordinator(result: R, coordinator: str) -> R:
+    """OffsetFetch (and DescribeGroups before v6) carry codes without messages: say which
+    coordinator gave the error."""
     if result.ok or result.error_message is not None:
         return result
     return replace(result, error_message=f"coordinator {coordinator}: {result.error_name}")
@@ -375,6 +399,19 @@ def _offset_fetch(require_stable: bool) -> _GroupApi[GroupOffsets]:
     )
 
 
+def _describe_classic() -> _GroupApi[ClassicGroup]:
+    return _GroupApi(
+        api_key=DESCRIBE_GROUPS,
+        name="DescribeGroups",
+        encode=_classic_body,
+        decode=_classic_groups,
+        failed=ClassicGroup.failed,
+        batch=DESCRIBE_GROUPS_BATCH,
+        absent="",
+        annotate=_name_the_coordinator,
+    )
+
+
 @dataclass
 class _Pending:
     """A request sent to a coordinator, whose answer has not been read yet."""
@@ -387,7 +424,8 @@ class _Pending:
 
 class GroupClient:
     """Asks group coordinators about many groups at once; keeps its broker connections
-    between calls. ``describe`` gives KIP-848 epochs, ``fetch_committed`` committed offsets.
+    between calls. ``describe`` gives KIP-848 epochs, ``fetch_committed`` committed offsets,
+    ``describe_classic`` classic groups' members and assignments.
 
     ``config`` is the librdkafka-style client configuration the cluster already has: only
     ``security.protocol``, the ``ssl.*`` settings and ``client.id`` are read.
@@ -399,6 +437,9 @@ class GroupClient:
         self._ssl = ssl_context(config)
         self._client_id = str(config.get("client.id") or DEFAULT_CLIENT_ID)
         self._connections: dict[Address, _Connection] = {}
+        # Each group's coordinator ("host:port") as the last FindCoordinator named it: shown
+        # with the group, as DescribeGroups itself does not say who answered.
+        self.coordinators: dict[str, str] = {}
 
     def __enter__(self) -> Self:
         return self
@@ -451,6 +492,30 @@ class GroupClient:
         if retries < 0:
             raise ValueError("retries must be >= 0")
         return self._per_group(_offset_fetch(require_stable), groups, timeout_s, retries)
+
+    def describe_classic(
+        self, groups: Sequence[str], timeout_s: float, *, retries: int = 3
+    ) -> dict[str, ClassicGroup]:
+        """Every group's ``ClassicGroup`` (in the order asked), within ``timeout_s``:
+        DescribeGroups v5/v6, ``DESCRIBE_GROUPS_BATCH`` groups per request, every
+        coordinator's requests sent before any answer is read.
+
+        What replaces ``AdminClient.describe_consumer_groups`` for classic groups, which with
+        librdkafka 2.16 aborts the process when a coordinator's connection drops mid-call
+        (librdkafka #4605/#3663). Retried as in ``fetch_committed``: NOT_COORDINATOR,
+        COORDINATOR_LOAD_IN_PROGRESS and COORDINATOR_NOT_AVAILABLE (also what a coordinator
+        that closed the connection gives), up to ``retries`` times, with a fresh
+        FindCoordinator after a pause (0.1 s, doubling), while the deadline leaves room.
+
+        Other per-group errors are that group's result, not raised. Kafka 4.1 answers a group
+        it has no classic group of (never existed, deleted, or a KIP-848 "consumer" group,
+        which ``describe`` is for) GROUP_ID_NOT_FOUND with state "Dead" (v6; a v5 broker says
+        "Dead" without an error); a group holding only commits made without a member (an
+        admin's, or ``assign``-ing consumers) is "Empty" with no members.
+        """
+        if retries < 0:
+            raise ValueError("retries must be >= 0")
+        return self._per_group(_describe_classic(), groups, timeout_s, retries)
 
     # --- one call ---------------------------------------------------------------------------
 
@@ -512,6 +577,9 @@ class GroupClient:
                 continue
             decoded = self._guarded(conn, decode_find_coordinator_response, answer, version)
             found = {c.key: c for c in decoded.coordinators}
+            for c in decoded.coordinators:
+                if c.error_code == 0 and c.host:
+                    self.coordinators[c.key] = f"{c.host}:{c.port}"
             return {g: _coordinator_or_error(found.get(g), conn.name) for g in groups}
         tried = "; ".join(errors) or "no address"
         raise BrokerUnreachable(f"no broker of {self._bootstrap_text()} reachable: {tried}")
@@ -747,3 +815,15 @@ def fetch_committed_offsets(
     """One-off ``GroupClient.fetch_committed`` (connects, fetches, closes)."""
     with GroupClient(bootstrap_servers, config) as client:
         return client.fetch_committed(groups, timeout_s)
+
+
+def describe_classic_groups(
+    bootstrap_servers: str,
+    groups: Sequence[str],
+    *,
+    config: Mapping[str, Any] | None = None,
+    timeout_s: float,
+) -> dict[str, ClassicGroup]:
+    """One-off ``GroupClient.describe_classic`` (connects, describes, closes)."""
+    with GroupClient(bootstrap_servers, config) as client:
+        return client.describe_classic(groups, timeout_s)

@@ -8,7 +8,8 @@ Written from Apache Kafka's message schemas, ``clients/src/main/resources/common
 in apache/kafka: ``RequestHeader.json``, ``ResponseHeader.json``, ``ApiVersionsRequest.json``,
 ``ApiVersionsResponse.json``, ``FindCoordinatorRequest.json``, ``FindCoordinatorResponse.json``,
 ``ConsumerGroupDescribeRequest.json``, ``ConsumerGroupDescribeResponse.json``,
-``OffsetFetchRequest.json``, ``OffsetFetchResponse.json``, as released in Kafka 4.1.1 (the
+``OffsetFetchRequest.json``, ``OffsetFetchResponse.json``, ``DescribeGroupsRequest.json``,
+``DescribeGroupsResponse.json``, as released in Kafka 4.1.1 (the
 same files ship inside ``kafka-clients-4.1.1.jar`` under ``common/message/``; the lab's jar is
 what they were checked against). ConsumerGroupDescribe v1 (KIP-1099, adds ``MemberType``) is
 newer than 2024 copies of the repository, which have v0 only; an early draft of the response
@@ -20,12 +21,20 @@ the broker skips member validation). Version 10 names topics by id instead of by
 4.1 marks it ``latestVersionUnstable`` (not advertised by default) and it would need a
 Metadata round trip to name the topics, so it is left out.
 
+DescribeGroups (API 15, classic groups) is spoken in versions 5 (the first flexible one) and 6
+(KIP-1043: an ``ErrorMessage`` per group, and GROUP_ID_NOT_FOUND for a group the coordinator
+does not have as a classic group, where v5 answered state "Dead" without an error). It is what
+``AdminClient.describe_consumer_groups`` asks for classic groups; a member's assignment is the
+consumer protocol's own ``ConsumerProtocolAssignment`` bytes, read by the same decoder as the
+``__consumer_offsets`` records (``collectors.consumer_offsets``).
+
 Format rules the decoders follow, and why they are strict:
 
 * "Flexible" versions (ConsumerGroupDescribe 0+, FindCoordinator 3+, ApiVersions 3+,
-  OffsetFetch 6+) use compact strings and arrays (unsigned-varint length + 1, 0 meaning null)
-  and end every struct with tagged fields. Unknown tags are skipped: that is how Kafka adds optional
-  fields without a new version, so skipping them is the forward-compatible reading.
+  OffsetFetch 6+, DescribeGroups 5+) use compact strings and arrays (unsigned-varint length
+  + 1, 0 meaning null) and end every struct with tagged fields. Unknown tags are skipped: that
+  is how Kafka adds optional fields without a new version, so skipping them is the
+  forward-compatible reading.
 * Every read is bounds-checked and names the field it was reading, so a truncated or garbled
   answer raises ``WireError`` ("... reading Groups[0].Members[1].ClientId"), never
   ``IndexError`` or ``struct.error``. Bytes left over after a complete message are an error
@@ -41,18 +50,24 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NoReturn, TypeVar
 
+from collectors.consumer_offsets import DecodeError, decode_consumer_assignment
+
 __all__ = [
     "API_VERSIONS",
     "CONSUMER_GROUP_DESCRIBE",
+    "DESCRIBE_GROUPS",
     "ERROR_NAMES",
     "FIND_COORDINATOR",
     "NO_OFFSET",
     "OFFSET_FETCH",
     "OUR_VERSIONS",
     "ApiVersionsResult",
+    "ClassicGroup",
+    "ClassicMember",
     "ConsumerGroupDescribeResult",
     "ConsumerGroupEpochs",
     "Coordinator",
+    "DescribeGroupsResult",
     "FindCoordinatorResult",
     "GroupOffsets",
     "MemberEpochs",
@@ -62,11 +77,13 @@ __all__ = [
     "choose_version",
     "decode_api_versions_response",
     "decode_consumer_group_describe_response",
+    "decode_describe_groups_response",
     "decode_find_coordinator_response",
     "decode_offset_fetch_response",
     "decode_response_header",
     "encode_api_versions_request",
     "encode_consumer_group_describe_request",
+    "encode_describe_groups_request",
     "encode_find_coordinator_request",
     "encode_offset_fetch_request",
     "encode_request",
@@ -85,6 +102,7 @@ OFFSET_FETCH = 9
 API_VERSIONS = 18
 FIND_COORDINATOR = 10
 CONSUMER_GROUP_DESCRIBE = 69
+DESCRIBE_GROUPS = 15
 
 # The versions this module can write and read, per API key. FindCoordinator starts at 4, the
 # first that batches keys; 5 and 6 only add error codes and key types, same layout.
@@ -94,6 +112,7 @@ OUR_VERSIONS: dict[int, tuple[int, int]] = {
     FIND_COORDINATOR: (4, 6),
     CONSUMER_GROUP_DESCRIBE: (0, 1),
     OFFSET_FETCH: (8, 9),
+    DESCRIBE_GROUPS: (5, 6),
 }
 # First flexible version of each API (the schemas' "flexibleVersions").
 _FIRST_FLEXIBLE = {
@@ -101,6 +120,7 @@ _FIRST_FLEXIBLE = {
     FIND_COORDINATOR: 3,
     CONSUMER_GROUP_DESCRIBE: 0,
     OFFSET_FETCH: 6,
+    DESCRIBE_GROUPS: 5,
 }
 
 # Kafka's error names (org.apache.kafka.common.protocol.Errors) for the codes these APIs answer.
@@ -128,6 +148,9 @@ ERROR_NAMES: dict[int, str] = {
 # MemberType of ConsumerGroupDescribe v1: -1 unknown, 0 classic, 1 consumer. Spelled as Kafka's
 # GroupType names, which is how the rest of Lagwatch names group protocols.
 _MEMBER_TYPES = {0: "classic", 1: "consumer"}
+
+# The ProtocolType of groups whose members' assignments are ConsumerProtocolAssignment bytes.
+_CONSUMER_PROTOCOL_TYPE = "consumer"
 
 # AuthorizedOperations when the request did not ask for them (the schema's default).
 _OPERATIONS_NOT_REQUESTED = -(2**31)
@@ -342,6 +365,70 @@ class OffsetFetchResult:
     groups: tuple[GroupOffsets, ...]
 
 
+@dataclass(frozen=True)
+class ClassicMember:
+    """One member of a classic group, as DescribeGroups gives it.
+
+    ``assignment`` is the member's sorted (topic, partition) pairs, read from its
+    ConsumerProtocolAssignment bytes; () when the broker sent none (Kafka sends them only for
+    a Stable group; the admin clients read that as no partitions too). It is None when there
+    is nothing to read it as (the group's protocol type is not "consumer": Connect and others
+    have formats of their own) and when the bytes are not a valid assignment: then
+    ``assignment_error`` says why, and the member is kept, because one client's garbled
+    assignment is no reason to lose the rest of the group. ``instance_id`` (static
+    membership) is None when unset, whether the broker sent null or "".
+    """
+
+    member_id: str
+    instance_id: str | None
+    client_id: str
+    client_host: str
+    assignment: tuple[tuple[str, int], ...] | None
+    assignment_error: str | None = None
+
+
+@dataclass(frozen=True)
+class ClassicGroup:
+    """One group's DescribeGroups answer, or why there is none.
+
+    ``state`` is the coordinator's name for it ("Stable", "PreparingRebalance",
+    "CompletingRebalance", "Empty", "Dead"); ``protocol_type`` is "consumer" for consumer
+    clients; ``protocol`` is the chosen protocol, which for consumers is the assignor's name
+    ("range", "cooperative-sticky"...), and Kafka fills it only in state Stable. Any of the
+    three is None where the broker sent "" (did not say), or where no coordinator answered.
+    On an error the broker's fields are kept as it sent them: Kafka 4.1 answers v6 with
+    GROUP_ID_NOT_FOUND and state "Dead" for a group it has no classic group of (unknown,
+    deleted, or a KIP-848 "consumer" group); v5 with the same, minus the error.
+    ``error_message`` is the broker's (v6), or ours, saying where an error came from.
+    """
+
+    group: str
+    error_code: int
+    error_message: str | None
+    state: str | None
+    protocol_type: str | None
+    protocol: str | None
+    members: tuple[ClassicMember, ...]
+
+    @property
+    def ok(self) -> bool:
+        return self.error_code == 0
+
+    @property
+    def error_name(self) -> str:
+        return error_name(self.error_code)
+
+    @classmethod
+    def failed(cls, group: str, error_code: int, message: str | None) -> ClassicGroup:
+        return cls(group, error_code, message, None, None, None, ())
+
+
+@dataclass(frozen=True)
+class DescribeGroupsResult:
+    throttle_time_ms: int
+    groups: tuple[ClassicGroup, ...]
+
+
 # --- primitives -----------------------------------------------------------------------------
 
 
@@ -446,6 +533,18 @@ def encode_consumer_group_describe_request(
     _check_version(CONSUMER_GROUP_DESCRIBE, version)
     return (
         _compact_string_array(groups, "GroupIds")
+        + (b"\x01" if include_authorized_operations else b"\x00")
+        + _NO_TAGGED_FIELDS
+    )
+
+
+def encode_describe_groups_request(
+    version: int, groups: Sequence[str], include_authorized_operations: bool = False
+) -> bytes:
+    """DescribeGroups v5/v6 body (the same request; v6 only changes the answer)."""
+    _check_version(DESCRIBE_GROUPS, version)
+    return (
+        _compact_string_array(groups, "Groups")
         + (b"\x01" if include_authorized_operations else b"\x00")
         + _NO_TAGGED_FIELDS
     )
@@ -607,6 +706,13 @@ class _Reader:
 
     def leave(self) -> None:
         self._path.pop()
+
+    def compact_bytes(self, leaf: str) -> bytes:
+        start = self.pos
+        length = self.uvarint(leaf) - 1
+        if length < 0:
+            self.fail(leaf, "null in non-nullable bytes", start)
+        return bytes(self._take(length, leaf))
 
     def int32_array(self, leaf: str) -> list[int]:
         return self.compact_array(leaf, lambda: self.int32("value"), 4)
@@ -835,4 +941,70 @@ def _partition(reader: _Reader, topic: str) -> PartitionOffset:
         leader_epoch=None if leader_epoch == _NO_LEADER_EPOCH else leader_epoch,
         metadata=metadata,
         error_code=error_code,
+    )
+
+
+def decode_describe_groups_response(body: bytes, version: int) -> DescribeGroupsResult:
+    """DescribeGroups v5/v6 answer, every field read (unknown tags skipped); members'
+    assignments decoded where the group's protocol type is "consumer" (see ``ClassicMember``).
+    """
+    _check_version(DESCRIBE_GROUPS, version)
+    reader = _Reader(body, f"DescribeGroupsResponse v{version}")
+    throttle = reader.int32("ThrottleTimeMs")
+    min_size = 13 if version >= 6 else 12
+    groups = reader.compact_array("Groups", lambda: _classic_group(reader, version), min_size)
+    reader.tagged_fields()
+    reader.end()
+    return DescribeGroupsResult(throttle, tuple(groups))
+
+
+def _classic_group(reader: _Reader, version: int) -> ClassicGroup:
+    error_code = reader.int16("ErrorCode")
+    error_message = reader.compact_nullable_string("ErrorMessage") if version >= 6 else None
+    group = reader.compact_string("GroupId")
+    state = reader.compact_string("GroupState")
+    protocol_type = reader.compact_string("ProtocolType")
+    protocol = reader.compact_string("ProtocolData")
+    consumer = protocol_type == _CONSUMER_PROTOCOL_TYPE
+    members = reader.compact_array("Members", lambda: _classic_member(reader, consumer), 7)
+    reader.int32("AuthorizedOperations")  # not asked for: the schema's default
+    reader.tagged_fields()
+    return ClassicGroup(
+        group=group,
+        error_code=error_code,
+        error_message=error_message,
+        state=state or None,
+        protocol_type=protocol_type or None,
+        protocol=protocol or None,
+        members=tuple(sorted(members, key=lambda m: m.member_id)),
+    )
+
+
+def _classic_member(reader: _Reader, consumer: bool) -> ClassicMember:
+    member_id = reader.compact_string("MemberId")
+    instance_id = reader.compact_nullable_string("GroupInstanceId")
+    client_id = reader.compact_string("ClientId")
+    client_host = reader.compact_string("ClientHost")
+    reader.compact_bytes("MemberMetadata")  # the subscription: ownership is the assignment's
+    raw = reader.compact_bytes("MemberAssignment")
+    start = reader.pos - len(raw)  # where the assignment's own byte positions count from
+    reader.tagged_fields()
+    assignment: tuple[tuple[str, int], ...] | None = None
+    problem = None
+    if consumer and not raw:
+        assignment = ()
+    elif consumer:
+        try:
+            decoded = decode_consumer_assignment(raw, f"MemberAssignment of {member_id}")
+        except DecodeError as exc:
+            problem = f"{exc} (assignment at byte {start} of the answer)"
+        else:
+            assignment = tuple(sorted((t, p) for t, ps in decoded.items() for p in ps))
+    return ClassicMember(
+        member_id=member_id,
+        instance_id=instance_id or None,
+        client_id=client_id,
+        client_host=client_host,
+        assignment=assignment,
+        assignment_error=problem,
     )

@@ -39,6 +39,7 @@ from confluent_kafka.admin import (
 )
 
 from collectors.kafka_source import KafkaSource, snapshot_from_description
+from collectors.kafka_wire import ClassicGroup
 from collectors.rebalance import MEMBER_JOINED, MEMBER_LEFT, derive_rebalance_events
 from collectors.records import CollectionResult, Source, SourceError
 from tests.waiting import wait_for
@@ -116,16 +117,19 @@ def assert_prompt(result: CollectionResult) -> None:
 def patch_describe(
     monkeypatch: pytest.MonkeyPatch,
     source: KafkaSource,
-    replace: Callable[[str, Future], Future],
+    replace: Callable[[str, ClassicGroup], ClassicGroup],
 ) -> None:
-    """Let the real describe run, then swap what one group's future answers."""
-    original = source.admin.describe_consumer_groups
+    """Let the real DescribeGroups run (the wire client's), then swap one group's answer."""
+    original = source._groups.describe_classic
 
-    def describe(group_ids: list[str], **kwargs: Any) -> dict[str, Future]:
-        futures = original(group_ids, **kwargs)
-        return {g: replace(g, f) for g, f in futures.items()}
+    def describe(groups: list[str], **kwargs: Any) -> dict[str, ClassicGroup]:
+        return {g: replace(g, a) for g, a in original(groups, **kwargs).items()}
 
-    monkeypatch.setattr(source.admin, "describe_consumer_groups", describe)
+    monkeypatch.setattr(source._groups, "describe_classic", describe)
+
+
+def failed_answer(code: int) -> Callable[[str], ClassicGroup]:
+    return lambda group: ClassicGroup.failed(group, code, None)
 
 
 def failed(code: int) -> Future:
@@ -375,15 +379,15 @@ def test_group_deleted_mid_cycle(
     alter_offsets(admin, doomed, {(topic, 0): 1, (topic, 1): 1})
     alter_offsets(admin, kept, {(topic, 0): 2})
 
-    original = source.admin.describe_consumer_groups
+    original = source._groups.fetch_committed
 
-    def delete_then_describe(group_ids: list[str], **kwargs: Any) -> dict[str, Future]:
-        # Listed already; deleted now, before its DescribeGroups and OffsetFetch go out.
-        if doomed in group_ids:
+    def delete_then_fetch(groups: list[str], **kwargs: Any) -> dict:
+        # Listed already; deleted now, before its OffsetFetch and DescribeGroups go out.
+        if doomed in groups:
             admin.delete_consumer_groups([doomed])[doomed].result(10)
-        return original(group_ids, **kwargs)
+        return original(groups, **kwargs)
 
-    monkeypatch.setattr(source.admin, "describe_consumer_groups", delete_then_describe)
+    monkeypatch.setattr(source._groups, "fetch_committed", delete_then_fetch)
     result = source.collect(now_ms())
 
     assert result.reachable
@@ -396,7 +400,7 @@ def test_group_deleted_mid_cycle(
     # the adapter skips it.
     assert group_of(result, doomed) is None
 
-    monkeypatch.setattr(source.admin, "describe_consumer_groups", original)
+    monkeypatch.setattr(source._groups, "fetch_committed", original)
     assert group_of(source.collect(now_ms()), doomed) is None
 
 
@@ -411,7 +415,7 @@ def test_group_not_found_is_skipped_silently(
     patch_describe(
         monkeypatch,
         source,
-        lambda g, f: failed(KafkaError.GROUP_ID_NOT_FOUND) if g == doomed else f,
+        lambda g, a: failed_answer(KafkaError.GROUP_ID_NOT_FOUND)(g) if g == doomed else a,
     )
 
     result = source.collect(now_ms())
@@ -430,21 +434,21 @@ def test_dead_group_is_skipped(
     topic = create_topic(admin, 1)
     doomed = name("g")
     alter_offsets(admin, doomed, {(topic, 0): 0})
-    original = source.admin.describe_consumer_groups
+    original = source._groups.fetch_committed
 
-    def describe(group_ids: list[str], **kwargs: Any) -> dict[str, Future]:
-        # A new dict: the client's own callback still fills the futures of the one it returned.
-        futures = dict(original(group_ids, **kwargs))
-        if doomed in futures:
-            # What Apache Kafka's classic DescribeGroups answers for a group just deleted;
-            # its offsets are gone too, so remove them on the broker for real.
+    def deleted_first(groups: list[str], **kwargs: Any) -> dict:
+        # Deleted after ListGroups: no offsets left, and DescribeGroups (v5, or a broker
+        # without v6's error) answers the state "Dead" with no error.
+        if doomed in groups:
             admin.delete_consumer_groups([doomed])[doomed].result(10)
-            dead: Future = Future()
-            dead.set_result(description(doomed, ConsumerGroupState.DEAD, []))
-            futures[doomed] = dead
-        return futures
+        return original(groups, **kwargs)
 
-    monkeypatch.setattr(source.admin, "describe_consumer_groups", describe)
+    monkeypatch.setattr(source._groups, "fetch_committed", deleted_first)
+    patch_describe(
+        monkeypatch,
+        source,
+        lambda g, a: ClassicGroup(g, 0, None, "Dead", "", "", ()) if g == doomed else a,
+    )
     result = source.collect(now_ms())
     assert group_of(result, doomed) is None
     assert errors_about(result, doomed) == []
@@ -462,7 +466,7 @@ def test_error_confined_to_one_group(
     patch_describe(
         monkeypatch,
         source,
-        lambda g, f: failed(KafkaError.COORDINATOR_NOT_AVAILABLE) if g == sick else f,
+        lambda g, a: failed_answer(KafkaError.COORDINATOR_NOT_AVAILABLE)(g) if g == sick else a,
     )
 
     result = source.collect(now_ms())
@@ -861,15 +865,14 @@ def test_broker_restarted_mid_cycle_then_the_same_source_recovers(
     lab_services: Any,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """The broker goes down in the middle of a cycle, after the groups and their commits were
-    read and before the log offsets: the cycle ends within its budget with the failure named
-    and nothing invented; the same object (no process restart) reads whole cycles again once
-    the broker is back, commit times included.
+    """The broker goes down in the middle of a cycle, between the groups' committed offsets
+    and their descriptions: the cycle ends within its budget with the failure named and
+    nothing invented; the same object (no process restart) reads whole cycles again once the
+    broker is back, commit times included.
 
-    The broker dies before ListOffsets, not during the group requests: a connection dropped
-    under an AdminClient DescribeConsumerGroups can abort the process inside librdkafka 2.16
-    (issue #4605, fix unreleased); the committed offsets no longer go through the
-    AdminClient for that reason, the classic describe still does (README, LAB.md).
+    This is the moment that aborted the whole process inside librdkafka 2.16 (a connection
+    dropped under an AdminClient DescribeConsumerGroups, issue #4605): group requests now go
+    through the wire client (README, docs/LAB.md).
     """
     topic = create_topic(admin, 2)
     produce(kafka_bootstrap, topic, {0: 3, 1: 3})
@@ -878,25 +881,27 @@ def test_broker_restarted_mid_cycle_then_the_same_source_recovers(
     source = KafkaSource(kafka_bootstrap, timeout_s=3)
     try:
         assert commits_of(source.collect(now_ms()), group) == {(topic, 0): 2, (topic, 1): 1}
-        original = source.admin.list_offsets
+        original = source._groups.describe_classic
         stopped: list[bool] = []
 
-        def broker_dies_now(request: dict, **kwargs: Any) -> dict:
+        def broker_dies_now(groups: list[str], **kwargs: Any) -> dict:
             if not stopped:
                 lab_services.stop("kafka")
                 stopped.append(True)
-            return original(request, **kwargs)
+            return original(groups, **kwargs)
 
-        monkeypatch.setattr(source.admin, "list_offsets", broker_dies_now)
+        monkeypatch.setattr(source._groups, "describe_classic", broker_dies_now)
         cut = source.collect(now_ms())
         assert stopped
         assert cut.finished_ms - cut.started_ms < 10_000
-        assert [e for e in cut.errors if "ListOffsets" in e.error], cut.errors
-        # What was read is reported as read; nothing is invented for the rest: no log
-        # offsets (rather than zeros), the commits as committed.
-        assert offsets_of(cut, topic) == {}
+        assert cut.errors, "a cycle cut short must say where"
+        # What was read is reported as read; nothing is invented for the rest: the commits
+        # as committed, no log offsets (rather than zeros), membership unknown.
         assert commits_of(cut, group) == {(topic, 0): 2, (topic, 1): 1}
-        monkeypatch.setattr(source.admin, "list_offsets", original)
+        assert offsets_of(cut, topic) == {}
+        cut_group = group_of(cut, group)
+        assert cut_group is not None and cut_group.members_known is False
+        monkeypatch.setattr(source._groups, "describe_classic", original)
 
         lab_services.start("kafka")
         back = wait_for(
