@@ -849,18 +849,27 @@ def test_real_producers_statistics_parse(kafka_bootstrap: str, admin: AdminClien
             "client.id": "cs-producer",
             "statistics.interval.ms": 200,
             "stats_cb": docs.append,
-            "batch.num.messages": 1,
             "linger.ms": 0,
         }
     )
     for i in range(20):
         producer.produce(topic, b"x", partition=i % 2)
     assert producer.flush(10) == 0
-    deadline = time.monotonic() + 10
-    while not any(topic in d and '"txmsgs":10' in d.replace(" ", "") for d in docs):
+
+    def all_delivered(doc: str) -> bool:
+        # A statistics document is a snapshot: one taken mid-flush may count one partition's
+        # records and not yet the other's. Wait for one that has both at 10.
+        if topic not in doc:
+            return False
+        parsed = parse_librdkafka_stats(json.loads(doc), None, RECEIVED_MS)
+        counts = sorted((p.partition, p.txmsgs) for p in parsed.partitions if p.topic == topic)
+        return counts == [(0, 10), (1, 10)]
+
+    deadline = time.monotonic() + 30
+    while not any(all_delivered(d) for d in docs):
         assert time.monotonic() < deadline, "no statistics with the delivered records"
         producer.poll(0.1)
-    doc = next(d for d in reversed(docs) if topic in d and '"txmsgs":10' in d.replace(" ", ""))
+    doc = next(d for d in reversed(docs) if all_delivered(d))
     report = parse_librdkafka_stats(json.loads(doc), None, RECEIVED_MS)
     assert (report.kind, report.client_id, report.msg_cnt) == (PRODUCER, "cs-producer", 0)
     mine = [p for p in report.partitions if p.topic == topic]

@@ -448,15 +448,15 @@ def test_a_kafka_group_deleted_mid_cycle_keeps_its_last_state(
     alter_offsets(admin, other, {(world.topic, 0): 1})
     first_slot, _ = cycle(fast_cluster, slots)
     kafka = _memories[fast_cluster.name].sources.kafka
-    describe = kafka.admin.describe_consumer_groups
+    fetch = kafka._groups.fetch_committed
 
-    def delete_then_describe(group_ids: list[str], **kwargs: Any):
-        # Listed already; deleted now, before its DescribeGroups and OffsetFetch go out.
-        if world.group in group_ids:
+    def delete_then_fetch(groups: list[str], **kwargs: Any):
+        # Listed already; deleted now, before its OffsetFetch and DescribeGroups go out.
+        if world.group in groups:
             admin.delete_consumer_groups([world.group])[world.group].result(10)
-        return describe(group_ids, **kwargs)
+        return fetch(groups, **kwargs)
 
-    monkeypatch.setattr(kafka.admin, "describe_consumer_groups", delete_then_describe)
+    monkeypatch.setattr(kafka._groups, "fetch_committed", delete_then_fetch)
     alter_offsets(admin, other, {(world.topic, 0): 4})
     slot, report = cycle(fast_cluster, slots)
     monkeypatch.undo()
