@@ -2,6 +2,7 @@
 
 import json
 import logging
+import sys
 from datetime import UTC, datetime
 
 _STANDARD = set(vars(logging.makeLogRecord({}))) | {"message", "asctime"}
@@ -21,3 +22,16 @@ class JsonFormatter(logging.Formatter):
         if record.exc_info:
             payload["exc"] = self.formatException(record.exc_info)
         return json.dumps(payload, default=str)
+
+
+class StderrHandler(logging.StreamHandler):
+    """Writes to whatever ``sys.stderr`` is when a record is emitted, not the stream of the
+    moment logging was configured: a process that swaps its stderr (pytest's capture, a
+    daemonising wrapper) would otherwise leave the handler writing to a closed file."""
+
+    def __init__(self, level: int = logging.NOTSET) -> None:
+        logging.Handler.__init__(self, level)
+
+    @property
+    def stream(self):  # type: ignore[override]
+        return sys.stderr

@@ -203,7 +203,7 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"json": {"()": "dashboard.logging.JsonFormatter"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "json"}},
+    "handlers": {"console": {"class": "dashboard.logging.StderrHandler", "formatter": "json"}},
     "root": {"handlers": ["console"], "level": env_str("LAGWATCH_LOG_LEVEL", "INFO")},
     "loggers": {"kazoo": {"level": "WARNING"}},
 }

@@ -67,14 +67,25 @@ def test_scenarios_show_up_in_lagwatch_status(tmp_path: Path) -> None:
         assert doc["errors"] == []
 
         control = endpoints["control"]
-        for scenario in ("poison-message", "dead-consumer", "rebalance-storm"):
+        poison = start_scenario(control, "poison-message")
+        for scenario in ("dead-consumer", "rebalance-storm"):
             start_scenario(control, scenario)
+
+        def pinned_and_dead(d: dict) -> bool:
+            """The spout's commit has reached the poison offset (it advances up to it first)
+            and the dead group is seen Empty: the events themselves, not a clock."""
+            spout = partitions(d, "storm", "orders-spout")[("orders", poison["partition"])]
+            ledger = group(d, "kafka", "payments-ledger")
+            return (
+                spout["committed"] == poison["offset"]
+                and (spout["failed"] or 0) > 0
+                and ledger is not None
+                and ledger["state"] == "Empty"
+            )
+
         first = wait_for(
-            lambda: (d := lagwatch_status(tmp_path))
-            and (g := group(d, "kafka", "payments-ledger"))
-            and g["state"] == "Empty"
-            and d,
-            90, "the dead group seen Empty",
+            lambda: (d := lagwatch_status(tmp_path)) and pinned_and_dead(d) and d,
+            120, "the poison offset committed and the dead group seen Empty",
         )  # fmt: skip
         poisoned = partitions(first, "storm", "orders-spout")[("orders", 0)]
         time.sleep(25)  # two more cycles
@@ -82,7 +93,7 @@ def test_scenarios_show_up_in_lagwatch_status(tmp_path: Path) -> None:
 
         # Poison message: the spout's commit is pinned while its failures keep rising.
         still = partitions(later, "storm", "orders-spout")[("orders", 0)]
-        assert still["committed"] == poisoned["committed"]
+        assert still["committed"] == poisoned["committed"] == poison["offset"]
         assert still["failed"] > poisoned["failed"] >= 0
         assert still["lag"] > poisoned["lag"]
 

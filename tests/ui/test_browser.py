@@ -1,7 +1,9 @@
 """The dashboard in a real browser (Playwright driving Debian's Chromium) against the shared
 lab stack: log in, find the dead consumer from the overview, see its chart drawn, follow a
 partition to its diagnosis; a group named like markup renders as text and runs nothing.
-Saves the screenshots the README shows (``docs/screenshots/``).
+Takes the screenshots the README shows; they are written to ``docs/screenshots/`` only with
+``LAGWATCH_UPDATE_SCREENSHOTS=1`` (otherwise under pytest's temporary directory), so a test
+run leaves the checkout as it found it.
 
 Two hostile groups. A ZooKeeper-based consumer group named as an ``<img onerror>`` (ZooKeeper
 node names cannot hold "/", so not ``</script>``; and an image handler, unlike a script
@@ -16,6 +18,7 @@ this module's own; other lab tests touch other groups.
 
 from __future__ import annotations
 
+import os
 import re
 import time
 from collections.abc import Iterator
@@ -31,7 +34,7 @@ from playwright.sync_api import Browser, Page, expect, sync_playwright
 pytestmark = pytest.mark.lab
 
 REPO = Path(__file__).resolve().parents[2]
-SHOTS = REPO / "docs" / "screenshots"
+README_SHOTS = REPO / "docs" / "screenshots"
 XSS = "<script>alert(1)</script>"
 HOSTILE = "<img src=x onerror=alert(1)>"
 DEAD = "payments-ledger"
@@ -81,9 +84,17 @@ def log_in(pg: Page, world: Any) -> None:
     expect(pg.locator("h2", has_text="Groups by status")).to_be_visible()
 
 
-def shot(pg: Page, name: str) -> None:
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    pg.screenshot(path=str(SHOTS / f"{name}.png"))
+@pytest.fixture(scope="module")
+def shots(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    if os.environ.get("LAGWATCH_UPDATE_SCREENSHOTS") == "1":
+        return README_SHOTS
+    return tmp_path_factory.mktemp("screenshots")
+
+
+def shot(pg: Page, folder: Path, name: str) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    pg.screenshot(path=str(folder / f"{name}.png"))
+    assert (folder / f"{name}.png").stat().st_size > 0
 
 
 def plant_hostile_group(zk_hosts: str) -> None:
@@ -133,6 +144,7 @@ def plotted_points(pg: Page, element_id: str) -> int:
 def test_dead_consumer_found_in_three_clicks_and_hostile_names_stay_text(
     lab_world: Any,  # the shared stack (tests/lab_world.py)
     page: tuple[Page, list[str]],
+    shots: Path,
 ) -> None:
     pg, dialogs = page
     log_in(pg, lab_world)
@@ -147,7 +159,7 @@ def test_dead_consumer_found_in_three_clicks_and_hostile_names_stay_text(
         pg.goto(lab_world.web_url + "/")
         expect(pg.locator("#fig-heatmap.js-plotly-plot")).to_be_visible()
         assert plotted_points(pg, "fig-heatmap") != -1
-        shot(pg, "overview")
+        shot(pg, shots, "overview")
 
         # Click 1: the overview's count of groups with the dead group's status; click 2: it.
         pg.locator("a.chip", has_text=re.compile(rf"^{status} ")).click()
@@ -159,14 +171,14 @@ def test_dead_consumer_found_in_three_clicks_and_hostile_names_stay_text(
         expect(lag_chart.locator(".scatterlayer .trace").first).to_be_attached()
         assert plotted_points(pg, "fig-lag") > 1
         expect(pg.locator("#fig-assignment.js-plotly-plot")).to_be_visible()
-        shot(pg, "group")
+        shot(pg, shots, "group")
 
         # Click 3: the worst partition, to its diagnosis and evidence.
         pg.locator("#partitions-table a.partition-link").first.click()
         expect(pg.locator("#diagnosis .diag-code").first).to_have_text("DEAD_CONSUMER")
         expect(pg.locator("#diagnosis .reason")).not_to_be_empty()
         expect(pg.locator("#fig-offsets.js-plotly-plot")).to_be_visible()
-        shot(pg, "partition")
+        shot(pg, shots, "partition")
 
         # Live updates: a refresh swaps the regions in; pausing is remembered across pages.
         expect(pg.locator("#live-state")).to_contain_text("updated", timeout=30_000)
@@ -179,10 +191,10 @@ def test_dead_consumer_found_in_three_clicks_and_hostile_names_stay_text(
         expect(pg.locator("#live-state")).to_have_text(re.compile(r"^live( · updated .+)?$"))
         expect(pg.locator("#live-toggle")).to_have_text("Pause live updates")
         expect(pg.locator("span.st", has_text="reachable").first).to_be_visible()
-        shot(pg, "sources")
+        shot(pg, shots, "sources")
         pg.goto(lab_world.web_url + "/jobs/")
         expect(pg.locator("h1", has_text="Spark jobs")).to_be_visible()
-        shot(pg, "jobs")
+        shot(pg, shots, "jobs")
     finally:
         lab_world.stop_scenario("dead-consumer")
 
@@ -196,7 +208,7 @@ def test_dead_consumer_found_in_three_clicks_and_hostile_names_stay_text(
     expect(link).to_have_text(HOSTILE)
     assert "q=%3Cimg" in pg.url
     pg.goto(lab_world.web_url + "/groups/?sort=name")
-    shot(pg, "groups")
+    shot(pg, shots, "groups")
     pg.goto(lab_world.web_url + "/groups/?q=%3Cimg")
     pg.locator("a.group-link").click()
     expect(pg.locator("h1.group-name")).to_have_text(HOSTILE)
