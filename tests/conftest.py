@@ -20,9 +20,9 @@ from kazoo.client import KazooClient
 from lab.stack import Stack
 from tests.lab_world import lab_world  # noqa: F401 - the shared end-to-end stack
 
-# Spark must not bind to whatever interface the hostname resolves to (see shared/LAB.md).
+# Spark must not bind to whatever interface the hostname resolves to (docs/LAB.md).
 os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
-# The suite runs hundreds of tiny Spark jobs: a C1-only JIT starts each faster (LAB.md).
+# The suite runs hundreds of tiny Spark jobs: a C1-only JIT starts each faster (docs/LAB.md).
 os.environ.setdefault("LAGWATCH_SPARK_JAVA_OPTIONS", "-XX:+UseSerialGC -XX:TieredStopAtLevel=1")
 
 LAB_SERVICES = ("zookeeper", "kafka")

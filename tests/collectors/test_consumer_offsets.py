@@ -1,17 +1,14 @@
 """Tests for the ``__consumer_offsets`` decoder.
 
-Two sources of truth: Burrow's test records (read in place from ``../shared/testdata``, never
-copied), judged by Kafka's schemas where the two disagree; and records built here by a small
+Two sources of truth: Burrow's test records (``tests/data/``, with their provenance), judged by Kafka's schemas where the two disagree; and records built here by a small
 encoder written straight from the schemas in ``CONSUMER_OFFSETS_LAYOUT.md``, so every version,
 null and edge the Burrow table lacks is covered too.
 """
 
 from __future__ import annotations
 
-import json
 import random
 import struct
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -25,11 +22,9 @@ from collectors.consumer_offsets import (
     DecodeStats,
     decode_record,
 )
+from tests.testdata import load_json
 
-TESTDATA = Path(__file__).resolve().parents[2].parent / "shared" / "testdata"
-VECTORS: list[dict[str, Any]] = json.loads(
-    (TESTDATA / "consumer_offsets_vectors.json").read_text(encoding="utf-8")
-)
+VECTORS: list[dict[str, Any]] = load_json("consumer_offsets_vectors.json")
 
 # Layout doc §7: Kafka's schemas decide the vectors where Burrow's expectations differ.
 # "decode" means use the vector's contested.kafka_expected; otherwise the field that must fail.

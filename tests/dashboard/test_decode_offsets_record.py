@@ -5,14 +5,20 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.testdata import load_json
+
 ROOT = Path(__file__).resolve().parents[2]
-VECTORS = json.loads((ROOT.parent / "shared" / "testdata" / "consumer_offsets_vectors.json").read_text())
+VECTORS = load_json("consumer_offsets_vectors.json")
 
 
 def run(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "manage.py", "decode_offsets_record", *args],
-        cwd=ROOT, capture_output=True, text=True, check=False, timeout=60,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
     )
 
 
@@ -22,7 +28,11 @@ def first(predicate) -> dict:
 
 def test_offset_commit_record_prints_the_documented_fields() -> None:
     vector = first(
-        lambda v: not v["expect_error"] and v["value_hex"] and v["expected"].get("type") == "offset_commit"
+        lambda v: (
+            not v["expect_error"]
+            and v["value_hex"]
+            and v["expected"].get("type") == "offset_commit"
+        )
     )
     result = run(vector["key_hex"], vector["value_hex"])
     assert result.returncode == 0, result.stderr
@@ -34,8 +44,12 @@ def test_offset_commit_record_prints_the_documented_fields() -> None:
 
 def test_group_metadata_record_lists_members_and_assignments() -> None:
     vector = first(
-        lambda v: not v["expect_error"] and v["value_hex"]
-        and v["expected"].get("type") == "group_metadata" and v["expected"].get("members")
+        lambda v: (
+            not v["expect_error"]
+            and v["value_hex"]
+            and v["expected"].get("type") == "group_metadata"
+            and v["expected"].get("members")
+        )
     )
     record = json.loads(run(vector["key_hex"], vector["value_hex"]).stdout)
     assert record["type"] == "group_metadata"

@@ -10,10 +10,10 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
+from tests.testdata import load_json
+
 ROOT = Path(__file__).resolve().parents[2]
-CASES = json.loads(
-    (ROOT.parent / "shared" / "testdata" / "burrow_evaluator_windows.json").read_text()
-)["cases"]
+CASES = load_json("burrow_evaluator_windows.json")["cases"]
 STOPPED = CASES["burrow_evaluator_CheckRules_02"]["input"]
 GROUP = CASES["burrow_evaluator_SingleRequest_Incomplete_testgroup2"]["input"]
 

@@ -1,19 +1,15 @@
 """Burrow conformance: every case of Burrow's evaluator test table gives Burrow's verdict.
 
-The cases live in ../shared/testdata/burrow_evaluator_windows.json (read in place, never
-copied): inputs in the ``evaluate_window`` format with only commits and broker offsets, so the
+The cases live in tests/data/burrow_evaluator_windows.json (provenance in its README): inputs in the ``evaluate_window`` format with only commits and broker offsets, so the
 evaluator must reproduce Burrow's rules exactly.
 """
-
-import json
-from pathlib import Path
 
 import pytest
 
 from spark_jobs.evaluator import evaluate_document, parse_request
+from tests.testdata import load_json
 
-TESTDATA = Path(__file__).resolve().parents[2].parent / "shared" / "testdata"
-CASES = json.loads((TESTDATA / "burrow_evaluator_windows.json").read_text())["cases"]
+CASES = load_json("burrow_evaluator_windows.json")["cases"]
 
 
 def test_the_table_is_all_there() -> None:
