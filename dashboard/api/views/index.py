@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from django.contrib.auth.decorators import login_not_required
-from django.http import HttpRequest, HttpResponse, HttpResponsePermanentRedirect
+from django.http import HttpRequest, HttpResponse
 from django.urls import Resolver404, resolve, reverse
 from django.views.decorators.csrf import csrf_exempt
 
@@ -45,16 +45,15 @@ def index(request: HttpRequest) -> ApiJsonResponse:
 @login_not_required
 @csrf_exempt
 def unknown(request: HttpRequest, rest: str = "") -> HttpResponse:
-    """Anything else under /api/v1/: the API's own 404 (JSON, not an HTML page), after
-    Django's usual redirect when only the trailing slash is missing."""
+    """Anything else under /api/v1/: an endpoint named without its trailing slash is served
+    as if the slash were there (a redirect would lose a POST's body and hand API clients an
+    empty 301, SPEC §9); the rest is the API's own 404, JSON rather than an HTML page."""
     if not request.path.endswith("/"):
         try:
-            resolve(request.path + "/")
+            match = resolve(request.path + "/")
         except Resolver404:
             pass
         else:
-            query = request.META.get("QUERY_STRING", "")
-            return HttpResponsePermanentRedirect(
-                request.path + "/" + (f"?{query}" if query else "")
-            )
+            if match.func is not unknown:
+                return match.func(request, *match.args, **match.kwargs)
     return error_response(404, f"no such endpoint: {request.path} (see /api/v1/)")
