@@ -34,6 +34,7 @@ from collectors.client_stats import (
     spout_figures_to_dict,
 )
 from collectors.records import GroupMember, GroupSnapshot, Source, SpoutFigures
+from tests.waiting import wait_for
 
 RECEIVED_MS = 1_795_255_999_000
 
@@ -852,22 +853,39 @@ def test_real_producers_statistics_parse(kafka_bootstrap: str, admin: AdminClien
             "linger.ms": 0,
         }
     )
+    # Produce only once the broker serves both partitions, and count the deliveries: a
+    # record sent while the new topic's metadata was still propagating fails, and a failed
+    # record is not in ``txmsgs``.
+    wait_for(
+        lambda: len(producer.list_topics(topic, timeout=5).topics[topic].partitions) == 2,
+        30, "the new topic's partitions in the producer's metadata",
+    )  # fmt: skip
+    errors: list[object] = []
+
+    def delivered(err: object, _message: object) -> None:
+        if err is not None:
+            errors.append(err)
+
     for i in range(20):
-        producer.produce(topic, b"x", partition=i % 2)
-    assert producer.flush(10) == 0
+        producer.produce(topic, b"x", partition=i % 2, on_delivery=delivered)
+    assert producer.flush(30) == 0
+    assert errors == []
+
+    def counts(doc: str) -> list[tuple[int, int, int]]:
+        parsed = parse_librdkafka_stats(json.loads(doc), None, RECEIVED_MS)
+        return sorted(
+            (p.partition, p.txmsgs, p.queued) for p in parsed.partitions if p.topic == topic
+        )
 
     def all_delivered(doc: str) -> bool:
         # A statistics document is a snapshot: one taken mid-flush may count one partition's
         # records and not yet the other's. Wait for one that has both at 10.
-        if topic not in doc:
-            return False
-        parsed = parse_librdkafka_stats(json.loads(doc), None, RECEIVED_MS)
-        counts = sorted((p.partition, p.txmsgs) for p in parsed.partitions if p.topic == topic)
-        return counts == [(0, 10), (1, 10)]
+        return topic in doc and [c[:2] for c in counts(doc)] == [(0, 10), (1, 10)]
 
     deadline = time.monotonic() + 30
     while not any(all_delivered(d) for d in docs):
-        assert time.monotonic() < deadline, "no statistics with the delivered records"
+        last = counts(docs[-1]) if docs else None
+        assert time.monotonic() < deadline, f"{len(docs)} statistics, the last counting {last}"
         producer.poll(0.1)
     doc = next(d for d in reversed(docs) if all_delivered(d))
     report = parse_librdkafka_stats(json.loads(doc), None, RECEIVED_MS)
