@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from collectors.client_stats import ClientReport, apply_client_reports
-from collectors.cycle import CycleOutcome, SourceOutcome
 from collectors.figures import Liveness, TimeTables, partition_figures
+from collectors.outcome import CycleOutcome, SourceOutcome
 from collectors.rebalance import RebalanceTracker
 from collectors.records import (
     CollectionResult,

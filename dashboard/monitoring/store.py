@@ -11,8 +11,8 @@ from datetime import UTC, datetime, timedelta
 
 from django.db import connection, models, transaction
 
-from collectors.cycle import CycleOutcome
 from collectors.figures import PartitionFigure
+from collectors.outcome import CycleOutcome
 from collectors.records import STALE_WHEN_UNREACHABLE, GroupMember, Source
 from dashboard.monitoring.models import (
     BrokerOffsetSample,
