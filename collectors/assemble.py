@@ -20,7 +20,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from collectors.client_stats import ClientReport, apply_client_reports
+from collectors.client_assignments import apply_client_reports
+from collectors.client_reports import ClientReport
 from collectors.figures import Liveness, TimeTables, partition_figures
 from collectors.outcome import CycleOutcome, SourceOutcome
 from collectors.rebalance import RebalanceTracker

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Protocol
 
-from collectors.client_stats import ClientReport
+from collectors.client_reports import ClientReport
 from collectors.cycle.stale import Staleness
 from collectors.figures import PartitionFigure
 from collectors.outcome import CycleOutcome

@@ -14,7 +14,7 @@ from datetime import datetime
 
 from django.conf import settings
 
-from collectors.client_stats import ClientReport
+from collectors.client_reports import ClientReport
 from collectors.cluster_sources import ClusterSettings
 from collectors.cycle.runner import CycleReport, run_cycle
 from collectors.cycle.stale import Staleness

@@ -14,7 +14,7 @@ import pyarrow as pa
 import pytest
 
 from collectors.assemble import assemble_cycle
-from collectors.client_stats import ClientReport
+from collectors.client_reports import ClientReport
 from collectors.cluster_sources import ClusterSettings
 from collectors.cycle import runner
 from collectors.cycle.stale import Staleness
