@@ -47,6 +47,9 @@ CATCH_UP_MS = 3_600_000
 
 @dataclass
 class CycleReport:
+    """What a cycle did, for the task's result and the log line; an unreachable source is
+    reported here, not raised."""
+
     cluster: str
     cycle_ms: int
     duration_s: float
@@ -148,25 +151,22 @@ def _run_cycle(
 ) -> CycleReport:
     started = time.monotonic()
     now_ms = int(time.time() * 1000)
-    if cycle_ms is None:
-        cycle_ms = cycle_slot(now_ms, poll_interval_s)
+    slot = cycle_slot(now_ms, poll_interval_s) if cycle_ms is None else cycle_ms
     held = _memory_for(cluster)
     with held.lock:
         _catch_up_offsets(store, held, now_ms)
         results = held.sources.collect(now_ms)
         max_age_s = max(30.0, 3.0 * poll_interval_s)
         reports, pushed = store.recent_reports(now_ms, max_age_s)
-        outcome = assemble_cycle(
-            cluster.name, cycle_ms, now_ms, results, held.memory, reports, pushed
-        )
+        outcome = assemble_cycle(cluster.name, slot, now_ms, results, held.memory, reports, pushed)
 
         def stored() -> None:
-            held.offsets_seen_until_ms = max(held.offsets_seen_until_ms or now_ms, cycle_ms)
+            held.offsets_seen_until_ms = max(held.offsets_seen_until_ms or now_ms, slot)
 
         write_cycle(store, sample_log, outcome, stored)
 
     report = CycleReport(
-        cluster=cluster.name, cycle_ms=cycle_ms, duration_s=time.monotonic() - started,
+        cluster=cluster.name, cycle_ms=slot, duration_s=time.monotonic() - started,
         partitions=len(outcome.figures), groups=len(outcome.groups),
         errors=len(outcome.errors),
         unreachable=sorted(s.source for s in outcome.sources if not s.reachable),
