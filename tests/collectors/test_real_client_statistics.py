@@ -107,12 +107,13 @@ def test_real_producers_statistics_parse(kafka_bootstrap: str, admin: AdminClien
 
     def all_delivered(doc: str) -> bool:
         # A statistics document is a snapshot: one taken mid-flush may count one partition's
-        # records and not yet the other's. Wait for one that has both at 10.
+        # records and not yet the other's, or all of them sent but not yet acknowledged
+        # (msg_cnt still 20). Wait for one that has both at 10 and nothing outstanding.
         if topic not in doc:
             return False
         parsed = parse_librdkafka_stats(json.loads(doc), None, RECEIVED_MS)
         counts = sorted((p.partition, p.txmsgs) for p in parsed.partitions if p.topic == topic)
-        return counts == [(0, 10), (1, 10)]
+        return counts == [(0, 10), (1, 10)] and parsed.msg_cnt == 0
 
     deadline = time.monotonic() + 30
     while not any(all_delivered(d) for d in docs):
