@@ -1,8 +1,9 @@
 """A whole stored collection cycle against its floor: sources, assembly, database, sample log.
 
 ``bench_kafka.py`` and ``bench_zookeeper.py`` time the source adapters alone. This one times
-what a collector worker really does per cycle, ``dashboard.monitoring.collection.run_cycle``:
-the sources read in parallel, ``assemble_cycle``, ``store_cycle`` into the database (SQLite,
+what a collector worker really does per cycle, ``collectors.cycle.runner.run_cycle`` with
+the ORM store (``dashboard.monitoring.cycle_store.run_cluster_cycle``): the sources read in
+parallel, ``assemble_cycle``, ``store_cycle`` into the database (SQLite,
 a temporary file) and the Parquet sample-log write; and, in the same process, interleaved
 repetition by repetition so that load from elsewhere hits every variant alike, the issue's
 floors (the bare client calls, no processing) and naive versions, imported from those two
@@ -92,7 +93,7 @@ def setup_django(tmp: Path | None) -> None:
     import django
 
     django.setup()
-    logging.getLogger("dashboard.monitoring.collection").setLevel(logging.WARNING)  # per cycle
+    logging.getLogger("collectors.cycle.runner").setLevel(logging.WARNING)  # per cycle
     if tmp is not None:
         from django.core.management import call_command
 
@@ -178,21 +179,24 @@ class Stopwatch:
 
 
 def instrument() -> Stopwatch:
-    """Time what run_cycle calls: the names it looks up in its module, and the store's steps."""
+    """Time what run_cycle calls: the names it looks up in its modules, the ORM store's
+    methods, and the store's steps."""
     from collectors.cluster_sources import ClusterSources
-    from dashboard.monitoring import collection, store
+    from collectors.cycle import runner, write
+    from dashboard.monitoring import store
+    from dashboard.monitoring.cycle_store import OrmCycleStore
 
     watch = Stopwatch()
-    for name, part in [
-        ("_catch_up_offsets", "db_reads"),
-        ("recent_reports", "db_reads"),
-        ("assemble_cycle", "assemble"),
-        ("store_cycle", "store"),
-        ("sample_columns", "rows"),
-        ("_stale_rows", "rows"),
-        ("_write_sample_log", "parquet"),  # on a thread of its own, during the store
+    for owner, name, part in [
+        (runner, "_catch_up_offsets", "db_reads"),
+        (OrmCycleStore, "recent_reports", "db_reads"),
+        (runner, "assemble_cycle", "assemble"),
+        (OrmCycleStore, "write_cycle", "store"),
+        (write, "sample_columns", "rows"),
+        (OrmCycleStore, "last_known", "rows"),
+        (write, "_write_sample_log", "parquet"),  # on a thread of its own, during the store
     ]:
-        watch.wrap(collection, name, part)
+        watch.wrap(owner, name, part)
     watch.wrap(ClusterSources, "collect", "sources")
     for name, part in [
         ("_upsert_groups", "groups"),
@@ -219,12 +223,12 @@ class Cycles:
         self.first_s: float | None = None
 
     def run(self, profile: cProfile.Profile | None = None) -> int:
-        from dashboard.monitoring.collection import run_cycle
+        from dashboard.monitoring.cycle_store import run_cluster_cycle
 
         self.watch.take()
         started = time.perf_counter()
         with profile if profile is not None else nullcontext():
-            report = run_cycle(self.cluster, self.clock())
+            report = run_cluster_cycle(self.cluster, self.clock())
         wall = time.perf_counter() - started
         parts = self.watch.take()
         parts["wall"] = wall
@@ -249,10 +253,10 @@ class Cycles:
 def leave_gc_alone() -> None:
     """``--no-cycle-gc``: cycles without the product's garbage-collection policy (no
     collection during a cycle, one at its end, ``gc.freeze()`` after the first: see
-    ``collection._cycle_gc``), i.e. the collector left to its own thresholds as before."""
-    from dashboard.monitoring import collection
+    ``collectors.cycle.gc_policy``), i.e. the collector left to its own thresholds as before."""
+    from collectors.cycle import runner
 
-    collection._cycle_gc = nullcontext
+    runner.cycle_gc = nullcontext
 
 
 def interleaved(
@@ -362,7 +366,8 @@ def worker_main(name: str, cycles: int, base_ms: int, cycle_gc: bool) -> int:
     setup_django(None)
     if not cycle_gc:
         leave_gc_alone()
-    from dashboard.monitoring.collection import forget_clusters, run_cycle
+    from collectors.cycle.runner import forget_clusters
+    from dashboard.monitoring.cycle_store import run_cluster_cycle
     from dashboard.monitoring.models import Cluster
 
     cluster = Cluster.objects.get(name=name)
@@ -370,7 +375,7 @@ def worker_main(name: str, cycles: int, base_ms: int, cycle_gc: bool) -> int:
     rss, anon, walls = [], [], []
     for i in range(cycles):
         started = time.perf_counter()
-        run_cycle(cluster, base_ms + i * CYCLE_STEP_MS)
+        run_cluster_cycle(cluster, base_ms + i * CYCLE_STEP_MS)
         walls.append(time.perf_counter() - started)
         rss.append(rss_bytes())
         anon.append(anon_bytes())
@@ -401,9 +406,9 @@ def tables_main(partitions: int) -> int:
     stay at two points each). Their memory, one cycle's ``observe``, and ``partition_figures``
     with every consumer at the same depth in its table."""
     setup_django(None)
+    from collectors.cycle.runner import TIME_TABLE_POINTS
     from collectors.figures import TimeTables, partition_figures
     from collectors.records import CommittedOffset, PartitionOffsets, Source
-    from dashboard.monitoring.collection import TIME_TABLE_POINTS
 
     cycles = TIME_TABLE_POINTS
     base = int(time.time() * 1000) - cycles * CYCLE_STEP_MS
@@ -487,7 +492,7 @@ def bare_list_offsets(admin: AdminClient, spouts: int, partitions: int) -> int:
 
 
 def zookeeper_figure(args: argparse.Namespace, watch: Stopwatch, clock: Clock) -> dict[str, Any]:
-    from dashboard.monitoring.collection import forget_clusters
+    from collectors.cycle.runner import forget_clusters
     from dashboard.monitoring.models import Cluster, PartitionState
 
     spouts, partitions = args.spouts, args.partitions
@@ -578,7 +583,7 @@ def zookeeper_figure(args: argparse.Namespace, watch: Stopwatch, clock: Clock) -
 
 
 def kafka_figure(args: argparse.Namespace, watch: Stopwatch, clock: Clock) -> dict[str, Any]:
-    from dashboard.monitoring.collection import forget_clusters
+    from collectors.cycle.runner import forget_clusters
     from dashboard.monitoring.models import Cluster
 
     groups = args.groups

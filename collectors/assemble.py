@@ -19,11 +19,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
 
-from collectors.client_stats import ClientReport, apply_client_reports
-from collectors.cycle import CycleOutcome, SourceOutcome
+from collectors.client_assignments import apply_client_reports
+from collectors.client_reports import ClientReport
 from collectors.figures import Liveness, TimeTables, partition_figures
+from collectors.outcome import CycleOutcome, SourceOutcome
 from collectors.rebalance import RebalanceTracker
 from collectors.records import (
     CollectionResult,
@@ -34,7 +34,7 @@ from collectors.records import (
     SpoutFigures,
 )
 
-__all__ = ["CycleMemory", "assemble_cycle", "sample_columns", "sample_rows"]
+__all__ = ["CycleMemory", "assemble_cycle"]
 
 
 @dataclass
@@ -169,43 +169,3 @@ def _liveness(
         return c.owner, None, None, None, None
 
     return liveness
-
-
-def sample_columns(outcome: CycleOutcome) -> dict[str, list[Any]]:
-    """The cycle's rows of the Parquet sample log (``collectors.sample_log.SAMPLE_SCHEMA``),
-    column by column: what ``SampleLog.write_batch`` takes fastest (as ``pyarrow.table``).
-
-    A partition without broker offsets because the broker was unreachable is written stale:
-    its committed offset is fresh but its lag is not known, and the status job must not read
-    the gap as a stuck consumer.
-    """
-    broker_down = any(s.source == Source.KAFKA and not s.reachable for s in outcome.sources)
-    figures = outcome.figures
-    return {
-        "ts_ms": [outcome.cycle_ms] * len(figures),
-        "source": [str(f.source) for f in figures],
-        "group": [f.group for f in figures],
-        "topic": [f.topic for f in figures],
-        "partition": [f.partition for f in figures],
-        "committed": [f.committed for f in figures],
-        "earliest": [f.earliest for f in figures],
-        "latest": [f.latest for f in figures],
-        "lag": [f.lag for f in figures],
-        "time_lag_s": [f.time_lag_s for f in figures],
-        "commit_time_ms": [f.commit_time_ms for f in figures],
-        "commit_version": [f.commit_version for f in figures],
-        "owner": [f.owner for f in figures],
-        "topology_id": [f.topology_id for f in figures],
-        "alive": [f.alive for f in figures],
-        "pending": [f.pending for f in figures],
-        "failed": [f.failed for f in figures],
-        "acked": [f.acked for f in figures],
-        "stale": [broker_down and f.latest is None for f in figures],
-    }
-
-
-def sample_rows(outcome: CycleOutcome) -> list[dict[str, Any]]:
-    """``sample_columns`` row by row, one dict per partition."""
-    columns = sample_columns(outcome)
-    rows = zip(*columns.values(), strict=True)
-    return [dict(zip(columns, values, strict=True)) for values in rows]

@@ -20,16 +20,6 @@ class Source(StrEnum):
     STORM = "storm"
 
 
-# Whose figures go stale when an adapter cannot reach its system: a ZooKeeper outage hides
-# both ZooKeeper consumers and Storm spouts (spouts keep their offsets there); a Storm UI
-# outage only loses spout counts, the offsets still come from ZooKeeper.
-STALE_WHEN_UNREACHABLE: dict[Source, tuple[Source, ...]] = {
-    Source.KAFKA: (Source.KAFKA,),
-    Source.ZOOKEEPER: (Source.ZOOKEEPER, Source.STORM),
-    Source.STORM: (),
-}
-
-
 @dataclass(frozen=True, slots=True)
 class CommittedOffset:
     """A consumer's committed position on one partition, as one source reported it.

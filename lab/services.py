@@ -431,7 +431,7 @@ def _worker_argv(ctx: Context) -> list[str]:
 
 def _collector_argv(ctx: Context) -> list[str]:
     # One process, a thread per cluster: the adapters' connections and each cluster's offset
-    # history stay in this process between cycles (dashboard/monitoring/collection.py).
+    # history stay in this process between cycles (collectors/cycle/runner.py).
     return [
         ctx.python, "-m", "celery", "-A", "dashboard", "worker", "-Q", "collectors",
         "-l", "info", "--pool", "threads", "--concurrency", "4",

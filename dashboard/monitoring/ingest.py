@@ -6,7 +6,7 @@
 Machines call it, not people: a bearer token instead of a login or a CSRF cookie. Every
 check that needs no body (method, token, declared size, cluster) comes before the body is
 read, so an unauthenticated or oversized push costs nothing. Validation lives in
-``collectors.client_stats``; storage in ``ingest_store``.
+``collectors.ingest_parsing``; storage in ``ingest_store``.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 
-from collectors.client_stats import IngestError, parse_librdkafka_stats, parse_spout_report
+from collectors.ingest_parsing import IngestError, parse_librdkafka_stats, parse_spout_report
 from dashboard.monitoring.ingest_store import store_client_report, store_spout_report
 from dashboard.monitoring.models import Cluster
 

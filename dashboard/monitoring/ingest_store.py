@@ -1,8 +1,9 @@
 """Where pushed client reports are kept, and how the collection cycle reads them back.
 
-The ingest views write here; the cycle runner calls :func:`recent_reports` and gets the same
-plain records the parsers produce (``collectors.client_stats``), so it never sees the
-database rows. Old rows are skipped by age: a client that stopped pushing is not reporting.
+The ingest views write here; the cycle's store (``cycle_store``) calls :func:`recent_reports`
+and hands the runner the same plain records the parsers produce (``collectors.ingest_parsing``),
+so it never sees the database rows. Old rows are skipped by age: a client that stopped
+pushing is not reporting.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from datetime import datetime, timedelta
 
 from django.db import IntegrityError, transaction
 
-from collectors.client_stats import (
+from collectors.client_reports import (
     CONSUMER,
     ClientReport,
     client_report_from_dict,

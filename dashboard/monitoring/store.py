@@ -2,7 +2,9 @@
 
 Every row written here is keyed by the cycle's time, so a retried task rewrites the same
 rows. A source that could not be reached leaves its groups' last known figures in place,
-marked stale: nothing already stored is lost or overwritten with zeros.
+marked stale: nothing already stored is lost or overwritten with zeros. Which figures those
+are is decided once per cycle, for this store and the sample log alike
+(``collectors.cycle.stale``); the cycle reaches this module through ``cycle_store``.
 """
 
 from __future__ import annotations
@@ -11,9 +13,10 @@ from datetime import UTC, datetime, timedelta
 
 from django.db import connection, models, transaction
 
-from collectors.cycle import CycleOutcome
+from collectors.cycle.stale import Staleness, hidden_by
 from collectors.figures import PartitionFigure
-from collectors.records import STALE_WHEN_UNREACHABLE, GroupMember, Source
+from collectors.outcome import CycleOutcome
+from collectors.records import GroupMember, Source
 from dashboard.monitoring.models import (
     BrokerOffsetSample,
     Cluster,
@@ -81,23 +84,19 @@ def member_document(member: GroupMember) -> dict:
     }
 
 
-def store_cycle(cluster: Cluster, outcome: CycleOutcome) -> None:
+def store_cycle(cluster: Cluster, outcome: CycleOutcome, stale: Staleness | None = None) -> None:
+    """``stale``: the cycle's verdicts, as the sample log got them (computed if not given)."""
     at = ms_to_dt(outcome.cycle_ms)
-    unreachable = {
-        str(hidden)
-        for s in outcome.sources
-        if not s.reachable
-        for hidden in STALE_WHEN_UNREACHABLE.get(Source(s.source), ())
-    }
+    if stale is None:
+        stale = Staleness.of(outcome)
     with transaction.atomic():
         groups = _upsert_groups(cluster, outcome, at)
-        broker_down = "kafka" in {s.source for s in outcome.sources if not s.reachable}
-        _upsert_partitions(groups, outcome.figures, at, broker_down)
+        _upsert_partitions(groups, outcome.figures, at, stale)
         _insert_samples(cluster, at)
         _insert_broker_offsets(cluster, outcome, at)
         _insert_rebalances(groups, outcome)
-        if unreachable:
-            _mark_stale(cluster, unreachable)
+        if stale.hidden:
+            _mark_stale(cluster, stale.hidden)
         _record_health(cluster, outcome, at)
 
 
@@ -149,23 +148,24 @@ def _upsert_groups(cluster: Cluster, outcome: CycleOutcome, at: datetime) -> dic
 
 
 def _upsert_partitions(
-    groups: dict, figures: list[PartitionFigure], at: datetime, broker_down: bool
+    groups: dict, figures: list[PartitionFigure], at: datetime, stale: Staleness
 ) -> None:
     sampled_at = _db_datetime(at)
     commit_times: dict[int | None, object] = {}
-    fresh, blind = [], []
+    fresh, blind_rows = [], []
+    down, blind = stale.broker_down, stale.blind
     for fig in figures:
         ms = fig.commit_time_ms
         if ms not in commit_times:
             commit_times[ms] = _db_datetime(ms_to_dt(ms))
-        blind_row = broker_down and fig.latest is None
+        blind_row = down and blind(fig)
         row = (
             groups[(str(fig.source), fig.group)], fig.topic, fig.partition, fig.committed,
             fig.earliest, fig.latest, fig.lag, fig.time_lag_s, fig.time_lag_kind,
             fig.owner or "", fig.alive, commit_times[ms], fig.commit_version,
             fig.pending, fig.failed, fig.acked, blind_row, sampled_at,
         )  # fmt: skip
-        (blind if blind_row else fresh).append(row)
+        (blind_rows if blind_row else fresh).append(row)
     columns = [
         "group", "topic", "partition", "committed", "earliest", "latest", "lag", "time_lag_s",
         "time_lag_kind", "owner", "alive", "last_commit_at", "commit_version", "pending",
@@ -173,7 +173,7 @@ def _upsert_partitions(
     ]  # fmt: skip
     for rows, fields in (
         (fresh, PARTITION_FIELDS),
-        (blind, [f for f in PARTITION_FIELDS if f not in BROKER_FIELDS]),
+        (blind_rows, [f for f in PARTITION_FIELDS if f not in BROKER_FIELDS]),
     ):
         _insert_rows(PartitionState, columns, rows, ["group", "topic", "partition"], fields)
 
@@ -299,7 +299,7 @@ def _insert_rebalances(groups: dict, outcome: CycleOutcome) -> None:
     RebalanceEvent.objects.bulk_create(rows, ignore_conflicts=True)
 
 
-def _mark_stale(cluster: Cluster, sources: set[str]) -> None:
+def _mark_stale(cluster: Cluster, sources: frozenset[str]) -> None:
     ConsumerGroup.objects.filter(cluster=cluster, source__in=sources).update(stale=True)
     PartitionState.objects.filter(group__cluster=cluster, group__source__in=sources).update(
         stale=True
@@ -324,7 +324,7 @@ def _record_health(cluster: Cluster, outcome: CycleOutcome, at: datetime) -> Non
     # ZooKeeper read also stands for the Storm spouts whose commits it holds: their errors
     # carry source "storm" and must be replaced by that read's too, not pile up.
     ran = {s.source for s in outcome.sources}
-    ran |= {str(h) for s in ran for h in STALE_WHEN_UNREACHABLE.get(Source(s), ())}
+    ran |= hidden_by(ran)
     CollectionError.objects.filter(cluster=cluster, source__in=ran).delete()
     CollectionError.objects.bulk_create(
         CollectionError(cluster=cluster, source=str(e.source), where=e.where, error=e.error, at=at)

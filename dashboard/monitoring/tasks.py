@@ -11,8 +11,9 @@ from django.conf import settings
 from django.db import DatabaseError
 from django.utils import timezone
 
+from collectors.cycle.runner import cycle_slot
 from collectors.sample_log import SampleLog
-from dashboard.monitoring.collection import cycle_slot, run_cycle
+from dashboard.monitoring.cycle_store import run_cluster_cycle
 from dashboard.monitoring.ingest_store import prune_reports
 from dashboard.monitoring.locks import claim_once, exclusive
 from dashboard.monitoring.models import Cluster, ServiceHeartbeat
@@ -65,7 +66,7 @@ def collect_cluster(self, name: str, cycle_ms: int) -> dict | None:
             log.warning("cluster %s: previous cycle still running, slot %d skipped", name, cycle_ms)
             return None
         try:
-            return run_cycle(cluster, cycle_ms).as_dict()
+            return run_cluster_cycle(cluster, cycle_ms).as_dict()
         except (DatabaseError, OSError) as exc:
             raise self.retry(exc=exc, countdown=1) from exc
 

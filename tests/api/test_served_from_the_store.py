@@ -10,8 +10,8 @@ import pytest
 from django.test import Client
 from prometheus_client.parser import text_string_to_metric_families
 
-from collectors.cycle import CycleOutcome, SourceOutcome
 from collectors.figures import PartitionFigure
+from collectors.outcome import CycleOutcome, SourceOutcome
 from collectors.records import GroupMember, GroupSnapshot, PartitionOffsets, Source
 from dashboard.monitoring.models import Cluster
 from dashboard.monitoring.status_report import status_document

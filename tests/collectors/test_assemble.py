@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import pyarrow as pa
-
-from collectors.assemble import CycleMemory, assemble_cycle, sample_columns, sample_rows
+from collectors.assemble import CycleMemory, assemble_cycle
 from collectors.figures import TimeTables
 from collectors.rebalance import MEMBER_JOINED, RebalanceTracker
 from collectors.records import (
@@ -16,7 +14,6 @@ from collectors.records import (
     Source,
     SpoutFigures,
 )
-from collectors.sample_log import _conform
 
 T0 = 1_700_000_000_000
 
@@ -120,28 +117,8 @@ def test_rebalance_events_between_cycles() -> None:
     assert [(e.group, e.cause) for e in events.rebalances] == [("g", MEMBER_JOINED)]
 
 
-def test_sample_rows_mark_broker_less_rows_stale_only_when_the_broker_was_down() -> None:
-    out = assemble_cycle("c", T0, T0, [kafka(reachable=False), spout_result()], memory())
-    rows = sample_rows(out)
-    assert [(r["group"], r["lag"], r["stale"], r["ts_ms"]) for r in rows] == [
-        ("sp", None, True, T0)
-    ]
-    out = assemble_cycle("c", T0, T0, [kafka(), spout_result()], memory())
-    assert not any(r["stale"] for r in sample_rows(out))
-
-
 def test_errors_and_unreachable_sources_are_carried() -> None:
     out = assemble_cycle("c", T0, T0, [kafka(), spout_result(reachable=False)], memory())
     zk = next(s for s in out.sources if s.source == "zookeeper")
     assert zk.reachable is False
     assert figures_by(out, Source.STORM) == {}
-
-
-def test_sample_columns_make_the_same_sample_log_batch_as_sample_rows() -> None:
-    members = (GroupMember("m-1", assignment=(("t", 0),)),)
-    pushed = [SpoutFigures("topo-1", "sp", acked=4, failed=0, pending=1, topic="t", partition=0)]
-    for results in ([kafka(members), spout_result()], [kafka(reachable=False), spout_result()]):
-        out = assemble_cycle("c", T0, T0, results, memory(), pushed_spouts=pushed)
-        rows = sample_rows(out)
-        assert rows
-        assert _conform("c", pa.table(sample_columns(out))).equals(_conform("c", rows))

@@ -22,7 +22,7 @@ from django.core.management import call_command
 from kazoo.client import KazooClient
 from kazoo.exceptions import KazooException
 
-from dashboard.monitoring.collection import forget_clusters
+from collectors.cycle.runner import forget_clusters
 from dashboard.monitoring.models import Cluster
 from tests.collectors.test_kafka_source import alter_offsets, create_topic, produce
 from tests.collectors.test_zookeeper_source import spout_data
@@ -150,4 +150,3 @@ def logged_rows(sample_log_url: str, cluster: Cluster) -> list[dict[str, Any]]:
     for path in sorted(Path(sample_log_url).glob(f"cluster={cluster.name}/**/*.parquet")):
         out.extend(pq.ParquetFile(path).read().to_pylist())
     return out
-

@@ -1,7 +1,7 @@
 """Faults through whole collection cycles and the database, against the real lab services.
 
 The adapters have their own fault tests (tests/collectors); these stage the same faults
-under ``run_cycle`` and check what reaches the store, the status document and the Parquet
+under ``run_cluster_cycle`` and check what reaches the store, the status document and the Parquet
 sample log. Each test runs a good cycle first, injects the fault, runs a cycle, then recovers
 and runs one more. Every time, the cycle must return; the error must be recorded with where
 it happened; nothing stored before may be lost or zeroed (partitions an unreachable source
@@ -27,14 +27,9 @@ from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
 from kazoo.client import KazooClient
 
+from collectors.cycle.runner import CycleReport, _memories, cycle_slot, forget_clusters
 from collectors.storm_znode import MAX_ZNODE_BYTES
-from dashboard.monitoring.collection import (
-    CycleReport,
-    _memories,
-    cycle_slot,
-    forget_clusters,
-    run_cycle,
-)
+from dashboard.monitoring.cycle_store import run_cluster_cycle
 from dashboard.monitoring.models import (
     Cluster,
     CollectionError,
@@ -105,7 +100,7 @@ def _expected(world: Expected) -> dict[tuple[str, str], dict[tuple[str, int], Fi
 
 def cycle(cluster: Cluster, slots: Iterator[int]) -> tuple[int, CycleReport]:
     slot = next(slots)
-    return slot, run_cycle(cluster, slot)
+    return slot, run_cluster_cycle(cluster, slot)
 
 
 def states(cluster: Cluster, source: str, group: str) -> dict[tuple[str, int], PartitionState]:

@@ -1,5 +1,6 @@
-"""run_cycle's own mechanics, with fake sources (no services): the sample-log write beside
-the database transaction, and the garbage-collection policy around cycles."""
+"""The cycle runner's own mechanics through the ORM store, with fake sources (no services):
+the sample-log write beside the database transaction, and the garbage-collection policy
+around cycles."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ from collections.abc import Iterator
 import pytest
 from django.db import DatabaseError
 
+from collectors.cycle import gc_policy, runner
+from collectors.cycle.runner import forget_clusters
 from collectors.records import (
     CollectionResult,
     CommittedOffset,
@@ -20,8 +23,8 @@ from collectors.records import (
     Source,
 )
 from collectors.sample_log import SampleLog
-from dashboard.monitoring import collection
-from dashboard.monitoring.collection import forget_clusters, run_cycle
+from dashboard.monitoring import cycle_store
+from dashboard.monitoring.cycle_store import run_cluster_cycle
 from dashboard.monitoring.models import Cluster, OffsetSample
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -55,7 +58,7 @@ class FakeSources:
 @pytest.fixture
 def cluster(monkeypatch, settings, tmp_path) -> Iterator[Cluster]:
     settings.LAGWATCH_SAMPLE_LOG_URL = str(tmp_path / "samples")
-    monkeypatch.setattr(collection, "ClusterSources", FakeSources)
+    monkeypatch.setattr(runner, "ClusterSources", FakeSources)
     FakeSources.gc_enabled_during_collect = []
     yield Cluster.objects.create(name="fake", kafka_bootstrap_servers="k:9092")
     forget_clusters()
@@ -79,11 +82,11 @@ def test_a_failed_sample_log_write_fails_the_cycle_and_its_retry_completes_it(
     with monkeypatch.context() as m:
         m.setattr(SampleLog, "write_batch", broken)
         with pytest.raises(OSError, match="disk full"):
-            run_cycle(cluster, SLOT)
+            run_cluster_cycle(cluster, SLOT)
     assert stored() == 3  # the transaction was not held back by the write
     assert logged(settings) == 0
 
-    run_cycle(cluster, SLOT)  # the retry, same slot
+    run_cluster_cycle(cluster, SLOT)  # the retry, same slot
     assert (stored(), logged(settings)) == (3, 3)
 
 
@@ -100,21 +103,21 @@ def test_a_failed_store_fails_the_cycle_once_the_write_has_ended(
         finally:
             ended.append(time.monotonic())
 
-    def failing_store(cluster, outcome):
+    def failing_store(cluster, outcome, stale):
         raise DatabaseError("database is locked")
 
     with monkeypatch.context() as m:
         m.setattr(SampleLog, "write_batch", slow)
-        m.setattr(collection, "store_cycle", failing_store)
+        m.setattr(cycle_store, "store_cycle", failing_store)
         with pytest.raises(DatabaseError, match="locked"):
-            run_cycle(cluster, SLOT)
+            run_cluster_cycle(cluster, SLOT)
         raised = time.monotonic()
     assert ended and ended[0] <= raised  # no write left running behind the failed cycle
     assert stored() == 0
 
-    run_cycle(cluster, SLOT)  # the retry rewrites the same micro-batch: no sample twice
+    run_cluster_cycle(cluster, SLOT)  # the retry rewrites the same micro-batch: no sample twice
     assert (stored(), logged(settings)) == (3, 3)
-    run_cycle(cluster, SLOT + 10_000)
+    run_cluster_cycle(cluster, SLOT + 10_000)
     assert (stored(), logged(settings)) == (6, 6)
 
 
@@ -122,14 +125,14 @@ def test_no_collection_runs_during_a_cycle_and_the_collector_is_restored(
     cluster: Cluster,
 ) -> None:
     assert gc.isenabled()
-    run_cycle(cluster, SLOT)
+    run_cluster_cycle(cluster, SLOT)
     assert FakeSources.gc_enabled_during_collect == [False]
     assert gc.isenabled()
     assert gc.get_freeze_count() > 0  # the first cycle of the process froze what was alive
 
     gc.disable()  # whoever turned it off keeps it off
     try:
-        run_cycle(cluster, SLOT + 10_000)
+        run_cluster_cycle(cluster, SLOT + 10_000)
         assert not gc.isenabled()
     finally:
         gc.enable()
@@ -140,13 +143,13 @@ def test_overlapping_cycles_keep_the_collector_off_until_the_last_ends() -> None
     seen: dict[str, bool] = {}
 
     def first() -> None:
-        with collection._cycle_gc():
+        with gc_policy.cycle_gc():
             first_in.set()
             release.wait(5)
 
     def second() -> None:
         first_in.wait(5)
-        with collection._cycle_gc():
+        with gc_policy.cycle_gc():
             pass
         seen["after the second ended"] = gc.isenabled()
         second_done.set()
@@ -176,6 +179,6 @@ def test_cyclic_garbage_of_a_cycle_is_collected_at_its_end(cluster: Cluster, mon
         return collect(self, now_ms)
 
     monkeypatch.setattr(FakeSources, "collect", collect_making_a_cycle)
-    run_cycle(cluster, SLOT)
-    run_cycle(cluster, SLOT + 10_000)
+    run_cluster_cycle(cluster, SLOT)
+    run_cluster_cycle(cluster, SLOT + 10_000)
     assert [r() for r in refs] == [None, None]

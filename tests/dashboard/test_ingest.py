@@ -21,12 +21,14 @@ from django.db import OperationalError
 from django.test import Client, RequestFactory
 from django.utils import timezone
 
-from collectors.client_stats import CONSUMER, apply_client_reports, parse_librdkafka_stats
+from collectors.client_assignments import apply_client_reports
+from collectors.client_reports import CONSUMER
+from collectors.ingest_parsing import parse_librdkafka_stats
 from collectors.records import GroupSnapshot, Source
 from dashboard.monitoring import ingest
 from dashboard.monitoring.ingest_store import prune_reports, recent_reports
 from dashboard.monitoring.models import ClientReportRow, Cluster, IngestKind
-from tests.collectors.test_client_stats import consumer_doc, producer_doc, spout_doc
+from tests.collectors.ingest_documents import consumer_doc, producer_doc, spout_doc
 
 TOKEN = "s3cret-ingest-token"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}

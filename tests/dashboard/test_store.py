@@ -2,8 +2,8 @@
 
 import pytest
 
-from collectors.cycle import CycleOutcome, SourceOutcome
 from collectors.figures import PartitionFigure
+from collectors.outcome import CycleOutcome, SourceOutcome
 from collectors.rebalance import RebalanceEvent as ObservedRebalance
 from collectors.records import GroupMember, GroupSnapshot, PartitionOffsets, Source, SourceError
 from dashboard.monitoring.models import (
@@ -23,21 +23,39 @@ pytestmark = pytest.mark.django_db
 
 def figure(committed: int, latest: int, partition: int = 0, group: str = "g") -> PartitionFigure:
     return PartitionFigure(
-        source=Source.KAFKA, group=group, topic="orders", partition=partition,
-        committed=committed, earliest=0, latest=latest, lag=latest - committed,
-        time_lag_s=1.5, time_lag_kind="interpolated", out_of_range=None,
-        commit_time_ms=None, commit_version=None, owner="member-1", topology_id=None, where="",
+        source=Source.KAFKA,
+        group=group,
+        topic="orders",
+        partition=partition,
+        committed=committed,
+        earliest=0,
+        latest=latest,
+        lag=latest - committed,
+        time_lag_s=1.5,
+        time_lag_kind="interpolated",
+        out_of_range=None,
+        commit_time_ms=None,
+        commit_version=None,
+        owner="member-1",
+        topology_id=None,
+        where="",
     )
 
 
 def outcome(cycle_ms: int, *figs: PartitionFigure, reachable: bool = True, **kw) -> CycleOutcome:
     return CycleOutcome(
-        cluster="c", cycle_ms=cycle_ms, figures=list(figs),
+        cluster="c",
+        cycle_ms=cycle_ms,
+        figures=list(figs),
         groups=[GroupSnapshot(Source.KAFKA, "g", "Stable", members=(GroupMember("member-1"),))]
-        if reachable else [],
+        if reachable
+        else [],
         offsets=[PartitionOffsets("orders", 0, 0, 100, cycle_ms)] if reachable else [],
-        sources=[SourceOutcome("kafka", reachable, cycle_ms, cycle_ms + 250,
-                               "" if reachable else "broker down")],
+        sources=[
+            SourceOutcome(
+                "kafka", reachable, cycle_ms, cycle_ms + 250, "" if reachable else "broker down"
+            )
+        ],
         **kw,
     )
 
@@ -103,7 +121,11 @@ def test_rebalance_events_are_stored_once(cluster: Cluster) -> None:
     for _ in range(2):
         store_cycle(cluster, outcome(1_000_000, figure(1, 2), rebalances=[event]))
     stored = RebalanceEvent.objects.get()
-    assert (stored.generation, stored.cause, stored.detail) == (7, "member_joined", {"member": "m2"})
+    assert (stored.generation, stored.cause, stored.detail) == (
+        7,
+        "member_joined",
+        {"member": "m2"},
+    )
 
 
 def test_same_group_name_in_two_clusters_stays_apart(cluster: Cluster) -> None:
@@ -116,12 +138,26 @@ def test_same_group_name_in_two_clusters_stays_apart(cluster: Cluster) -> None:
 
 def zk_figure(committed: int, latest: int | None, source: Source = Source.STORM) -> PartitionFigure:
     return PartitionFigure(
-        source=source, group="spout", topic="orders", partition=0, committed=committed,
-        earliest=0 if latest is not None else None, latest=latest,
-        lag=None if latest is None else latest - committed, time_lag_s=None,
-        time_lag_kind="unknown", out_of_range=None, commit_time_ms=1_000_000, commit_version=3,
-        owner="topo", topology_id="topo-1", where="/s/spout/partition_0",
-        alive=True, pending=7, failed=2, acked=40,
+        source=source,
+        group="spout",
+        topic="orders",
+        partition=0,
+        committed=committed,
+        earliest=0 if latest is not None else None,
+        latest=latest,
+        lag=None if latest is None else latest - committed,
+        time_lag_s=None,
+        time_lag_kind="unknown",
+        out_of_range=None,
+        commit_time_ms=1_000_000,
+        commit_version=3,
+        owner="topo",
+        topology_id="topo-1",
+        where="/s/spout/partition_0",
+        alive=True,
+        pending=7,
+        failed=2,
+        acked=40,
     )
 
 

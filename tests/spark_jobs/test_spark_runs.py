@@ -36,8 +36,8 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.utils import timezone
 
-from collectors.cycle import CycleOutcome
 from collectors.figures import PartitionFigure
+from collectors.outcome import CycleOutcome
 from collectors.records import Source
 from collectors.sample_log import SampleLog
 from dashboard.monitoring import locks, spark_results, tasks

@@ -9,8 +9,9 @@ from django.db.models import Case, F, Func, IntegerField, Value, When
 from dashboard.monitoring.models import SourceHealth
 from dashboard.ui.params import SEVERITY
 
-# Whose unreachability leaves a group's figures stale (collectors.records.STALE_WHEN_UNREACHABLE
-# read the other way round); Kafka's brokers give every group its latest offsets.
+# Whose unreachability leaves a group's figures stale
+# (collectors.cycle.stale.STALE_WHEN_UNREACHABLE read the other way round); Kafka's brokers
+# give every group its latest offsets.
 FED_BY = {
     "kafka": ("kafka",),
     "zookeeper": ("zookeeper", "kafka"),

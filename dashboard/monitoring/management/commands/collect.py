@@ -11,7 +11,8 @@ import time
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from dashboard.monitoring.collection import cycle_slot, forget_clusters, run_cycle
+from collectors.cycle.runner import cycle_slot, forget_clusters
+from dashboard.monitoring.cycle_store import run_cluster_cycle
 from dashboard.monitoring.models import Cluster
 
 
@@ -42,7 +43,7 @@ class Command(BaseCommand):
 
     def _cycle(self, cluster: Cluster, cycle_ms: int | None = None) -> bool:
         try:
-            report = run_cycle(cluster, cycle_ms)
+            report = run_cluster_cycle(cluster, cycle_ms)
         except Exception as exc:  # the cycle itself failed: say why, keep the other clusters
             self.stderr.write(f"{cluster.name}: cycle failed: {type(exc).__name__}: {exc}")
             return False

@@ -1,0 +1,111 @@
+"""The collection cycle's store over the ORM, and the one call that runs a cycle from Django.
+
+``collectors.cycle.runner`` coordinates a cycle without knowing Django; this module is the
+other side of its port (``collectors.cycle.store_port.CycleStore``): the reads it needs from
+the database and the database half of a cycle's write. The Celery task and
+``manage.py collect`` call :func:`run_cluster_cycle`, which turns a ``Cluster`` row and the
+settings into what the runner takes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import datetime
+
+from django.conf import settings
+
+from collectors.client_reports import ClientReport
+from collectors.cluster_sources import ClusterSettings
+from collectors.cycle.runner import CycleReport, run_cycle
+from collectors.cycle.stale import Staleness
+from collectors.cycle.store_port import BrokerOffsetPoint
+from collectors.figures import PartitionFigure
+from collectors.outcome import CycleOutcome
+from collectors.records import Source, SpoutFigures
+from collectors.sample_log import SampleLog
+from dashboard.monitoring.ingest_store import recent_reports
+from dashboard.monitoring.models import BrokerOffsetSample, Cluster, PartitionState
+from dashboard.monitoring.store import ms_to_dt, store_cycle
+
+__all__ = ["OrmCycleStore", "cluster_settings", "run_cluster_cycle"]
+
+
+def run_cluster_cycle(cluster: Cluster, cycle_ms: int | None = None) -> CycleReport:
+    """One cycle of ``cluster`` into the database and the configured sample log."""
+    return run_cycle(
+        cluster_settings(cluster),
+        OrmCycleStore(cluster),
+        SampleLog.from_url(settings.LAGWATCH_SAMPLE_LOG_URL),
+        poll_interval_s=cluster.poll_interval_s,
+        cycle_ms=cycle_ms,
+    )
+
+
+def cluster_settings(cluster: Cluster) -> ClusterSettings:
+    return ClusterSettings(
+        name=cluster.name,
+        kafka_bootstrap_servers=cluster.kafka_bootstrap_servers,
+        kafka_config=dict(cluster.kafka_config or {}),
+        read_consumer_offsets_topic=cluster.read_consumer_offsets_topic,
+        zk_hosts=cluster.zk_hosts,
+        storm_spout_roots=tuple(cluster.storm_spout_roots or ()),
+        zk_consumers=cluster.zk_consumers,
+        storm_ui_url=cluster.storm_ui_url or None,
+        # A cycle must finish within its interval, or the next one is skipped.
+        timeout_s=float(min(settings.LAGWATCH_SOURCE_TIMEOUT_S, max(1, cluster.poll_interval_s))),
+    )
+
+
+class OrmCycleStore:
+    """``CycleStore`` for one ``Cluster`` row."""
+
+    def __init__(self, cluster: Cluster) -> None:
+        self.cluster = cluster
+
+    def broker_offsets_since(self, since_ms: int) -> Iterator[BrokerOffsetPoint]:
+        rows = (
+            BrokerOffsetSample.objects.filter(
+                cluster=self.cluster, at__gt=ms_to_dt(since_ms), latest__isnull=False
+            )
+            .order_by("at")
+            .values_list("topic", "partition", "at", "latest")
+        )
+        # Streamed: a process starting on a busy cluster reads an hour of every partition.
+        for topic, partition, at, latest in rows.iterator(chunk_size=5000):
+            yield topic, partition, _ms(at), latest
+
+    def recent_reports(
+        self, now_ms: int, max_age_s: float
+    ) -> tuple[list[ClientReport], list[SpoutFigures]]:
+        return recent_reports(self.cluster, ms_to_dt(now_ms), max_age_s)
+
+    def last_known(self, sources: frozenset[str]) -> list[PartitionFigure]:
+        """Each partition's last stored figures; liveness and spout counts are left unknown,
+        since no source told them this cycle."""
+        states = PartitionState.objects.filter(
+            group__cluster=self.cluster, group__source__in=sources, committed__isnull=False
+        ).values_list(
+            "group__source", "group__name", "topic", "partition", "committed", "earliest",
+            "latest", "lag", "time_lag_s", "time_lag_kind", "last_commit_at", "commit_version",
+            "owner", "group__topology_id",
+        )  # fmt: skip
+        return [_last_known(row) for row in states]
+
+    def write_cycle(self, outcome: CycleOutcome, stale: Staleness) -> None:
+        store_cycle(self.cluster, outcome, stale)
+
+
+def _last_known(row: tuple) -> PartitionFigure:
+    source, group, topic, partition, committed, earliest, latest, lag, time_lag_s = row[:9]
+    time_lag_kind, commit_at, commit_version, owner, topology_id = row[9:]
+    return PartitionFigure(
+        source=Source(source), group=group, topic=topic, partition=partition,
+        committed=committed, earliest=earliest, latest=latest, lag=lag, time_lag_s=time_lag_s,
+        time_lag_kind=time_lag_kind, out_of_range=None,
+        commit_time_ms=_ms(commit_at) if commit_at else None, commit_version=commit_version,
+        owner=owner or None, topology_id=topology_id or None, where="",
+    )  # fmt: skip
+
+
+def _ms(at: datetime) -> int:
+    return int(at.timestamp() * 1000)
