@@ -67,7 +67,7 @@ def test_scenarios_show_up_in_lagwatch_status(tmp_path: Path) -> None:
         assert doc["errors"] == []
 
         control = endpoints["control"]
-        poison = start_scenario(control, "poison-message")
+        poison = start_scenario(control, "poison-message")["details"]
         for scenario in ("dead-consumer", "rebalance-storm"):
             start_scenario(control, scenario)
 
