@@ -71,8 +71,12 @@ def _case(members, partitions, assignors) -> dict:
     return {
         "partitions": partitions,
         "members": [
-            {"id": m.member_id, "instance": m.instance_id, "topics": sorted(m.subscription),
-             "owned": [list(tp) for tp in m.owned]}
+            {
+                "id": m.member_id,
+                "instance": m.instance_id,
+                "topics": sorted(m.subscription),
+                "owned": [list(tp) for tp in m.owned],
+            }
             for m in members
         ],  # fmt: skip
         "assignors": assignors,
@@ -101,7 +105,9 @@ def _random_case(rng: random.Random) -> dict:
     ]  # fmt: skip
     if rng.random() < 0.4:  # what an assignor gave an earlier membership (joins and leaves)
         earlier = [m for m in members if rng.random() < 0.7] or members[:1]
-        gone = [{"id": f"gone-{i}", "instance": None, "topics": common, "owned": []} for i in (0, 1)]
+        gone = [
+            {"id": f"gone-{i}", "instance": None, "topics": common, "owned": []} for i in (0, 1)
+        ]
         before = rng.choice([sticky, range_assign, round_robin])(
             _members({"members": earlier + gone[: rng.randint(0, 2)]}), partitions
         )
