@@ -98,12 +98,13 @@ class _General:
         topics = sorted(per_topic, key=lambda t: (len(self.topic_members[t]), string_key(t)))
         self.all_sorted = [(t, p) for t in topics for p in range(per_topic[t])]
         self.members: set[str] = set()  # sortedCurrentSubscriptions, kept sorted on demand
+        self.keys = {mid: string_key(mid) for mid in order}
         self.revocation_required = False
         self.movements = _Movements()
 
     def _sorted(self) -> list[str]:
         """``sortedCurrentSubscriptions``: fewest partitions first, then member id."""
-        return sorted(self.members, key=lambda m: (len(self.current[m]), string_key(m)))
+        return sorted(self.members, key=lambda m: (len(self.current[m]), self.keys[m]))
 
     def build(self) -> Assignment:
         assigned: list[TopicPartition] = []
@@ -130,25 +131,27 @@ class _General:
         return sum(self.per_topic[t] for t in topics)
 
     def _is_balanced(self) -> bool:
+        """``isBalanced``: counts differ by at most one, or no member could take a partition of
+        its topics from a holder with two more than itself. Kafka walks every partition of
+        every member's topics; the two most loaded holders of each topic give the same answer
+        without that walk (the only holder that cannot count is the member itself)."""
         ranked = self._sorted()
         if len(self.current[ranked[0]]) >= len(self.current[ranked[-1]]) - 1:
             return True
-        holder = {tp: mid for mid, tps in self.current.items() for tp in tps}
+        top: dict[str, list[tuple[int, str]]] = {}
+        for mid in reversed(ranked):  # most loaded first: the first two met per topic
+            for topic in {t for t, _ in self.current[mid]}:
+                best = top.setdefault(topic, [])
+                if len(best) < 2:
+                    best.append((len(self.current[mid]), mid))
         for mid in ranked:
             count = len(self.current[mid])
-            topics = self.member_topics[mid]
-            if count == self._max_size(topics):
+            if count == self._max_size(self.member_topics[mid]):
                 continue
-            mine = set(self.current[mid])
-            for topic in topics:
-                for p in range(self.per_topic[topic]):
-                    other = holder.get((topic, p))
-                    if (
-                        (topic, p) not in mine
-                        and other is not None
-                        and count + 1 < len(self.current[other])
-                    ):
-                        return False
+            for topic in self.member_topics[mid]:
+                other = next((n for n, holder in top.get(topic, ()) if holder != mid), None)
+                if other is not None and count + 1 < other:
+                    return False
         return True
 
     def _can_move_topic(self, topic: str) -> bool:
