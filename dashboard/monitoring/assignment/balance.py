@@ -6,8 +6,9 @@ lag. Two figures say so at a glance: the partition imbalance (the most partition
 holds ÷ the mean per member: 1.0 is even, 2.0 means someone holds twice their share) and the
 share of the group's lag on the member holding the most lag.
 
-Lag is summed over a member's partitions (messages add up); time lag is the maximum (how far
-behind its worst partition is: time lags do not add). Unknown figures stay ``None``, never 0.
+Lag is summed over a member's partitions (messages add up; a member holding nothing has 0);
+time lag is the maximum (how far behind its worst partition is: time lags do not add).
+Unknown figures stay ``None``, never a made-up 0.
 Partitions nobody holds are reported apart: they are not a member's load, but they are the
 group's lag.
 """
@@ -57,7 +58,7 @@ def balance(
     total_lag = _lag_sum(figures.get(tp, none).lag for tp in everything)
     members = []
     for mid, tps in holdings.items():
-        lag = _lag_sum(figures.get(tp, none).lag for tp in tps)
+        lag = _lag_sum(figures.get(tp, none).lag for tp in tps) if tps else 0
         members.append(
             {
                 "member_id": mid,

@@ -26,7 +26,12 @@ from typing import Any
 
 from dashboard.monitoring.assignment.balance import Figures, balance
 from dashboard.monitoring.assignment.classic import range_assign, round_robin
-from dashboard.monitoring.assignment.model import Assignment, Member, TopicPartition
+from dashboard.monitoring.assignment.model import (
+    Assignment,
+    AssignorError,
+    Member,
+    TopicPartition,
+)
 from dashboard.monitoring.assignment.server import uniform
 from dashboard.monitoring.assignment.sticky import sticky
 from dashboard.monitoring.membership import by_topic, group_type, member_details
@@ -45,6 +50,10 @@ CONSUMER: tuple[tuple[str, str, Assignor, bool], ...] = (
     ("range", "consumer", range_assign, True),
 )
 UNKNOWN_MEMBER = "?"
+# Members × partitions past which the sticky assignors' general case (members subscribed
+# differently) is not simulated on a page: Kafka's algorithm is quadratic in partitions, and
+# 100,000 is about a third of a second here.
+GENERAL_STICKY_BUDGET = 100_000
 
 
 def _pairs(topics: Mapping[str, list[int]] | None) -> list[TopicPartition]:
@@ -128,20 +137,37 @@ def _first_claims(claims: Mapping[str, list[TopicPartition]]) -> dict[str, list[
 def _entry(
     name: str,
     protocol: str,
-    result: Assignment,
+    result: Assignment | str,
     current: Mapping[TopicPartition, str],
 ) -> dict[str, Any]:
+    """One assignor's line; ``result`` is the assignment, or why there is none."""
+    entry: dict[str, Any] = {"assignor": name, "protocol": protocol}
+    if isinstance(result, str):
+        return {**entry, "members": None, "moved": None, "unowned_assigned": None, "note": result}
     after = {tp: mid for mid, tps in result.items() for tp in tps}
     return {
-        "assignor": name,
-        "protocol": protocol,
+        **entry,
         "members": [
             {"member_id": mid, "partitions": len(tps), "assignment": by_topic(tps)}
-            for mid, tps in result.items()
+            for mid, tps in sorted(result.items())
         ],
         "moved": sum(1 for tp, mid in current.items() if after.get(tp) != mid),
         "unowned_assigned": sum(1 for tp in after if tp not in current),
+        "note": None,
     }
+
+
+def _run(assign: Assignor, members: list[Member], counts: dict[str, int]) -> Assignment | str:
+    if (
+        assign is sticky
+        and len({m.subscription for m in members}) > 1
+        and len(members) * sum(counts.values()) > GENERAL_STICKY_BUDGET
+    ):
+        return "not simulated: too many members and partitions subscribed differently"
+    try:
+        return assign(members, counts)
+    except AssignorError as exc:
+        return f"Kafka's assignor would refuse: {exc}"
 
 
 def what_if(
@@ -172,7 +198,7 @@ def what_if(
             Member(mid, subscriptions[mid], d["instance_id"], tuple(start[mid]))
             for mid, d in members.items()
         ]
-        out.append(_entry(name, protocol, assign(inputs, counts), current))
+        out.append(_entry(name, protocol, _run(assign, inputs, counts), current))
     return out, basis
 
 
