@@ -56,7 +56,8 @@ UNKNOWN_MEMBER = "?"
 GENERAL_STICKY_BUDGET = 100_000
 
 
-def _pairs(topics: Mapping[str, list[int]] | None) -> list[TopicPartition]:
+def pairs(topics: Mapping[str, list[int]] | None) -> list[TopicPartition]:
+    """``{"t": [0, 1]}`` (``membership``'s shape) -> ``[("t", 0), ("t", 1)]``."""
     return [(t, p) for t, ps in (topics or {}).items() for p in ps]
 
 
@@ -77,7 +78,7 @@ def holdings(
     held: dict[str, list[TopicPartition]] = {}
     if any(d["assignment"] for d in members.values()):
         for mid, d in members.items():
-            held[mid] = _pairs(d["assignment"])
+            held[mid] = pairs(d["assignment"])
         owned = {tp for tps in held.values() for tp in tps}
         return held, [
             (r["topic"], r["partition"]) for r in rows if (r["topic"], r["partition"]) not in owned
@@ -180,10 +181,10 @@ def what_if(
     raw = {(m.get("member_id") or UNKNOWN_MEMBER): m for m in raw_members if isinstance(m, dict)}
     row_tps = [(r["topic"], r["partition"]) for r in rows]
     subscriptions, basis = _subscriptions(raw, members, dict.fromkeys(t for t, _ in row_tps))
-    held = {mid: _pairs(d["assignment"]) for mid, d in members.items()}
+    held = {mid: pairs(d["assignment"]) for mid, d in members.items()}
     target = _first_claims(
         {
-            mid: held[mid] if d["target_assignment"] is None else _pairs(d["target_assignment"])
+            mid: held[mid] if d["target_assignment"] is None else pairs(d["target_assignment"])
             for mid, d in members.items()
         }
     )
