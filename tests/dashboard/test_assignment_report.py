@@ -132,6 +132,13 @@ def test_a_balanced_group_moves_nothing_with_the_sticky_assignors() -> None:
     assert got["range/classic"][1] == 6
 
 
+def test_members_without_reported_assignments_hold_what_names_them_owner() -> None:
+    parts = rows(2, owner="a") + rows(1, topic="u", owner="b")
+    report = kafka([{"member_id": "a"}, {"member_id": "b"}], parts)
+    assert [m["partitions"] for m in report["balance"]["members"]] == [2, 1]
+    assert what_if(report)["sticky/classic"] == ({"a": 2, "b": 1}, 0, 0)
+
+
 def test_subscriptions_inferred_from_what_is_held_not_from_old_offsets() -> None:
     # "old" still has committed offsets, but nobody has held it since the group left it.
     report = kafka([held("a", 0), held("b", 1)], rows(2) + rows(3, topic="old"))

@@ -14,9 +14,10 @@ not, and ``what_if_subscriptions`` says which basis was used.
 
 **Moves.** ``moved`` counts partitions a member holds now that the assignor would give to
 another member (or to nobody: a topic its holder no longer subscribes to);
-``unowned_assigned`` counts partitions nobody holds now that the assignor would give out. The
-client assignors start from what members hold; the broker's from the KIP-848 target where
-the broker reported one (that is what it feeds its assignor), else from what they hold.
+``unowned_assigned`` counts partitions nobody holds now that the assignor would give out.
+What a member holds is what the balance reads (:func:`holdings`: its reported assignment,
+else the partitions naming it as owner). The client assignors start from that; the broker's
+from the KIP-848 target where the broker reported one (that is what it feeds its assignor).
 """
 
 from __future__ import annotations
@@ -96,11 +97,14 @@ def holdings(
 
 
 def _subscriptions(
-    raw: Mapping[str, Any], members: Mapping[str, dict[str, Any]], topics: Iterable[str]
+    raw: Mapping[str, Any],
+    members: Mapping[str, dict[str, Any]],
+    held: Mapping[str, list[TopicPartition]],
+    topics: Iterable[str],
 ) -> tuple[dict[str, frozenset[str]], str]:
-    held = {t for d in members.values() for t in d["assignment"]}
-    held |= {t for d in members.values() for t in (d["target_assignment"] or {})}
-    inferred = frozenset(held or topics)
+    in_use = {t for tps in held.values() for t, _ in tps}
+    in_use |= {t for d in members.values() for t in (d["target_assignment"] or {})}
+    inferred = frozenset(in_use or topics)
     out, reported = {}, 0
     for mid in members:
         listed = raw.get(mid, {}).get("subscription")
@@ -174,14 +178,16 @@ def _run(assign: Assignor, members: list[Member], counts: dict[str, int]) -> Ass
 def what_if(
     raw_members: Sequence[dict[str, Any]],
     members: Mapping[str, dict[str, Any]],
+    holding: Mapping[str, list[TopicPartition]],
     rows: Sequence[Mapping[str, Any]],
     kip848: bool,
 ) -> tuple[list[dict[str, Any]], str]:
-    """Each assignor's answer for the group's members now, and the subscriptions' basis."""
+    """Each assignor's answer for the group's members now, and the subscriptions' basis.
+    ``holding``: who holds what now (:func:`holdings`)."""
     raw = {(m.get("member_id") or UNKNOWN_MEMBER): m for m in raw_members if isinstance(m, dict)}
     row_tps = [(r["topic"], r["partition"]) for r in rows]
-    subscriptions, basis = _subscriptions(raw, members, dict.fromkeys(t for t, _ in row_tps))
-    held = {mid: pairs(d["assignment"]) for mid, d in members.items()}
+    held = {mid: holding.get(mid, []) for mid in members}
+    subscriptions, basis = _subscriptions(raw, members, held, dict.fromkeys(t for t, _ in row_tps))
     target = _first_claims(
         {
             mid: held[mid] if d["target_assignment"] is None else pairs(d["target_assignment"])
@@ -225,5 +231,7 @@ def assignment_report(
     }
     if source == "kafka" and members_known and isinstance(members, list):
         kip848 = group_type(source, group_type_stored) == "consumer"
-        report["what_if"], report["what_if_subscriptions"] = what_if(members, details, rows, kip848)
+        report["what_if"], report["what_if_subscriptions"] = what_if(
+            members, details, held, rows, kip848
+        )
     return report
