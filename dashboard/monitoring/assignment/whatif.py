@@ -50,11 +50,24 @@ CONSUMER: tuple[tuple[str, str, Assignor, bool], ...] = (
     ("uniform", "consumer", uniform, True),
     ("range", "consumer", range_assign, True),
 )
+# How pages and the command name each assignor: the broker's (KIP-848) say so.
+LABELS = {
+    ("range", "classic"): "range",
+    ("roundrobin", "classic"): "round-robin",
+    ("sticky", "classic"): "sticky",
+    ("uniform", "consumer"): "uniform (broker)",
+    ("range", "consumer"): "range (broker)",
+}
 UNKNOWN_MEMBER = "?"
 # Members × partitions past which the sticky assignors' general case (members subscribed
 # differently) is not simulated on a page: Kafka's algorithm is quadratic in partitions, and
 # 100,000 is about a third of a second here.
 GENERAL_STICKY_BUDGET = 100_000
+
+
+def label(entry: Mapping[str, Any]) -> str:
+    """A what-if entry's assignor as people read it (``uniform (broker)``)."""
+    return LABELS.get((entry["assignor"], entry["protocol"]), entry["assignor"])
 
 
 def pairs(topics: Mapping[str, list[int]] | None) -> list[TopicPartition]:

@@ -15,7 +15,7 @@ from django.db.models import Max, OuterRef, Subquery
 from django.urls import reverse
 
 from dashboard.monitoring.assignment import assignment_report, holdings
-from dashboard.monitoring.assignment.whatif import by_member, pairs
+from dashboard.monitoring.assignment.whatif import by_member, label, pairs
 from dashboard.monitoring.membership import (
     group_type,
     member_details,
@@ -36,14 +36,6 @@ FULL_COLUMNS = (
 REBALANCES_SHOWN = 200
 CHANGES_SHOWN = 30
 NOBODY = "(nobody)"
-# The what-if's column headings: the broker's assignors (KIP-848) say so.
-ASSIGNOR_LABELS = {
-    ("range", "classic"): "range",
-    ("roundrobin", "classic"): "round-robin",
-    ("sticky", "classic"): "sticky",
-    ("uniform", "consumer"): "uniform (broker)",
-    ("range", "consumer"): "range (broker)",
-}
 
 
 def group(pk: int) -> ConsumerGroup:
@@ -228,10 +220,7 @@ def balance(g: ConsumerGroup, rows: list[dict[str, Any]]) -> dict[str, Any]:
             {**m, "what_if": [c.get(m["member_id"]) for c in counts]}
             for m in report["balance"]["members"]
         ],
-        "what_if": [
-            {**w, "label": ASSIGNOR_LABELS.get((w["assignor"], w["protocol"]), w["assignor"])}
-            for w in what_if
-        ],
+        "what_if": [{**w, "label": label(w)} for w in what_if],
         "subscriptions": report["what_if_subscriptions"],
     }
 
