@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from dashboard.monitoring.assignment import assignment_report
+from dashboard.monitoring.assignment import group_report
 from dashboard.monitoring.membership import group_type, member_details
 from dashboard.monitoring.models import (
     Cluster,
@@ -115,12 +115,9 @@ def group_detail_dict(group: ConsumerGroup, figures: dict[str, Any], partitions:
 def assignment_dict(group: ConsumerGroup, partitions: list) -> dict:
     """``balance``, ``what_if`` and ``what_if_subscriptions`` (docs/API.md): computed from the
     group and the partitions already read, no query."""
-    return assignment_report(
-        source=group.source,
-        group_type_stored=group.group_type,
-        members=group.members,
-        members_known=group.members_known,
-        rows=[
+    return group_report(
+        group,
+        [
             {
                 "topic": p.topic,
                 "partition": p.partition,
@@ -129,7 +126,7 @@ def assignment_dict(group: ConsumerGroup, partitions: list) -> dict:
                 "owner": p.owner,
             }
             for p in partitions
-        ],  # fmt: skip
+        ],
     )
 
 

@@ -24,7 +24,7 @@ from dashboard.monitoring.assignment.classic import range_assign, round_robin
 from dashboard.monitoring.assignment.model import Assignment, Member, member
 from dashboard.monitoring.assignment.server import uniform
 from dashboard.monitoring.assignment.sticky import sticky
-from dashboard.monitoring.assignment.whatif import assignment_report, holdings
+from dashboard.monitoring.assignment.whatif import assignment_report, group_report, holdings
 
 __all__ = [
     "Assignment",
@@ -32,6 +32,7 @@ __all__ = [
     "Member",
     "assignment_report",
     "balance",
+    "group_report",
     "holdings",
     "member",
     "range_assign",

@@ -23,7 +23,7 @@ from the KIP-848 target where the broker reported one (that is what it feeds its
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from dashboard.monitoring.assignment.balance import Figures, balance
 from dashboard.monitoring.assignment.classic import range_assign, round_robin
@@ -248,3 +248,23 @@ def assignment_report(
             members, details, held, rows, kip848
         )
     return report
+
+
+class StoredGroup(Protocol):
+    """What the report reads of a group: ``ConsumerGroup``'s fields (no Django import here)."""
+
+    source: str
+    group_type: str
+    members: Any
+    members_known: bool
+
+
+def group_report(group: StoredGroup, rows: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    """:func:`assignment_report` of a stored group and its partition rows."""
+    return assignment_report(
+        source=group.source,
+        group_type_stored=group.group_type,
+        members=group.members,
+        members_known=group.members_known,
+        rows=rows,
+    )

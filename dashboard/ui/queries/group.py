@@ -14,7 +14,7 @@ from typing import Any
 from django.db.models import Max, OuterRef, Subquery
 from django.urls import reverse
 
-from dashboard.monitoring.assignment import assignment_report, holdings
+from dashboard.monitoring.assignment import group_report, holdings
 from dashboard.monitoring.assignment.whatif import by_member, label, pairs
 from dashboard.monitoring.membership import (
     group_type,
@@ -205,13 +205,7 @@ def balance(g: ConsumerGroup, rows: list[dict[str, Any]]) -> dict[str, Any]:
     """The "Assignment balance" section: per member its partitions, lag, time lag and share of
     the group's lag, the imbalance figures, and beside each member what every assignor would
     give it (``assignment.whatif``); computed from the rows already read, no query."""
-    report = assignment_report(
-        source=g.source,
-        group_type_stored=g.group_type,
-        members=g.members,
-        members_known=g.members_known,
-        rows=rows,
-    )
+    report = group_report(g, rows)
     what_if = report["what_if"] or []
     counts = [{m["member_id"]: m["partitions"] for m in w["members"] or []} for w in what_if]
     return {

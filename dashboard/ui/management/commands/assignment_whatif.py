@@ -13,7 +13,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from dashboard.monitoring.assignment import assignment_report
+from dashboard.monitoring.assignment import group_report
 from dashboard.monitoring.assignment.whatif import label
 from dashboard.monitoring.models import Cluster, ConsumerGroup, SourceKind
 from dashboard.ui.formatting import duration, number, percent
@@ -54,13 +54,7 @@ class Command(BaseCommand):
     def handle(self, *args, cluster: str, group: str, source: str | None, **options) -> None:
         g = self._group(cluster, group, source)
         rows = list(g.partitions.order_by("topic", "partition").values(*ROW_FIELDS))
-        report = assignment_report(
-            source=g.source,
-            group_type_stored=g.group_type,
-            members=g.members,
-            members_known=g.members_known,
-            rows=rows,
-        )
+        report = group_report(g, rows)
         head = {"id": g.pk, "cluster": cluster, "source": g.source, "group": g.name,
                 "assignor": g.assignor or None, "partitions": len(rows)}  # fmt: skip
         if options["json"]:
