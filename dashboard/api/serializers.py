@@ -10,6 +10,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from dashboard.monitoring.assignment import group_report
 from dashboard.monitoring.membership import group_type, member_details
 from dashboard.monitoring.models import (
     Cluster,
@@ -105,9 +106,28 @@ def group_detail_dict(group: ConsumerGroup, figures: dict[str, Any], partitions:
                 if isinstance(m, dict)
             ],
             "partition_list": [partition_dict(p, group) for p in partitions],
+            **assignment_dict(group, partitions),
         }
     )
     return body
+
+
+def assignment_dict(group: ConsumerGroup, partitions: list) -> dict:
+    """``balance``, ``what_if`` and ``what_if_subscriptions`` (docs/API.md): computed from the
+    group and the partitions already read, no query."""
+    return group_report(
+        group,
+        [
+            {
+                "topic": p.topic,
+                "partition": p.partition,
+                "lag": p.lag,
+                "time_lag_s": p.time_lag_s,
+                "owner": p.owner,
+            }
+            for p in partitions
+        ],
+    )
 
 
 def partition_dict(p: PartitionState, group: ConsumerGroup | None = None) -> dict:

@@ -14,6 +14,8 @@ from typing import Any
 from django.db.models import Max, OuterRef, Subquery
 from django.urls import reverse
 
+from dashboard.monitoring.assignment import group_report, holdings
+from dashboard.monitoring.assignment.whatif import by_member, label, pairs
 from dashboard.monitoring.membership import (
     group_type,
     member_details,
@@ -145,10 +147,6 @@ def _ranges(numbers: list[int]) -> str:
     return ", ".join(out)
 
 
-def _pairs(by_topic: dict[str, list[int]]) -> list[tuple[str, int]]:
-    return [(t, p) for t, ps in by_topic.items() for p in ps]
-
-
 def _topics(tps: list[tuple[str, int]]) -> list[tuple[str, str]]:
     """``[("t", 0), ("t", 1), ("u", 4)]`` -> ``[("t", "0-1"), ("u", "4")]``."""
     by_topic: dict[str, list[int]] = defaultdict(list)
@@ -168,7 +166,7 @@ def _member_info(detail: dict[str, Any] | None) -> dict[str, Any]:
         "instance_id": detail.get("instance_id") or "",
         "member_epoch": detail.get("member_epoch"),
         "reconciling": moving,
-        "target": _topics(_pairs(detail["target_assignment"])) if moving else [],
+        "target": _topics(pairs(detail["target_assignment"])) if moving else [],
     }
 
 
@@ -176,27 +174,18 @@ def assignment(g: ConsumerGroup, rows: list[dict[str, Any]]) -> list[dict[str, A
     """Members and the partitions each holds, with their statuses.
 
     From the members' reported assignments (Kafka) where there are some, else from each
-    partition's owner (ZooKeeper owner node, the spout's topology). Partitions no member
-    holds are listed under "(nobody)": the picture of a dead consumer. A KIP-848 member whose
-    target differs from what it holds carries that target, shown as reconciling.
+    partition's owner (ZooKeeper owner node, the spout's topology): ``assignment.holdings``,
+    as the balance figures read them. Partitions no member holds are listed under
+    "(nobody)": the picture of a dead consumer. A KIP-848 member whose target differs from
+    what it holds carries that target, shown as reconciling.
     """
     status = {(r["topic"], r["partition"]): r["status"] for r in rows}
-    held: dict[str, list[tuple[str, int]]] = defaultdict(list)
-    details = {(d["member_id"] or "?"): d for d in member_details(g.members)}
-    if any(d["assignment"] for d in details.values()):
-        for mid, d in details.items():
-            held[mid] += _pairs(d["assignment"])
-        owned = {tp for tps in held.values() for tp in tps}
-        held[NOBODY] += [tp for tp in status if tp not in owned]
-    else:
-        for r in rows:
-            held[r["owner"] or NOBODY].append((r["topic"], r["partition"]))
-        for mid in details:
-            held.setdefault(mid, [])  # a member holding nothing is shown too
+    details = by_member(member_details(g.members))
+    held, unowned = holdings(details, rows)
+    if unowned:
+        held[NOBODY] = unowned
     out = []
     for member, tps in held.items():
-        if member == NOBODY and not tps:
-            continue
         counts = Counter(status.get(tp, "UNKNOWN") for tp in tps)
         out.append(
             {
@@ -210,6 +199,24 @@ def assignment(g: ConsumerGroup, rows: list[dict[str, Any]]) -> list[dict[str, A
         )
     out.sort(key=lambda m: (m["nobody"], m["member"]))
     return out
+
+
+def balance(g: ConsumerGroup, rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The "Assignment balance" section: per member its partitions, lag, time lag and share of
+    the group's lag, the imbalance figures, and beside each member what every assignor would
+    give it (``assignment.whatif``); computed from the rows already read, no query."""
+    report = group_report(g, rows)
+    what_if = report["what_if"] or []
+    counts = [{m["member_id"]: m["partitions"] for m in w["members"] or []} for w in what_if]
+    return {
+        **report["balance"],
+        "members": [
+            {**m, "what_if": [c.get(m["member_id"]) for c in counts]}
+            for m in report["balance"]["members"]
+        ],
+        "what_if": [{**w, "label": label(w)} for w in what_if],
+        "subscriptions": report["what_if_subscriptions"],
+    }
 
 
 def rebalances(g: ConsumerGroup, since: datetime) -> list[dict[str, Any]]:

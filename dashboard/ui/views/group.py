@@ -1,5 +1,6 @@
 """One group (SPEC §8): lag and time-lag charts over a chosen range, partition table,
-members and their assignment, rebalance timeline, spout counts, status changes."""
+members and their assignment, assignment balance and what-if, rebalance timeline, spout
+counts, status changes."""
 
 from __future__ import annotations
 
@@ -117,6 +118,7 @@ def group(request: HttpRequest, pk: int) -> HttpResponse:
             **context,
             **extra,
             "changes": q.status_changes(g),
+            "balance": q.balance(g, rows),
             "ranges": [
                 {
                     "key": r.key,

@@ -1,0 +1,42 @@
+"""Assignment balance and what-if: how a consumer group's partitions and lag spread over its
+members, and what Kafka's assignors would assign to the same members now (issue 16, DOMAIN §3).
+
+Why here: the package is pure (no Django import, like its neighbour ``membership``, whose reading
+of stored members it shares), yet the page, the API and ``manage.py assignment_whatif`` all
+need it, and SPEC §1 fixes the top-level folders, so it cannot be a new ``analysis/``; the
+monitoring app is where the stored groups it reads are defined. ``collectors/`` would be the
+wrong side: it never reads the store.
+
+Modules: ``java`` (Java's string order and ``HashMap`` iteration order, which decide Kafka's
+ties), ``model`` (members, partition counts, assignments), ``classic`` (range, round-robin),
+``sticky`` + ``sticky_general`` (sticky and cooperative-sticky), ``server`` +
+``uniform_balance`` (the broker's KIP-848 uniform; its range is ``classic.range_assign``),
+``balance`` (per-member partitions, lag, time lag, imbalance) and ``whatif`` (a stored group in,
+the report out).
+
+Each assignor is a port of Apache Kafka's Java code, not a re-derivation: the what-if must say
+what the group leader or the broker would really do. Racks are not known to Lagwatch, so
+Kafka's rack-aware branches are left out.
+"""
+
+from dashboard.monitoring.assignment.balance import Figures, balance
+from dashboard.monitoring.assignment.classic import range_assign, round_robin
+from dashboard.monitoring.assignment.model import Assignment, Member, member
+from dashboard.monitoring.assignment.server import uniform
+from dashboard.monitoring.assignment.sticky import sticky
+from dashboard.monitoring.assignment.whatif import assignment_report, group_report, holdings
+
+__all__ = [
+    "Assignment",
+    "Figures",
+    "Member",
+    "assignment_report",
+    "balance",
+    "group_report",
+    "holdings",
+    "member",
+    "range_assign",
+    "round_robin",
+    "sticky",
+    "uniform",
+]
