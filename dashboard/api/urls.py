@@ -22,6 +22,7 @@ urlpatterns = [
     path("groups/", groups.group_list, name="groups"),
     path("groups/<int:group_id>/", groups.group_detail, name="group"),
     path("groups/<int:group_id>/history/", history.group_history, name="group-history"),
+    path("groups/<int:group_id>/whatif/", groups.group_whatif, name="group-whatif"),
     path("partitions/", partitions.partition_list, name="partitions"),
     path("partitions/<int:partition_id>/", partitions.partition_detail, name="partition"),
     path(

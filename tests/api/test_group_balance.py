@@ -3,7 +3,11 @@
 
 from __future__ import annotations
 
+import json
+from io import StringIO
+
 import pytest
+from django.core.management import call_command
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
@@ -99,3 +103,30 @@ def test_no_query_more_per_member(api, world: World) -> None:
             api.get(f"/api/v1/groups/{g.pk}/")
         counts.append(len(ctx.captured_queries))
     assert counts[0] == counts[1], counts
+
+
+def test_whatif_document_is_the_commands(api, world: World) -> None:
+    """``/api/v1/groups/<id>/whatif/`` serves exactly what ``assignment_whatif --json`` prints:
+    members by id with partitions by topic, assignors by name with assignment and moves."""
+    members = [
+        _held("c-1", 0, 1, 2, target_assignment=[["orders", 0], ["orders", 1]]),
+        _held("c-2", 3, target_assignment=[["orders", 2], ["orders", 3]]),
+    ]
+    g = _group(world, "checkout", members, 4, group_type="consumer")
+    body = api.get(f"/api/v1/groups/{g.pk}/whatif/")
+    out = StringIO()
+    call_command("assignment_whatif", "--cluster", "prod", "--group", "checkout", "--json",
+                 stdout=out)  # fmt: skip
+    assert body == json.loads(out.getvalue())
+    assert (body["group"], body["type"], body["imbalance"]) == ("checkout", "consumer", 1.5)
+    assert [(m["member_id"], m["partitions"]) for m in body["members"]] == [
+        ("c-1", {"orders": [0, 1, 2]}), ("c-2", {"orders": [3]}),
+    ]  # fmt: skip
+    assert set(body["assignors"]) == {"range", "roundrobin", "sticky", "uniform", "server-range"}
+    # The broker's uniform starts from the target (2 + 2): nothing of the target moves, but
+    # against what the members hold now one partition (2) changes hands.
+    assert body["assignors"]["uniform"]["assignment"] == {
+        "c-1": {"orders": [0, 1]}, "c-2": {"orders": [2, 3]},
+    }  # fmt: skip
+    assert body["assignors"]["uniform"]["moves"] == 1
+    assert api.get(f"/api/v1/groups/{g.pk + 1000}/whatif/", expect=404)["error"]

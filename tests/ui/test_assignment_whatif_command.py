@@ -1,6 +1,6 @@
-"""``manage.py assignment_whatif CLUSTER GROUP [--source S] [--json]``: the group page's
-"Assignment balance" in a terminal, the API's ``balance`` and ``what_if`` as JSON, exit code 2
-on an unknown cluster or group or an ambiguous name."""
+"""``manage.py assignment_whatif --cluster C --group G [--source S] [--json]``: the group page's
+"Assignment balance" in a terminal, the what-if document of ``/api/v1/groups/<id>/whatif/`` as
+JSON, exit code 2 on an unknown cluster or group or an ambiguous name."""
 
 from __future__ import annotations
 
@@ -16,9 +16,9 @@ from tests.ui import world
 pytestmark = pytest.mark.django_db
 
 
-def run(*args: str) -> str:
+def run(cluster: str, group: str, *args: str) -> str:
     out = StringIO()
-    call_command("assignment_whatif", *args, stdout=out)
+    call_command("assignment_whatif", "--cluster", cluster, "--group", group, *args, stdout=out)
     return out.getvalue()
 
 
@@ -34,17 +34,23 @@ def payments():
     return g
 
 
-def test_json_is_the_apis_balance_and_what_if(payments) -> None:
+def test_json_is_the_interface_document(payments) -> None:
     doc = json.loads(run("prod", "payments", "--json"))
-    assert {k: doc[k] for k in ("id", "cluster", "source", "group", "assignor", "partitions")} == {
-        "id": payments.pk, "cluster": "prod", "source": "kafka", "group": "payments",
-        "assignor": "range", "partitions": 8,
+    assert {k: doc[k] for k in ("group", "cluster", "source", "type", "subscriptions")} == {
+        "group": "payments", "cluster": "prod", "source": "kafka", "type": None,
+        "subscriptions": "inferred",
     }  # fmt: skip
-    assert doc["balance"]["partitions_imbalance"] == 2.5
-    assert [(w["assignor"], w["moved"]) for w in doc["what_if"]] == [
-        ("range", 2), ("roundrobin", 4), ("sticky", 2),
+    assert [(m["member_id"], m["partitions"], m["lag"]) for m in doc["members"]] == [
+        ("m-a", {"t": [0, 1, 2, 3, 4]}, 50), ("m-b", {"t": [5]}, 10), ("m-c", {}, 0),
     ]  # fmt: skip
-    assert doc["what_if_subscriptions"] == "inferred"
+    assert doc["imbalance"] == 2.5 and doc["busiest_member"] == "m-a"
+    assert {name: a["moves"] for name, a in doc["assignors"].items()} == {
+        "range": 2, "roundrobin": 4, "sticky": 2,
+    }  # fmt: skip
+    # Range over 8 partitions and 3 members: 3/3/2 in member order (DOMAIN §3).
+    assert doc["assignors"]["range"]["assignment"] == {
+        "m-a": {"t": [0, 1, 2]}, "m-b": {"t": [3, 4, 5]}, "m-c": {"t": [6, 7]},
+    }  # fmt: skip
 
 
 def test_text_table_with_what_if_columns_and_figures(payments) -> None:
@@ -70,7 +76,7 @@ def test_zookeeper_group_by_source_without_what_if() -> None:
     assert err.value.returncode == 2
     text = run("prod", "legacy", "--source", "zookeeper")
     assert "member-0" in text and "What-if" not in text and "range" not in text
-    assert json.loads(run("prod", "legacy", "--source", "zookeeper", "--json"))["what_if"] is None
+    assert json.loads(run("prod", "legacy", "--source", "zookeeper", "--json"))["assignors"] == {}
 
 
 @pytest.mark.parametrize(
@@ -90,7 +96,7 @@ def test_hostile_names_stay_on_one_line() -> None:
     world.partitions(g, 1, topic="t")
     text = run("prod", name)
     assert repr(name) in text.splitlines()[0] and "\nevil" not in text.replace(repr(name), "")
-    assert json.loads(run("prod", name, "--json"))["balance"]["members"][0]["member_id"] == name
+    assert json.loads(run("prod", name, "--json"))["members"][0]["member_id"] == name
 
 
 def test_group_without_members() -> None:

@@ -10,6 +10,8 @@ from dashboard.api.auth import api_view
 from dashboard.api.pagination import PAGE_PARAMS, paginate
 from dashboard.api.responses import ApiJsonResponse
 from dashboard.api.serializers import group_detail_dict, group_dict
+from dashboard.monitoring.assignment.document import ROW_FIELDS as WHATIF_ROW_FIELDS
+from dashboard.monitoring.assignment.document import whatif_document
 
 ORDERINGS = {
     "name": ("cluster__name", "source", "name"),
@@ -60,3 +62,12 @@ def group_detail(request: HttpRequest, group_id: int) -> ApiJsonResponse:
     group = queries.get_group(group_id)
     partitions = list(group.partitions.order_by("topic", "partition"))
     return ApiJsonResponse(group_detail_dict(group, queries.figures(group), partitions))
+
+
+@api_view()
+def group_whatif(request: HttpRequest, group_id: int) -> ApiJsonResponse:
+    """The what-if document ``manage.py assignment_whatif --json`` prints (docs/API.md)."""
+    params.check_known(request.GET, ())
+    group = queries.get_group(group_id)
+    rows = group.partitions.order_by("topic", "partition").values(*WHATIF_ROW_FIELDS)
+    return ApiJsonResponse(whatif_document(group, group.cluster.name, rows))

@@ -1,9 +1,10 @@
-"""``manage.py assignment_whatif CLUSTER GROUP [--source S] [--json]``: how a group's partitions
-and lag spread over its members, and what each of Kafka's assignors would assign to them now
-(the group page's "Assignment balance" in a terminal, hence in the pages' app, with their
-formatting; docs/DASHBOARD.md. The API's ``balance`` and ``what_if``, docs/API.md, are the
-``--json`` output). Unknown cluster or group, or a name several sources use without
-``--source``: exit code 2, nothing printed on stdout.
+"""``manage.py assignment_whatif --cluster C --group G [--source S] [--json]``: how a group's
+partitions and lag spread over its members, and what each of Kafka's assignors would assign to
+them now (the group page's "Assignment balance" in a terminal, hence in the pages' app, with
+their formatting; docs/DASHBOARD.md). ``--json`` prints the document that
+``/api/v1/groups/<id>/whatif/`` serves (``dashboard.monitoring.assignment.document``;
+docs/API.md). Unknown cluster or group, or a name several sources use without ``--source``:
+exit code 2, nothing printed on stdout.
 """
 
 from __future__ import annotations
@@ -14,11 +15,10 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from dashboard.monitoring.assignment import group_report
+from dashboard.monitoring.assignment.document import ROW_FIELDS, whatif_document
 from dashboard.monitoring.assignment.whatif import label
 from dashboard.monitoring.models import Cluster, ConsumerGroup, SourceKind
 from dashboard.ui.formatting import duration, number, percent
-
-ROW_FIELDS = ("topic", "partition", "lag", "time_lag_s", "owner")
 
 
 def _fail(message: str) -> CommandError:
@@ -46,8 +46,10 @@ class Command(BaseCommand):
     help = "A group's assignment balance and what Kafka's assignors would assign it now."
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("cluster", help="cluster name")
-        parser.add_argument("group", help="group name (exactly as the source gives it)")
+        parser.add_argument("--cluster", required=True, help="cluster name")
+        parser.add_argument(
+            "--group", required=True, help="group name (exactly as the source gives it)"
+        )
         parser.add_argument("--source", choices=SourceKind.values, help="when several have it")
         parser.add_argument("--json", action="store_true", help="JSON output")
 
@@ -58,7 +60,8 @@ class Command(BaseCommand):
         head = {"id": g.pk, "cluster": cluster, "source": g.source, "group": g.name,
                 "assignor": g.assignor or None, "partitions": len(rows)}  # fmt: skip
         if options["json"]:
-            self.stdout.write(json.dumps({**head, **report}, indent=2, ensure_ascii=False))
+            document = whatif_document(g, cluster, rows)
+            self.stdout.write(json.dumps(document, indent=2, ensure_ascii=False))
         else:
             self.stdout.write("\n".join(self._text(head, report)))
 
