@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from collectors.rates import Sample, rates
+from spark_jobs.evaluator.rates import Sample, rates
 from spark_jobs.evaluator.types import (
     BACKPRESSURE,
     DEAD_CONSUMER,
