@@ -35,11 +35,10 @@ out), ``evaluate`` (the rules and their combination), ``window_document`` (the
 
 from __future__ import annotations
 
-from spark_jobs.evaluator.evaluate import (
+from spark_jobs.evaluator.evaluate import evaluate_group, evaluate_partition
+from spark_jobs.evaluator.rules import (
     build_window,
     current_lag,
-    evaluate_group,
-    evaluate_partition,
     find_unrecovered_rewind,
     had_lag_within_allowed,
     has_stopped_committing,
