@@ -4,12 +4,12 @@ One implementation for every caller: the Spark status job calls ``evaluate_parti
 partition inside its per-group ``applyInArrow`` function (about 10,000 calls a run), and
 ``manage.py evaluate_window`` calls it for a user who wants to know why a partition has its
 status. So this package is plain Python with no Spark and no Django, and a call allocates
-little beyond its answer.
+little beyond its answer and the two small records (facts, decision) behind it.
 
 The rules are Burrow's, as SPEC §4 lists them, written as small named predicates in Burrow's
-style (``core/internal/evaluator/caching.go``) and combined in one place,
-``evaluate_partition``. Given only commits and broker offsets (liveness unknown), the verdict is
-exactly Burrow's. Evidence Burrow never has changes the verdict only where Burrow is known to
+style (``core/internal/evaluator/caching.go``) and combined in one place, the ordered table of
+``decide``. Given only commits and broker offsets (liveness unknown), the verdict is exactly
+Burrow's. Evidence Burrow never has changes the verdict only where Burrow is known to
 go wrong:
 
 - a fresh broker ``latest`` offset recomputes the current lag (Burrow freezes it between
@@ -28,9 +28,18 @@ verdict carries one plain sentence, ``reason``, citing the figures that decided 
 docs/EVALUATOR.md describes the rules, the input format and the choices made where the
 specification is silent.
 
-The package keeps its parts apart so each can be read alone: ``types`` (the values in and
-out), ``evaluate`` (the rules and their combination), ``window_document`` (the
-``evaluate_window`` JSON). Callers import from the package, which re-exports them.
+The package keeps one concern per module, in the order a verdict is made:
+
+- ``types``: the values in and out (windows, config, verdicts, status and diagnosis codes);
+- ``rules``: the predicates, each a small named pure function; ``rates`` serves one of them;
+- ``diagnoses``: the findings that explain a status, with their evidence;
+- ``decide``: the facts of a window (every predicate's value, computed once) and the ordered
+  table of (condition, status, rule id) that decides; no text;
+- ``reasons``: the sentence, rendered afterwards from the rule id and the figures;
+- ``evaluate``: the verdict of a partition (decision plus sentence) and of a group;
+- ``window_document``: the ``evaluate_window`` JSON, checked field by field.
+
+Callers import from the package, which re-exports what they use.
 """
 
 from __future__ import annotations

@@ -35,6 +35,26 @@ def build_window(commits: Iterable[Commit], config: EvaluatorConfig) -> tuple[Co
     return tuple(kept[-config.window :])
 
 
+def window_complete(commits: Sequence[Commit], config: EvaluatorConfig) -> float:
+    """How full the window is: Burrow's ``complete``, the share of ``config.window`` commits."""
+    return min(len(commits), config.window) / config.window
+
+
+def watched_share(
+    window: PartitionWindow, commits: Sequence[Commit], config: EvaluatorConfig
+) -> float:
+    """Rule 1's measure: how full the window is, or, for a window from a poller, how many
+    polls watched it, whichever is more.
+
+    A consumer stuck for longer than the status job's look-back has one commit and hundreds of
+    polls: counting its commits alone would call it "not enough data" for ever.
+    """
+    complete = window_complete(commits, config)
+    if window.polls is None:
+        return complete
+    return max(complete, min(window.polls, config.window) / config.window)
+
+
 # ---------------------------------------------------------------------------------------------
 # Burrow's predicates (SPEC §4 rules 3 to 7), one small function each
 
