@@ -52,7 +52,7 @@ from spark_jobs.evaluator import (
     SpoutSeries,
     evaluate_partition,
 )
-from spark_jobs.evaluator.decide import RULES, Facts, decide
+from spark_jobs.evaluator.decide import RULES, Decision, Facts, decide
 
 MIN = 60_000
 FIVE = EvaluatorConfig(window=5)
@@ -88,9 +88,12 @@ class Case:
         latest_offsets = extra.pop("latest_offsets", ())
         return PartitionWindow(self.name, cs, latest_offsets, self.lag, **extra)
 
-    def now_ms(self, window: PartitionWindow) -> int:
+    def judged(self) -> tuple[PartitionWindow, int, Decision]:
+        """The window, when it is judged, and the decision."""
+        window = self.window()
         last = window.commits[-1].timestamp_ms if window.commits else 0
-        return last + int(self.after * MIN)
+        now = last + int(self.after * MIN)
+        return window, now, decide(window, self.config, now)
 
     def expected_facts(self) -> Facts:
         flags = self.facts.replace(" ", "")
@@ -178,8 +181,7 @@ CASES = [
 
 @pytest.mark.parametrize("row", CASES, ids=[c.name for c in CASES])
 def test_row(row: Case) -> None:
-    window = row.window()
-    decision = decide(window, row.config, row.now_ms(window))
+    _, _, decision = row.judged()
     assert decision.facts == row.expected_facts()
     assert (decision.rule, decision.status) == (row.rule, row.status)
     assert decision.codes == row.codes
@@ -208,9 +210,7 @@ def test_rule_ids_are_unique_and_the_last_row_always_holds() -> None:
 @pytest.mark.parametrize("row", CASES, ids=[c.name for c in CASES])
 def test_the_verdict_is_the_decision(row: Case) -> None:
     """evaluate_partition adds only the sentence (and hides a lag that cannot be stated)."""
-    window = row.window()
-    now = row.now_ms(window)
-    decision = decide(window, row.config, now)
+    window, now, decision = row.judged()
     verdict = evaluate_partition(window, row.config, now)
     assert (verdict.status, verdict.diagnosis) == (decision.status, decision.diagnoses)
     assert verdict.lag == (None if decision.lag < 0 else decision.lag)
@@ -244,8 +244,7 @@ def test_moving_a_rule_past_its_neighbour_fails_a_row(
     monkeypatch.setattr(decide_module, "RULES", tuple(swapped))
 
     def still_right(row: Case) -> bool:
-        window = row.window()
-        decision = decide(window, row.config, row.now_ms(window))
+        _, _, decision = row.judged()
         return (decision.rule, decision.status, decision.codes) == (row.rule, row.status, row.codes)
 
     assert not all(still_right(row) for row in CASES), f"no row has both {pair} true"

@@ -26,7 +26,7 @@ from spark_jobs.evaluator import (
     TOPOLOGY_RESTARTED,
     Diagnosis,
 )
-from spark_jobs.evaluator.decide import RULES, decide
+from spark_jobs.evaluator.decide import RULES
 from spark_jobs.evaluator.reasons import _BASES, _sentence, reason
 from tests.spark_jobs.test_decide_table import CASES
 
@@ -95,9 +95,8 @@ def test_every_row_of_the_decide_table_is_rendered_here() -> None:
 @pytest.mark.parametrize("name", sorted(SAYS))
 def test_the_sentence_cites_the_figures(name: str) -> None:
     row = BY_NAME[name]
-    window = row.window()
-    now = row.now_ms(window)
-    text = reason(decide(window, row.config, now), window, row.config, now)
+    window, now, decision = row.judged()
+    text = reason(decision, window, row.config, now)
     for fragment in SAYS[name]:
         assert fragment in text
     assert text[0].isupper() and text.endswith(".") and not text.endswith("..")
