@@ -113,48 +113,51 @@ class Rule:
 
     id: str
     status: str
+    finds: tuple[str, ...]
     when: Callable[[Facts], bool]
-    finds: tuple[str, ...] = ()
 
 
+# The table. "Burrow n" rows are his rule n; "n, with ..." rows refine it with evidence he
+# lacks, and unnumbered rows are such evidence alone. A condition may rely on the rows above it
+# having failed (``stopped`` is reached only by a consumer not known alive).
+# fmt: off
 RULES: tuple[Rule, ...] = (
-    Rule("source_unreachable", UNKNOWN, lambda f: f.stale, (SOURCE_UNREACHABLE,)),
-    Rule("no_commits", OK, lambda f: not f.has_commits),
-    Rule("out_of_range", ERR, lambda f: f.out_of_range, (OUT_OF_RANGE,)),
-    Rule("not_enough_data", OK, lambda f: not f.enough_data),  # Burrow 1
-    Rule("within_allowed_lag", OK, lambda f: f.within_allowed_lag),  # Burrow 2
-    Rule(
-        "dead_consumer",
-        STOP,
-        lambda f: f.dead and f.commit_overdue,
-        (DEAD_CONSUMER, SPOUT_STATE),
-    ),
-    Rule("stopped_but_alive", STALL, lambda f: f.stopped and f.alive is True, (SPOUT_STATE,)),
-    Rule("stopped", STOP, lambda f: f.stopped, (SPOUT_STATE,)),  # Burrow 3
-    Rule("rewind", REWIND, lambda f: f.rewound, (SPOUT_STATE,)),  # Burrow 4
-    Rule("caught_up", OK, lambda f: f.had_allowed_lag),  # Burrow 5
-    Rule(
-        "stalled_and_dead",
-        STOP,
-        lambda f: f.offsets_unchanged and f.dead,
-        (DEAD_CONSUMER, SPOUT_STATE),
-    ),
-    Rule(
-        "stalled_but_alive",
-        STALL,
-        lambda f: f.offsets_unchanged and f.alive is True,
-        (SPOUT_STATE,),
-    ),
-    Rule("stalled", STALL, lambda f: f.offsets_unchanged, (SPOUT_STATE,)),  # Burrow 6
-    Rule("keeps_pace", OK, lambda f: f.rise_within_jitter and f.lag_never_decreased),
-    Rule(
-        "lag_rising",
-        WARN,
-        lambda f: f.lag_never_decreased,
-        (SLOW_CONSUMER, SPOUT_STATE),
-    ),  # Burrow 7
-    Rule("catching_up", OK, lambda f: True),  # Burrow 8
+    #    id                    status    diagnoses, ahead of the events
+    #        condition on the facts ``f``
+    Rule("source_unreachable", UNKNOWN, (SOURCE_UNREACHABLE,),
+         lambda f: f.stale),
+    Rule("no_commits",         OK,      (),
+         lambda f: not f.has_commits),
+    Rule("out_of_range",       ERR,     (OUT_OF_RANGE,),
+         lambda f: f.out_of_range),
+    Rule("not_enough_data",    OK,      (),                           # Burrow 1
+         lambda f: not f.enough_data),
+    Rule("within_allowed_lag", OK,      (),                           # Burrow 2
+         lambda f: f.within_allowed_lag),
+    Rule("dead_consumer",      STOP,    (DEAD_CONSUMER, SPOUT_STATE),
+         lambda f: f.dead and f.commit_overdue),
+    Rule("stopped_but_alive",  STALL,   (SPOUT_STATE,),               # 3, with liveness
+         lambda f: f.stopped and f.alive is True),
+    Rule("stopped",            STOP,    (SPOUT_STATE,),               # Burrow 3
+         lambda f: f.stopped),
+    Rule("rewind",             REWIND,  (SPOUT_STATE,),               # Burrow 4
+         lambda f: f.rewound),
+    Rule("caught_up",          OK,      (),                           # Burrow 5
+         lambda f: f.had_allowed_lag),
+    Rule("stalled_and_dead",   STOP,    (DEAD_CONSUMER, SPOUT_STATE), # 6, with liveness
+         lambda f: f.offsets_unchanged and f.dead),
+    Rule("stalled_but_alive",  STALL,   (SPOUT_STATE,),               # Burrow 6
+         lambda f: f.offsets_unchanged and f.alive is True),
+    Rule("stalled",            STALL,   (SPOUT_STATE,),               # Burrow 6
+         lambda f: f.offsets_unchanged),
+    Rule("keeps_pace",         OK,      (),                           # 7, with polls
+         lambda f: f.lag_never_decreased and f.rise_within_jitter),
+    Rule("lag_rising",         WARN,    (SLOW_CONSUMER, SPOUT_STATE), # Burrow 7
+         lambda f: f.lag_never_decreased),
+    Rule("catching_up",        OK,      (),                           # Burrow 8
+         lambda f: True),
 )
+# fmt: on
 
 
 @dataclass(frozen=True, slots=True)
