@@ -19,7 +19,7 @@ Measured in one run, in one Spark session on ``local[2]`` (``spark_jobs.session`
   scan of the key columns only), and the same with the project's reader (its dedup);
 * the single-process baseline, in a child process: the same window read with pyarrow
   (``SampleLog.read``), grouped per partition with numpy, windows built by
-  ``spark_jobs.status.window_from_samples``, verdicts by ``evaluate_partition`` and
+  ``spark_jobs.windows.window_from_samples``, verdicts by ``evaluate_partition`` and
   ``evaluate_group``, results written with pyarrow; its verdicts are compared with the Spark
   run's, partition by partition;
 * the rollups job (``run_rollups_job``) on the 1 M log and on 10 M rows of the main log, and
@@ -433,11 +433,12 @@ def _group_of_rows(starts: np.ndarray, rows: int) -> np.ndarray:
 def baseline_status(url: str, now_ms: int, window_ms: int, out: Path) -> dict[str, Any]:
     """The status job's computation in this process: pyarrow, numpy and the job's own
     window builder and evaluator."""
-    from spark_jobs import status as job
+    from spark_jobs import windows
     from spark_jobs.evaluator import EvaluatorConfig, evaluate_group, evaluate_partition
+    from spark_jobs.status import diagnosis_json
 
     config = EvaluatorConfig()
-    columns = tuple(getattr(job, "_WINDOW_COLUMNS", ()))
+    columns = windows.WINDOW_COLUMNS
     watch = Stopwatch()
     cpu, wall = time.process_time(), time.perf_counter()
     with watch("read (SampleLog.read) + sort by partition"):
@@ -456,7 +457,7 @@ def baseline_status(url: str, now_ms: int, window_ms: int, out: Path) -> dict[st
             if text["source"][i] == "storm":
                 topics[int(group_of[i])].append(text["topic"][i])
         spout_topics = {g: sorted(set(t)) for g, t in topics.items() if len(set(t)) > 1}
-        accepts = inspect.signature(job.window_from_samples).parameters
+        accepts = inspect.signature(windows.window_from_samples).parameters
         rebalances, rebalancing = _rebalances(data) if "rebalances_ms" in accepts else ({}, {})
     verdicts = []
     for i in range(count):
@@ -469,8 +470,8 @@ def baseline_status(url: str, now_ms: int, window_ms: int, out: Path) -> dict[st
             if "rebalances_ms" in accepts:
                 extra = {"rebalances_ms": rebalances.get(group, ()),
                          "rebalancing": rebalancing.get(group)}  # fmt: skip
-            pid = job.partition_id(*(text[n][i] for n in PARTITION_KEY[:4]), numbers[i])
-            window = job.window_from_samples(
+            pid = windows.partition_id(*(text[n][i] for n in PARTITION_KEY[:4]), numbers[i])
+            window = windows.window_from_samples(
                 pid, samples, config, spout_topics.get(group, ()), **extra
             )
         with watch("evaluate_partition"):
@@ -489,7 +490,7 @@ def baseline_status(url: str, now_ms: int, window_ms: int, out: Path) -> dict[st
                 "partition": pa.array(numbers, pa.int32()),
                 "status": [v.status for v in verdicts],
                 "complete": [float(v.complete) for v in verdicts],
-                "diagnosis": [job.diagnosis_json(v) for v in verdicts],
+                "diagnosis": [diagnosis_json(v) for v in verdicts],
                 "reason": [v.reason for v in verdicts],
                 "lag": pa.array([v.lag for v in verdicts], pa.int64()),
                 "evaluated_at_ms": pa.array([now_ms] * count, pa.int64()),
@@ -521,7 +522,7 @@ def baseline_status(url: str, now_ms: int, window_ms: int, out: Path) -> dict[st
 def _rebalances(data: Columns) -> tuple[dict[int, tuple[int, ...]], dict[int, bool | None]]:
     """Per group (Kafka and ZooKeeper sources): the polls at which ownership of a partition
     changed, and whether the group's partitions were only partly owned at its last poll;
-    non-stale samples only (``spark_jobs.status``'s rebalance inputs)."""
+    non-stale samples only (``spark_jobs.windows``'s rebalance inputs)."""
     sources = data.dictionary["source"]
     consumer_codes = [i for i, s in enumerate(sources) if s in ("kafka", "zookeeper")]
     stale = data.values["stale"].astype(bool)

@@ -9,11 +9,11 @@ gives an interval (Δt, Δlatest, Δcommitted, Δlag), found with ``lag`` over a
 ``ts_ms``. An interval belongs to the bucket its later sample falls in, and a bucket's rate is
 the sum of its intervals' deltas over the sum of their durations. Offsets are counters, so that
 equals (last − value before the bucket) / elapsed time: the change between two buckets is never
-lost, and a missed poll changes nothing (``collectors.rates`` makes the same argument for
-endpoints). An interval with an unknown value on either side (a stale sample without broker
-offsets) is left out of that rate, time included. To give the first bucket its first interval,
-read from a little before it and pass ``start_ms``: earlier samples then serve only as
-predecessors.
+lost, and a missed poll changes nothing (``spark_jobs.evaluator.rates`` makes the same
+argument for endpoints). An interval with an unknown value on either side (a stale sample
+without broker offsets) is left out of that rate, time included. To give the first bucket its
+first interval, read from a little before it and pass ``start_ms``: earlier samples then serve
+only as predecessors.
 
 **Levels.** A partition's lag belongs to its consumer group, so the "topic" level is a group's
 topic (cluster, source, group, topic); then group (cluster, source, group) and cluster. At every

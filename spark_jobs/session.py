@@ -39,7 +39,7 @@ _COMMON_CONFIG = {
     # logs a stack trace while Spark looks for a ``_spark_metadata`` directory in it.
     "spark.sql.streaming.fileStreamSink.ignoreMetadata": "true",
     "spark.sql.debug.maxToStringFields": "100",  # the samples' 20 columns, without a warning
-    # Executors import spark_jobs and collectors (the evaluator uses collectors.rates).
+    # Executors import spark_jobs (the status job's functions and the evaluator they call).
     "spark.executorEnv.PYTHONPATH": _PROJECT_ROOT.as_posix(),
 }
 # A local run shares a small machine with the web app and the collectors: few shuffle

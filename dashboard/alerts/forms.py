@@ -14,8 +14,8 @@ from django.utils import timezone
 from dashboard.alerts.models import Channel, ChannelKind, Rule, Silence
 from dashboard.alerts.rules import ALERTABLE_STATUSES, SOURCE_UNREACHABLE
 
-# The evaluator's diagnosis codes (spark_jobs/evaluator.py), but SOURCE_UNREACHABLE: an alert
-# never fires on it.
+# The evaluator's diagnosis codes (spark_jobs/evaluator/types.py), but SOURCE_UNREACHABLE: an
+# alert never fires on it.
 DIAGNOSES = (
     "BACKPRESSURE", "DEAD_CONSUMER", "OUT_OF_RANGE", "PENDING_LEAK", "POISON_MESSAGE",
     "REBALANCE_STORM", "REBALANCING", "SKIPPED_DATA", "SLOW_CONSUMER", "SPOUT_ID_COLLISION",

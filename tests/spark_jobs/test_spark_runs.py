@@ -64,7 +64,8 @@ from spark_jobs.evaluator import (
     evaluate_partition,
 )
 from spark_jobs.jobs import SUCCESS_MARKER
-from spark_jobs.status import diagnosis_json, partition_id
+from spark_jobs.status import diagnosis_json
+from spark_jobs.windows import partition_id
 from tests.spark_jobs.samples import MIN, sample
 
 pytestmark = pytest.mark.django_db

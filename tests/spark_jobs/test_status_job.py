@@ -41,13 +41,15 @@ from spark_jobs.evaluator import (
 )
 from spark_jobs.sample_reader import empty_samples, read_samples
 from spark_jobs.status import (
-    _WINDOW_COLUMNS,
     GROUP_VERDICT_SCHEMA,
     PARTITION_VERDICT_SCHEMA,
-    derive_commits,
     diagnosis_json,
     evaluate_group_samples,
     evaluate_status,
+)
+from spark_jobs.windows import (
+    WINDOW_COLUMNS,
+    derive_commits,
     group_rebalances,
     partition_id,
     window_from_samples,
@@ -741,7 +743,7 @@ def test_the_job_derives_exactly_the_windows_written_here() -> None:
         by_partition.setdefault(_key(row), []).append(row)
     for pid, rows in by_partition.items():
         rows.sort(key=lambda r: r["ts_ms"])
-        cols = {name: [r[name] for r in rows] for name in _WINDOW_COLUMNS}
+        cols = {name: [r[name] for r in rows] for name in WINDOW_COLUMNS}
         expected = WINDOWS[pid]
         derived = window_from_samples(
             pid, cols, CONFIG, expected.topics, expected.rebalances_ms, expected.rebalancing

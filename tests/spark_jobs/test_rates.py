@@ -2,7 +2,7 @@
 
 import pytest
 
-from collectors.rates import Sample, rates
+from spark_jobs.evaluator.rates import Sample, rates
 
 
 def test_too_few_samples_or_no_elapsed_time() -> None:

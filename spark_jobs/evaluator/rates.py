@@ -1,5 +1,8 @@
 """Produce and consume rates, lag slope and the time to drain the lag (SPEC §3).
 
+Beside the evaluator because ``SLOW_CONSUMER`` is its only user: in ``collectors/`` it made
+every Spark executor ship and import the collectors package for one function.
+
 Rates come from the first and last samples of a window rather than a regression: the
 figures are offsets (monotonic counters), so the endpoints carry all the information and a
 missed poll in between changes nothing.

@@ -1,0 +1,269 @@
+"""Where a partition's status is decided: the facts of its window, then one ordered table.
+
+Burrow's ``caching.go`` decides in one short function that calls named predicates and returns
+a status with no text, and its test is a table whose rows state every predicate's value and
+the status. This module keeps that shape while adding evidence Burrow never has:
+
+1. ``facts_of`` computes every predicate once (``Facts``: booleans, and liveness, which may be
+   unknown). Nothing below calls a predicate again.
+2. ``RULES`` is read top to bottom and the first row whose condition holds decides: its status
+   and its id. The order *is* the logic (an unreachable source before anything else, a dead
+   consumer before Burrow's STOP, Burrow's rules 3 to 8 in his order), so a condition never
+   repeats what an earlier row already excluded.
+3. The row names the diagnoses that explain it (``finds``); their evidence is gathered for that
+   row only, and the window's event diagnoses follow on every verdict.
+
+A ``Decision`` has no sentence: ``reasons`` renders one from the rule id and the figures, so a
+change of wording never touches the rules, and a test of the rules never depends on wording.
+
+To add a rule: a predicate in ``rules``, its value in ``Facts`` and ``facts_of``, a row in
+``RULES`` at the place where it must win over the rows below it, a sentence in
+``reasons._BASES``, and a row in ``tests/spark_jobs/test_decide_table.py``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from spark_jobs.evaluator.diagnoses import event_diagnoses, slow_consumer, state_diagnoses
+from spark_jobs.evaluator.rules import (
+    build_window,
+    current_lag,
+    find_unrecovered_rewind,
+    had_lag_within_allowed,
+    has_stopped_committing,
+    is_commit_overdue,
+    lag_never_decreased,
+    lag_rise_within_jitter,
+    liveness,
+    offsets_unchanged,
+    out_of_range,
+    was_caught_up_recently,
+    watched_share,
+    window_complete,
+)
+from spark_jobs.evaluator.types import (
+    DEAD_CONSUMER,
+    ERR,
+    OK,
+    OUT_OF_RANGE,
+    REWIND,
+    SLOW_CONSUMER,
+    SOURCE_UNREACHABLE,
+    STALL,
+    STOP,
+    UNKNOWN,
+    WARN,
+    Commit,
+    Diagnosis,
+    EvaluatorConfig,
+    PartitionWindow,
+)
+
+__all__ = ["RULES", "SPOUT_STATE", "Decision", "Facts", "Rule", "decide", "facts_of"]
+
+# In a rule's ``finds``: the spout's state diagnoses (POISON_MESSAGE, PENDING_LEAK,
+# BACKPRESSURE), whichever the figures show; none of them changes the status.
+SPOUT_STATE = "SPOUT_STATE"
+
+
+@dataclass(frozen=True, slots=True)
+class Facts:
+    """Every predicate's value for one window (empty window: the commit predicates are False).
+
+    Rule numbers are SPEC §4's (Burrow's); the others are evidence Burrow lacks.
+    """
+
+    stale: bool  # the source could not be reached: the figures are the last known
+    has_commits: bool
+    out_of_range: bool  # the last commit lies outside [earliest, latest]
+    enough_data: bool  # rule 1: commits, or polls that watched the window, reach the minimum
+    within_allowed_lag: bool  # rule 2, with the lag fresh from the broker's latest offset
+    stopped_committing: bool  # rule 3: silence longer than the window's span
+    caught_up_recently: bool  # rule 3's exception: a recent broker offset <= the last commit
+    rewound: bool  # rule 4: a rewind no later commit climbed back from
+    had_allowed_lag: bool  # rule 5: a commit of the window had lag <= allowed
+    offsets_unchanged: bool  # rule 6
+    lag_never_decreased: bool  # rule 7
+    rise_within_jitter: bool  # rule 7, poll-measured lags: the rise is within one batch
+    commit_overdue: bool  # the next commit is later than the window's mean interval
+    alive: bool | None  # someone works on the partition; None: nobody can tell
+
+    @property
+    def stopped(self) -> bool:
+        """Burrow's rule 3 whole: stopped committing, and not caught up lately."""
+        return self.stopped_committing and not self.caught_up_recently
+
+    @property
+    def frozen(self) -> bool:
+        """The commit is not moving, by offset or by time: when spout figures mean trouble."""
+        return self.offsets_unchanged or self.stopped_committing
+
+    @property
+    def dead(self) -> bool:
+        return self.alive is False
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """A row of the table: when ``when`` holds (and no row above did), the status is
+    ``status``; ``finds`` lists the diagnoses that explain it, ahead of the window's events."""
+
+    id: str
+    status: str
+    finds: tuple[str, ...]
+    when: Callable[[Facts], bool]
+
+
+# The table. "Burrow n" rows are his rule n; "n, with ..." rows refine it with evidence he
+# lacks, and unnumbered rows are such evidence alone. A condition may rely on the rows above it
+# having failed (``stopped`` is reached only by a consumer not known alive).
+# fmt: off
+RULES: tuple[Rule, ...] = (
+    #    id                    status    diagnoses, ahead of the events
+    #        condition on the facts ``f``
+    Rule("source_unreachable", UNKNOWN, (SOURCE_UNREACHABLE,),
+         lambda f: f.stale),
+    Rule("no_commits",         OK,      (),
+         lambda f: not f.has_commits),
+    Rule("out_of_range",       ERR,     (OUT_OF_RANGE,),
+         lambda f: f.out_of_range),
+    Rule("not_enough_data",    OK,      (),                           # Burrow 1
+         lambda f: not f.enough_data),
+    Rule("within_allowed_lag", OK,      (),                           # Burrow 2
+         lambda f: f.within_allowed_lag),
+    Rule("dead_consumer",      STOP,    (DEAD_CONSUMER, SPOUT_STATE),
+         lambda f: f.dead and f.commit_overdue),
+    Rule("stopped_but_alive",  STALL,   (SPOUT_STATE,),               # 3, with liveness
+         lambda f: f.stopped and f.alive is True),
+    Rule("stopped",            STOP,    (SPOUT_STATE,),               # Burrow 3
+         lambda f: f.stopped),
+    Rule("rewind",             REWIND,  (SPOUT_STATE,),               # Burrow 4
+         lambda f: f.rewound),
+    Rule("caught_up",          OK,      (),                           # Burrow 5
+         lambda f: f.had_allowed_lag),
+    Rule("stalled_and_dead",   STOP,    (DEAD_CONSUMER, SPOUT_STATE), # 6, with liveness
+         lambda f: f.offsets_unchanged and f.dead),
+    Rule("stalled_but_alive",  STALL,   (SPOUT_STATE,),               # Burrow 6
+         lambda f: f.offsets_unchanged and f.alive is True),
+    Rule("stalled",            STALL,   (SPOUT_STATE,),               # Burrow 6
+         lambda f: f.offsets_unchanged),
+    Rule("keeps_pace",         OK,      (),                           # 7, with polls
+         lambda f: f.lag_never_decreased and f.rise_within_jitter),
+    Rule("lag_rising",         WARN,    (SLOW_CONSUMER, SPOUT_STATE), # Burrow 7
+         lambda f: f.lag_never_decreased),
+    Rule("catching_up",        OK,      (),                           # Burrow 8
+         lambda f: True),
+)
+# fmt: on
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """A partition's verdict without its sentence.
+
+    ``commits`` is the window as judged (``build_window`` applied), ``lag`` the current lag the
+    rules read (negative: committed beyond latest), ``complete`` Burrow's completeness.
+    """
+
+    status: str
+    rule: str
+    diagnoses: tuple[Diagnosis, ...]
+    facts: Facts
+    commits: tuple[Commit, ...]
+    lag: int
+    complete: float
+
+    @property
+    def codes(self) -> tuple[str, ...]:
+        return tuple(d.code for d in self.diagnoses)
+
+
+def facts_of(
+    window: PartitionWindow,
+    commits: Sequence[Commit],
+    lag: int,
+    config: EvaluatorConfig,
+    now_ms: int,
+) -> tuple[Facts, Mapping[str, Any]]:
+    """The window's facts, and the evidence of its liveness (for ``DEAD_CONSUMER``)."""
+    some = bool(commits)
+    stopped_committing = some and has_stopped_committing(commits, now_ms)
+    unchanged = some and offsets_unchanged(commits)
+    alive, alive_evidence = liveness(window, unchanged or stopped_committing)
+    jitter = window.polls is not None and lag_rise_within_jitter(commits) is not None
+    facts = Facts(
+        stale=window.stale,
+        has_commits=some,
+        out_of_range=some and out_of_range(window, commits[-1].offset, lag) is not None,
+        enough_data=watched_share(window, commits, config) >= config.minimum_complete,
+        within_allowed_lag=lag <= config.allowed_lag,
+        stopped_committing=stopped_committing,
+        caught_up_recently=some and was_caught_up_recently(commits, window.latest_offsets),
+        rewound=find_unrecovered_rewind(commits) is not None,
+        had_allowed_lag=had_lag_within_allowed(commits, config.allowed_lag) is not None,
+        offsets_unchanged=unchanged,
+        lag_never_decreased=lag_never_decreased(commits),
+        rise_within_jitter=jitter,
+        commit_overdue=some and is_commit_overdue(commits, now_ms),
+        alive=alive,
+    )
+    return facts, alive_evidence
+
+
+def decide(window: PartitionWindow, config: EvaluatorConfig, now_ms: int) -> Decision:
+    """The first row of ``RULES`` that holds for the window's facts, with its diagnoses.
+
+    With ``earliest``, ``latest``, ``alive``, ``spout`` and the optional extras unknown, this is
+    Burrow's evaluation exactly: the rows that use more evidence never hold.
+    """
+    commits = window.commits
+    if len(commits) > config.window or config.min_distance_s > 0:
+        commits = build_window(commits, config)
+    lag = current_lag(window, commits)
+    facts, alive_evidence = facts_of(window, commits, lag, config, now_ms)
+    rule = next(row for row in RULES if row.when(facts))
+    found = _findings(rule, window, commits, lag, config, now_ms, facts, alive_evidence)
+    found.extend(event_diagnoses(window, commits, config))
+    complete = window_complete(commits, config)
+    return Decision(rule.status, rule.id, tuple(found), facts, commits, lag, complete)
+
+
+def _findings(
+    rule: Rule,
+    window: PartitionWindow,
+    commits: Sequence[Commit],
+    lag: int,
+    config: EvaluatorConfig,
+    now_ms: int,
+    facts: Facts,
+    alive_evidence: Mapping[str, Any],
+) -> list[Diagnosis]:
+    """The diagnoses ``rule.finds`` names, in its order, each with its evidence."""
+    found: list[Diagnosis] = []
+    for code in rule.finds:
+        if code == SPOUT_STATE:
+            found.extend(state_diagnoses(window, commits, config, facts.frozen))
+        elif code == SLOW_CONSUMER:
+            slow = slow_consumer(commits, lag)
+            if slow is not None:
+                found.append(slow)
+        elif code == SOURCE_UNREACHABLE:
+            evidence = {
+                "stale_since_ms": window.stale_since_ms,
+                "last_known_lag": lag,
+                "committed": commits[-1].offset if commits else None,
+            }
+            found.append(Diagnosis(SOURCE_UNREACHABLE, evidence))
+        elif code == OUT_OF_RANGE:
+            found.append(Diagnosis(OUT_OF_RANGE, out_of_range(window, commits[-1].offset, lag)))
+        elif code == DEAD_CONSUMER:
+            last = commits[-1]
+            idle_s = (now_ms - last.timestamp_ms) / 1000
+            evidence = {**alive_evidence, "lag": lag, "committed": last.offset, "idle_s": idle_s}
+            found.append(Diagnosis(DEAD_CONSUMER, evidence))
+        else:
+            raise ValueError(f"rule {rule.id}: no finder for {code}")
+    return found

@@ -1,0 +1,288 @@
+"""The reason: one plain sentence per verdict, citing the figures that decided it.
+
+Rendered after the decision, from its rule id and the figures, so the rules carry no text
+and a reworded sentence cannot change a status. Each rule of ``decide.RULES`` has one base
+sentence here (``_BASES``); the first diagnosis that adds something the base did not say ends
+it with its main figure. The figures a sentence cites are derived again with the same named
+functions the rules used (the rewind's offsets, the commit that was caught up, the jitter), once
+per verdict.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from spark_jobs.evaluator.decide import Decision
+from spark_jobs.evaluator.rules import (
+    find_unrecovered_rewind,
+    had_lag_within_allowed,
+    lag_rise_within_jitter,
+    liveness,
+    watched_share,
+)
+from spark_jobs.evaluator.types import (
+    BACKPRESSURE,
+    DEAD_CONSUMER,
+    OUT_OF_RANGE,
+    PENDING_LEAK,
+    POISON_MESSAGE,
+    REBALANCE_STORM,
+    REBALANCING,
+    SKIPPED_DATA,
+    SLOW_CONSUMER,
+    SOURCE_UNREACHABLE,
+    SPOUT_ID_COLLISION,
+    TOPOLOGY_RESTARTED,
+    Commit,
+    Diagnosis,
+    EvaluatorConfig,
+    PartitionWindow,
+)
+
+__all__ = ["reason"]
+
+
+def reason(
+    decision: Decision, window: PartitionWindow, config: EvaluatorConfig, now_ms: int
+) -> str:
+    """The verdict's sentence: the rule's base sentence, then the first telling diagnosis."""
+    base = _BASES[decision.rule](decision, window, config, now_ms)
+    return _sentence(base, decision.diagnoses)
+
+
+def _secs(ms: float) -> str:
+    seconds = ms / 1000.0
+    if seconds == int(seconds):
+        return f"{int(seconds)} s"
+    return f"{seconds:.1f} s"
+
+
+def _hint(diagnosis: Diagnosis) -> str:
+    """A clause naming the diagnosis with its main figure, for the end of a reason."""
+    e = diagnosis.evidence
+    code = diagnosis.code
+    if code == POISON_MESSAGE:
+        return (
+            f"offset {e['offset']} keeps failing ({e['failed_rise']} more failures): "
+            "a poison message"
+        )
+    if code == PENDING_LEAK:
+        return (
+            f"pending grew from {e['pending_from']} to {e['pending_to']} while the commit "
+            "stayed put: a pending leak"
+        )
+    if code == BACKPRESSURE:
+        share = round(e["share_at_cap"] * 100)
+        return f"pending sat at max.spout.pending ({e['max_spout_pending']}) in {share}% of samples"
+    if code == SLOW_CONSUMER:
+        return (
+            f"it consumes {e['consume_per_s']:g}/s against {e['produce_per_s']:g}/s produced, "
+            "so the lag never drains"
+        )
+    if code == REBALANCING:
+        return "the group is rebalancing"
+    if code == REBALANCE_STORM:
+        return f"{e['rebalances']} rebalances in the window (more than {e['threshold']})"
+    if code == SKIPPED_DATA:
+        if e["deleted_by_retention"] is None:
+            return (
+                f"the commit at {e['from']} lay beyond the end of a re-created log and jumped "
+                f"to {e['to']}, skipping {e['skipped']} messages"
+            )
+        return (
+            f"the commit jumped from {e['from']} to {e['to']} past the log start {e['earliest']}, "
+            f"skipping {e['skipped']} messages"
+        )
+    if code == TOPOLOGY_RESTARTED:
+        return f"a new topology instance {e['to']} replaced {e['from']} on the spout path"
+    if code == SPOUT_ID_COLLISION:
+        return f"topics {', '.join(e['topics'])} are written under one spout path"
+    return code
+
+
+def _sentence(base: str, diagnoses: Sequence[Diagnosis]) -> str:
+    for diagnosis in diagnoses:
+        if diagnosis.code not in (DEAD_CONSUMER, OUT_OF_RANGE, SOURCE_UNREACHABLE):
+            return f"{base}; {_hint(diagnosis)}."
+    return f"{base}."
+
+
+def _alive_clause(d: Decision, w: PartitionWindow) -> str:
+    _, evidence = liveness(w, d.facts.frozen)
+    if evidence.get("source") == "spout":
+        return (
+            f"the spout is alive (acked +{evidence['acked_rise']}, "
+            f"failed +{evidence['failed_rise']})"
+        )
+    return "the consumer is alive (it owns the partition)"
+
+
+def _last_drop(commits: Sequence[Commit]) -> tuple[int, int]:
+    """The most recent decrease of lag between two commits with known lags (rule 8's proof)."""
+    known = [c.lag for c in commits if c.lag is not None]
+    for i in range(len(known) - 1, 0, -1):
+        if known[i] < known[i - 1]:
+            return known[i - 1], known[i]
+    return known[-1], known[-1]
+
+
+def _waiting_clause(lag: int, last: Commit) -> str:
+    if last.lag is not None and lag > last.lag:
+        return f"while {lag - last.lag} new messages arrived"
+    return f"with {lag} messages waiting"
+
+
+def _evidence(decision: Decision, code: str) -> Mapping[str, Any]:
+    return next(d.evidence for d in decision.diagnoses if d.code == code)
+
+
+def _idle_and_span(commits: Sequence[Commit], now_ms: int) -> tuple[int, int]:
+    """Time since the last commit, and the window's span from its first to its last commit."""
+    last = commits[-1].timestamp_ms
+    return now_ms - last, last - commits[0].timestamp_ms
+
+
+# ---------------------------------------------------------------------------------------------
+# Base sentences, one per rule id of ``decide.RULES``, in its order
+
+_Base = Callable[[Decision, PartitionWindow, EvaluatorConfig, int], str]
+
+
+def _source_unreachable(d: Decision, w: PartitionWindow, c: EvaluatorConfig, now_ms: int) -> str:
+    since = w.stale_since_ms
+    when = "" if since is None else f" for {_secs(now_ms - since)}"
+    return (
+        f"The source could not be reached{when}; these are the last known figures "
+        f"(lag {d.lag}), marked stale"
+    )
+
+
+def _no_commits(d: Decision, w: PartitionWindow, c: EvaluatorConfig, now_ms: int) -> str:
+    return "No commit in the window yet: nothing to judge"
+
+
+def _out_of_range(d: Decision, w: PartitionWindow, c: EvaluatorConfig, now_ms: int) -> str:
+    outside = _evidence(d, OUT_OF_RANGE)
+    committed = d.commits[-1].offset
+    if outside["side"] == "behind_earliest":
+        return (
+            f"Committed offset {committed} is below the earliest available offset "
+            f"{outside['earliest']}: the data was deleted by retention or the log was reset"
+        )
+    bound = outside.get("latest")
+    where = f"the latest offset {bound}" if bound is not None else "the latest offset"
+    return f"Committed offset {committed} is beyond {where}: the log was reset or recreated"
+
+
+def _not_enough_data(d: Decision, w: PartitionWindow, c: EvaluatorConfig, now_ms: int) -> str:
+    watched = watched_share(w, d.commits, c)
+    polls = "" if w.polls is None else f", seen by {w.polls} polls"
+    return (
+        f"Only {len(d.commits)} of {c.window} commits in the window{polls} "
+        f"({watched:.0%} < {c.minimum_complete:.0%} required): not enough data to judge"
+    )
+
+
+def _within_allowed_lag(d: Decision, w: PartitionWindow, c: EvaluatorConfig, now_ms: int) -> str:
+    idle_ms, span_ms = _idle_and_span(d.commits, now_ms)
+    old = f", although the last commit is {_secs(idle_ms)} old" if idle_ms > span_ms else ""
+    return f"Current lag {d.lag} is within the allowed lag of {c.allowed_lag}{old}"
+
+
+def _dead_consumer(d: Decision, w: PartitionWindow, c: EvaluatorConfig, now_ms: int) -> str:
+    idle_ms, _ = _idle_and_span(d.commits, now_ms)
+    if _evidence(d, DEAD_CONSUMER)["source"] == "owner":
+        return (
+            f"Nobody owns the partition, no commit for {_secs(idle_ms)} and {d.lag} messages "
+            "wait: the consumer is dead"
+        )
+    return (
+        f"The spout neither acked nor failed anything and its commit has not moved for "
+        f"{_secs(idle_ms)}, with {d.lag} messages waiting: the consumer is dead"
+    )
+
+
+def _stopped(d: Decision, w: PartitionWindow, c: EvaluatorConfig, now_ms: int) -> str:
+    idle_ms, span_ms = _idle_and_span(d.commits, now_ms)
+    return (
+        f"No commit for {_secs(idle_ms)}, longer than the window's {_secs(span_ms)} span, "
+        f"{_waiting_clause(d.lag, d.commits[-1])}"
+    )
+
+
+def _stopped_but_alive(d: Decision, w: PartitionWindow, c: EvaluatorConfig, now_ms: int) -> str:
+    return f"{_stopped(d, w, c, now_ms)}, but {_alive_clause(d, w)}: stalled, not stopped"
+
+
+def _rewind(d: Decision, w: PartitionWindow, c: EvaluatorConfig, now_ms: int) -> str:
+    commits = d.commits
+    at = find_unrecovered_rewind(commits)
+    assert at is not None, "rule rewind without a rewind"
+    return (
+        f"Committed offset went back from {commits[at - 1].offset} to "
+        f"{commits[at].offset} and never climbed back (last commit {commits[-1].offset})"
+    )
+
+
+def _caught_up(d: Decision, w: PartitionWindow, c: EvaluatorConfig, now_ms: int) -> str:
+    commit = had_lag_within_allowed(d.commits, c.allowed_lag)
+    assert commit is not None, "rule caught_up without a commit within the allowed lag"
+    return (
+        f"Lag was {commit.lag} (allowed {c.allowed_lag}) at a commit "
+        f"{_secs(now_ms - commit.timestamp_ms)} ago: the consumer caught up recently"
+    )
+
+
+def _stalled(d: Decision, w: PartitionWindow, c: EvaluatorConfig, now_ms: int) -> str:
+    offset = d.commits[-1].offset
+    return f"All {len(d.commits)} commits in the window are at offset {offset} with lag {d.lag}"
+
+
+def _stalled_and_dead(d: Decision, w: PartitionWindow, c: EvaluatorConfig, now_ms: int) -> str:
+    return f"{_stalled(d, w, c, now_ms)}, and nobody works on it: the consumer is dead"
+
+
+def _stalled_but_alive(d: Decision, w: PartitionWindow, c: EvaluatorConfig, now_ms: int) -> str:
+    return f"{_stalled(d, w, c, now_ms)}; {_alive_clause(d, w)} but not moving"
+
+
+def _keeps_pace(d: Decision, w: PartitionWindow, c: EvaluatorConfig, now_ms: int) -> str:
+    jitter = lag_rise_within_jitter(d.commits)
+    assert jitter is not None, "rule keeps_pace without a rise within jitter"
+    rise, batch = jitter
+    return (
+        f"Lag rose by {rise} across the window's {len(d.commits)} commits, no more than "
+        f"the {batch} messages read between two polls: the consumer keeps pace"
+    )
+
+
+def _lag_rising(d: Decision, w: PartitionWindow, c: EvaluatorConfig, now_ms: int) -> str:
+    known = [commit.lag for commit in d.commits if commit.lag is not None]
+    trend = f" (from {known[0]} to {known[-1]})" if known else ""
+    return f"Lag never decreased across the window's {len(d.commits)} commits{trend}"
+
+
+def _catching_up(d: Decision, w: PartitionWindow, c: EvaluatorConfig, now_ms: int) -> str:
+    drop = _last_drop(d.commits)
+    return f"Lag went down from {drop[0]} to {drop[1]} within the window: the consumer catches up"
+
+
+_BASES: dict[str, _Base] = {
+    "source_unreachable": _source_unreachable,
+    "no_commits": _no_commits,
+    "out_of_range": _out_of_range,
+    "not_enough_data": _not_enough_data,
+    "within_allowed_lag": _within_allowed_lag,
+    "dead_consumer": _dead_consumer,
+    "stopped_but_alive": _stopped_but_alive,
+    "stopped": _stopped,
+    "rewind": _rewind,
+    "caught_up": _caught_up,
+    "stalled_and_dead": _stalled_and_dead,
+    "stalled_but_alive": _stalled_but_alive,
+    "stalled": _stalled,
+    "keeps_pace": _keeps_pace,
+    "lag_rising": _lag_rising,
+    "catching_up": _catching_up,
+}

@@ -1,0 +1,213 @@
+"""The predicates the rules read: Burrow's, and those of the evidence Burrow lacks.
+
+Each is a small pure function named for the question it answers, as in Burrow's
+``core/internal/evaluator/caching.go``, so a rule reads as a sentence and a test can pin one
+predicate without building the whole verdict. None of them decides a status: ``decide`` does,
+from their values.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from spark_jobs.evaluator.types import Commit, EvaluatorConfig, PartitionWindow
+
+# ---------------------------------------------------------------------------------------------
+# The window
+
+
+def build_window(commits: Iterable[Commit], config: EvaluatorConfig) -> tuple[Commit, ...]:
+    """The last ``config.window`` commits, a commit within ``min_distance_s`` replacing the one
+    before it (SPEC §4, Burrow's ``min-distance``).
+
+    Replacement compares with the commit kept last, as Burrow's ring does, so the function is
+    idempotent: the Spark job may hand it raw commits or an already-built window. Commits are
+    taken in the order given (oldest first); nothing is reordered.
+    """
+    min_ms = config.min_distance_s * 1000.0
+    kept: list[Commit] = []
+    for commit in commits:
+        if kept and min_ms > 0 and commit.timestamp_ms - kept[-1].timestamp_ms < min_ms:
+            kept[-1] = commit
+        else:
+            kept.append(commit)
+    return tuple(kept[-config.window :])
+
+
+def window_complete(commits: Sequence[Commit], config: EvaluatorConfig) -> float:
+    """How full the window is: Burrow's ``complete``, the share of ``config.window`` commits."""
+    return min(len(commits), config.window) / config.window
+
+
+def watched_share(
+    window: PartitionWindow, commits: Sequence[Commit], config: EvaluatorConfig
+) -> float:
+    """Rule 1's measure: how full the window is, or, for a window from a poller, how many
+    polls watched it, whichever is more.
+
+    A consumer stuck for longer than the status job's look-back has one commit and hundreds of
+    polls: counting its commits alone would call it "not enough data" for ever.
+    """
+    complete = window_complete(commits, config)
+    if window.polls is None:
+        return complete
+    return max(complete, min(window.polls, config.window) / config.window)
+
+
+# ---------------------------------------------------------------------------------------------
+# Burrow's predicates (SPEC §4 rules 3 to 7), one small function each
+
+
+def has_stopped_committing(commits: Sequence[Commit], now_ms: int) -> bool:
+    """Rule 3, first half: the time since the last commit exceeds the window's own span."""
+    last = commits[-1].timestamp_ms
+    return now_ms - last > last - commits[0].timestamp_ms
+
+
+def was_caught_up_recently(commits: Sequence[Commit], latest_offsets: Sequence[int]) -> bool:
+    """Rule 3, second half (Burrow #290): a recent broker offset was at or below the last
+    commit, so the consumer had no lag lately and new data may simply not be consumed yet."""
+    last = commits[-1].offset
+    return any(latest <= last for latest in latest_offsets)
+
+
+def find_unrecovered_rewind(commits: Sequence[Commit]) -> int | None:
+    """Rule 4: index of a commit lower than the one before it that no later commit climbed
+    back to (reached the offset it fell from); None when every rewind recovered."""
+    offsets = [c.offset for c in commits]
+    for i in range(1, len(offsets)):
+        fell_from = offsets[i - 1]
+        if offsets[i] < fell_from and not any(o >= fell_from for o in offsets[i + 1 :]):
+            return i
+    return None
+
+
+def had_lag_within_allowed(commits: Sequence[Commit], allowed_lag: int) -> Commit | None:
+    """Rule 5: the most recent commit whose lag was within ``allowed_lag`` (unknown lags do
+    not count)."""
+    for commit in reversed(commits):
+        if commit.lag is not None and commit.lag <= allowed_lag:
+            return commit
+    return None
+
+
+def offsets_unchanged(commits: Sequence[Commit]) -> bool:
+    """Rule 6: every commit of the window is at the same offset."""
+    first = commits[0].offset
+    return all(c.offset == first for c in commits)
+
+
+def lag_never_decreased(commits: Sequence[Commit]) -> bool:
+    """Rule 7: from one commit to the next (skipping unknown lags), lag never went down."""
+    previous: int | None = None
+    for commit in commits:
+        if commit.lag is None:
+            continue
+        if previous is not None and commit.lag < previous:
+            return False
+        previous = commit.lag
+    return True
+
+
+# ---------------------------------------------------------------------------------------------
+# Evidence Burrow lacks
+
+
+def lag_rise_within_jitter(commits: Sequence[Commit]) -> tuple[int, int] | None:
+    """For lags measured at polls: (rise, batch) when the lag rose across the window by no
+    more than the largest offset advance between two consecutive commits (one batch between
+    polls); None when it rose more, or when there is no progress or no two known lags.
+
+    Burrow measures a commit's lag when the commit arrives. A poller measures it at the poll
+    that first saw the commit, somewhere in the consumer's commit cycle: the messages produced
+    since the commit are in it. Where that phase drifts, a consumer keeping pace shows a lag
+    that steps up by up to a batch and may never step down within the window (the lab's
+    ``audit-spout``: lags 1, 1, 1, 1, 1, 4, 4, 4, 4, 4 while it read 8 to 12 messages between
+    polls). A consumer falling behind gains more than a batch over a window.
+    """
+    known = [c.lag for c in commits if c.lag is not None]
+    if len(known) < 2:
+        return None
+    batch = max(
+        (b.offset - a.offset for a, b in zip(commits, commits[1:], strict=False)), default=0
+    )
+    rise = known[-1] - known[0]
+    if batch <= 0 or rise > batch:
+        return None
+    return rise, batch
+
+
+def is_commit_overdue(commits: Sequence[Commit], now_ms: int) -> bool:
+    """The next commit is late: more time passed since the last one than the window's mean
+    interval between commits. Guards the dead-consumer rule against an owner missing for a
+    moment while commits still arrive on time."""
+    idle = now_ms - commits[-1].timestamp_ms
+    if len(commits) < 2:
+        return idle > 0
+    return idle * (len(commits) - 1) > commits[-1].timestamp_ms - commits[0].timestamp_ms
+
+
+def current_lag(window: PartitionWindow, commits: Sequence[Commit]) -> int:
+    """The lag now: from the fresh broker ``latest`` when known, else the collector's figure.
+
+    Burrow computes lag when a commit arrives and keeps it until the next one; a consumer that
+    stopped committing therefore keeps the lag of its last commit forever. Recomputing from the
+    latest offset of this poll is the first improvement of SPEC §4. The result may be negative
+    (committed beyond latest): the caller turns that into ERR, never into a clamped lag.
+    """
+    if window.latest is not None and commits:
+        return window.latest - commits[-1].offset
+    return window.current_lag
+
+
+def _moved(series: Sequence[int]) -> bool:
+    return any(b != a for a, b in zip(series, series[1:], strict=False))
+
+
+def counter_rise(series: Sequence[int]) -> int:
+    """Work counted by a cumulative counter; a drop (a restart) counts from zero again."""
+    total = 0
+    for a, b in zip(series, series[1:], strict=False):
+        total += b - a if b >= a else b
+    return total
+
+
+def liveness(window: PartitionWindow, frozen: bool) -> tuple[bool | None, dict[str, Any]]:
+    """Is a consumer working on this partition? (value, evidence); None when nobody can tell.
+
+    Moving acked/failed counts are the strongest evidence (a Storm spout rewrites its znode
+    only on progress, so its commit times say nothing of liveness); then the owner as the
+    collector saw it, unless the group is rebalancing, when owning nothing is expected; last, a
+    spout whose counts did not move while its commit is frozen is dead.
+    """
+    spout = window.spout
+    samples = 0
+    if spout is not None:
+        samples = max(len(spout.acked), len(spout.failed))
+        if _moved(spout.acked) or _moved(spout.failed):
+            return True, {
+                "source": "spout",
+                "acked_rise": counter_rise(spout.acked),
+                "failed_rise": counter_rise(spout.failed),
+            }
+    if window.alive is not None and not (window.alive is False and window.rebalancing):
+        return window.alive, {"source": "owner", "alive": window.alive}
+    if samples >= 2 and frozen:
+        return False, {"source": "spout", "acked_rise": 0, "failed_rise": 0, "samples": samples}
+    return None, {}
+
+
+def out_of_range(window: PartitionWindow, committed: int, lag: int) -> dict[str, Any] | None:
+    """The bound the committed offset crossed (the evidence of ``OUT_OF_RANGE``), or None.
+
+    Without a broker ``latest`` a negative collector lag is the only sign of a commit beyond
+    the log's end; a lag is never clamped to hide it.
+    """
+    if window.latest is not None and committed > window.latest:
+        return {"committed": committed, "latest": window.latest, "side": "ahead_of_latest"}
+    if window.earliest is not None and committed < window.earliest:
+        return {"committed": committed, "earliest": window.earliest, "side": "behind_earliest"}
+    if window.latest is None and lag < 0:
+        return {"committed": committed, "current_lag": lag, "side": "ahead_of_latest"}
+    return None

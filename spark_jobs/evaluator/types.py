@@ -1,0 +1,193 @@
+"""The evaluator's vocabulary: statuses, diagnosis codes, and the values that go in and out.
+
+Kept apart from the rules so that every other module of the package (rules, the decide table,
+the reasons, the ``evaluate_window`` document) and every caller can share one definition
+without importing the logic; nothing here decides anything.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+# Statuses: Burrow's names, plus UNKNOWN for a partition whose source could not be reached.
+OK = "OK"
+WARN = "WARN"
+ERR = "ERR"
+STOP = "STOP"
+STALL = "STALL"
+REWIND = "REWIND"
+UNKNOWN = "UNKNOWN"
+STATUSES = (OK, UNKNOWN, WARN, ERR, STOP, STALL, REWIND)
+
+# Diagnoses. State diagnoses explain a non-OK verdict; event diagnoses report something that
+# happened in the window and are attached whatever the status.
+SOURCE_UNREACHABLE = "SOURCE_UNREACHABLE"
+OUT_OF_RANGE = "OUT_OF_RANGE"
+DEAD_CONSUMER = "DEAD_CONSUMER"
+POISON_MESSAGE = "POISON_MESSAGE"
+PENDING_LEAK = "PENDING_LEAK"
+BACKPRESSURE = "BACKPRESSURE"
+SLOW_CONSUMER = "SLOW_CONSUMER"
+REBALANCING = "REBALANCING"
+REBALANCE_STORM = "REBALANCE_STORM"
+SKIPPED_DATA = "SKIPPED_DATA"
+TOPOLOGY_RESTARTED = "TOPOLOGY_RESTARTED"
+SPOUT_ID_COLLISION = "SPOUT_ID_COLLISION"
+
+# ---------------------------------------------------------------------------------------------
+# Inputs and outputs
+
+
+@dataclass(frozen=True, slots=True)
+class EvaluatorConfig:
+    """Thresholds of the rules; the defaults are Burrow's (window of 10, no allowed lag).
+
+    ``rebalance_storm_count`` is K of REBALANCE_STORM (more than K rebalances in the window);
+    ``backpressure_share`` is the share of spout samples at ``max.spout.pending`` that makes
+    "most of the window" for BACKPRESSURE.
+    """
+
+    allowed_lag: int = 0
+    minimum_complete: float = 0.0
+    window: int = 10
+    min_distance_s: float = 0.0
+    rebalance_storm_count: int = 3
+    backpressure_share: float = 0.8
+
+    def __post_init__(self) -> None:
+        if self.window < 1:
+            raise ValueError("window must be at least 1 commit")
+        if self.allowed_lag < 0 or self.min_distance_s < 0 or self.rebalance_storm_count < 0:
+            raise ValueError("allowed_lag, min_distance_s and rebalance_storm_count must be >= 0")
+        if not 0.0 <= self.minimum_complete <= 1.0:
+            raise ValueError("minimum_complete must be between 0 and 1")
+        if not 0.0 < self.backpressure_share <= 1.0:
+            raise ValueError("backpressure_share must be in (0, 1]")
+
+
+@dataclass(frozen=True, slots=True)
+class Commit:
+    """One committed offset of the window.
+
+    ``lag`` is the lag when the commit was seen (None: unknown). ``earliest`` and ``latest``
+    are the broker's log start and end offsets at that time, when known: they are what reveals
+    an out-of-range jump (SKIPPED_DATA), below the log start or beyond the end of a log that
+    was deleted and re-created.
+    """
+
+    offset: int
+    timestamp_ms: int
+    lag: int | None = None
+    earliest: int | None = None
+    latest: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SpoutSeries:
+    """A Storm spout's figures for the partition, one value per sample, oldest first.
+
+    ``acked`` and ``failed`` are cumulative counters (a decrease is a restart, not negative
+    work); ``pending`` is a gauge.
+    """
+
+    pending: tuple[int, ...] = ()
+    failed: tuple[int, ...] = ()
+    acked: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionWindow:
+    """Everything known about one partition: its window of commits and current figures.
+
+    The first eight fields are the issue's JSON; Burrow has exactly those with ``earliest``,
+    ``latest``, ``alive`` and ``spout`` unknown. The rest are optional evidence (None or empty:
+    unknown) that the collectors can supply:
+
+    - ``stale``/``stale_since_ms``: the source was unreachable; the figures are the last known;
+    - ``max_spout_pending``: ``topology.max.spout.pending``, for BACKPRESSURE;
+    - ``smallest_failed_offset``: the offset a spout keeps retrying, for POISON_MESSAGE;
+    - ``rebalances_ms``: times of the group's rebalances (generation changes) seen lately;
+    - ``rebalancing``: the group is rebalancing now (nobody owning the partition is expected);
+    - ``topology_ids``: topology instance ids seen on the spout path, oldest first;
+    - ``topics``: topics seen written under the spout path;
+    - ``polls``: how many polls of the partition the window spans (the status job: samples
+      since the one that first saw the window's first commit). Its presence says the lags
+      were measured at polls, not when the commits arrived (see ``lag_rise_within_jitter``).
+    """
+
+    id: str
+    commits: tuple[Commit, ...]
+    latest_offsets: tuple[int, ...]
+    current_lag: int
+    earliest: int | None = None
+    latest: int | None = None
+    alive: bool | None = None
+    spout: SpoutSeries | None = None
+    stale: bool = False
+    stale_since_ms: int | None = None
+    max_spout_pending: int | None = None
+    smallest_failed_offset: int | None = None
+    rebalances_ms: tuple[int, ...] = ()
+    rebalancing: bool | None = None
+    topology_ids: tuple[str, ...] = ()
+    topics: tuple[str, ...] = ()
+    polls: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Diagnosis:
+    """A named finding and the figures that support it (JSON-ready values only)."""
+
+    code: str
+    evidence: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionVerdict:
+    """Status, completeness and explanation of one partition.
+
+    ``lag`` is the current lag the rules used (recomputed from ``latest`` when known); it is
+    None only when no lag can be stated (committed beyond the latest offset).
+    """
+
+    id: str
+    status: str
+    complete: float
+    diagnosis: tuple[Diagnosis, ...]
+    reason: str
+    lag: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class GroupVerdict:
+    id: str
+    status: str
+    complete: float
+    total_lag: int
+    partitions: tuple[PartitionVerdict, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class GroupWindows:
+    id: str
+    partitions: tuple[PartitionWindow, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class EvaluationRequest:
+    """A parsed ``evaluate_window`` document."""
+
+    config: EvaluatorConfig
+    now_ms: int
+    partitions: tuple[PartitionWindow, ...]
+    groups: tuple[GroupWindows, ...]
+
+
+class WindowInputError(ValueError):
+    """Bad input; the message starts with the path of the offending field."""
+
+    def __init__(self, path: str, problem: str) -> None:
+        self.path = path
+        self.problem = problem
+        super().__init__(f"{path}: {problem}")

@@ -1,0 +1,250 @@
+"""The decide table in Burrow's manner (``caching_test.go``): one row per case, stating the
+window, every predicate's value, the rule that decides and the status with its diagnoses.
+
+A row fails on its facts when a predicate changes, on its rule when the table's order or a
+condition changes: the two halves of the decision are pinned apart. Where two rules can both
+hold, a row has both true, so moving a rule past another fails a row. The window is compact:
+``"100:5 110:?"`` is offset:lag per commit ("?" unknown), one a minute from minute 1; ``after``
+is how many minutes after the last commit the window is judged. Unless a row says otherwise the
+window is five commits (``EvaluatorConfig(window=5)``) with Burrow's other defaults.
+
+Facts are one character per field of ``Facts``, in its order (1 true, 0 false, ? unknown),
+in groups of four for the eye:
+
+    S stale              C has_commits          R out_of_range        E enough_data
+    A within_allowed_lag T stopped_committing   U caught_up_recently  W rewound
+    H had_allowed_lag    O offsets_unchanged    N lag_never_decreased J rise_within_jitter
+    V commit_overdue     L alive
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+import spark_jobs.evaluator.decide as decide_module
+from spark_jobs.evaluator import (
+    BACKPRESSURE,
+    DEAD_CONSUMER,
+    ERR,
+    OK,
+    OUT_OF_RANGE,
+    PENDING_LEAK,
+    POISON_MESSAGE,
+    REBALANCE_STORM,
+    REBALANCING,
+    REWIND,
+    SKIPPED_DATA,
+    SLOW_CONSUMER,
+    SOURCE_UNREACHABLE,
+    SPOUT_ID_COLLISION,
+    STALL,
+    STOP,
+    TOPOLOGY_RESTARTED,
+    UNKNOWN,
+    WARN,
+    Commit,
+    EvaluatorConfig,
+    PartitionWindow,
+    SpoutSeries,
+    evaluate_partition,
+)
+from spark_jobs.evaluator.decide import RULES, Decision, Facts, decide
+
+MIN = 60_000
+FIVE = EvaluatorConfig(window=5)
+STRICT = EvaluatorConfig(window=5, minimum_complete=1.0)
+FIELDS = [f.name for f in dataclasses.fields(Facts)]
+FLAG = {"1": True, "0": False, "?": None}
+
+
+def commits(spec: str) -> tuple[Commit, ...]:
+    rows = [item.split(":") for item in spec.split()]
+    return tuple(
+        Commit(int(o), (i + 1) * MIN, None if lag == "?" else int(lag))
+        for i, (o, lag) in enumerate(rows)
+    )
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    facts: str
+    status: str
+    rule: str
+    codes: tuple[str, ...]
+    commits: str | tuple[Commit, ...]
+    lag: int = 0  # the collector's current lag (the rules recompute it when ``latest`` is given)
+    after: float = 1
+    config: EvaluatorConfig = FIVE
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def window(self) -> PartitionWindow:
+        cs = commits(self.commits) if isinstance(self.commits, str) else self.commits
+        extra = dict(self.extra)
+        latest_offsets = extra.pop("latest_offsets", ())
+        return PartitionWindow(self.name, cs, latest_offsets, self.lag, **extra)
+
+    def judged(self) -> tuple[PartitionWindow, int, Decision]:
+        """The window, when it is judged, and the decision."""
+        window = self.window()
+        last = window.commits[-1].timestamp_ms if window.commits else 0
+        now = last + int(self.after * MIN)
+        return window, now, decide(window, self.config, now)
+
+    def expected_facts(self) -> Facts:
+        flags = self.facts.replace(" ", "")
+        return Facts(**{name: FLAG[c] for name, c in zip(FIELDS, flags, strict=True)})
+
+
+def case(
+    name: str,
+    facts: str,
+    status: str,
+    rule: str,
+    codes: list[str],
+    spec: str | tuple[Commit, ...],
+    **kw: Any,
+) -> Case:
+    """A row; ``lag``, ``after`` and ``config`` go to the case, the rest to the window."""
+    known = {"lag", "after", "config"}
+    return Case(name, facts, status, rule, tuple(codes), spec,
+                **{k: v for k, v in kw.items() if k in known},
+                extra={k: v for k, v in kw.items() if k not in known})  # fmt: skip
+
+
+STEADY = "100:5 110:5 120:5 130:5 140:5"  # progress, lag flat at 5
+FROZEN = "100:5 100:6 100:7 100:8 100:9"  # one offset, lag rising
+FLAT_SPOUT = SpoutSeries(pending=(0, 0, 0), failed=(0, 0, 0), acked=(3, 3, 3))
+SKIP = (Commit(50, MIN, 5), Commit(100, 2 * MIN, 5, earliest=80), Commit(110, 3 * MIN, 4),
+        Commit(120, 4 * MIN, 3), Commit(130, 5 * MIN, 2))  # fmt: skip
+
+# fmt: off
+CASES = [
+    # name                                         SCRE ATUW HONJ VL   status    rule                 diagnoses, window
+    # The source could not be reached: nothing else is judged.
+    case("stale source",                          "1101 0000 0010 0?", UNKNOWN, "source_unreachable", [SOURCE_UNREACHABLE], STEADY, lag=5, stale=True, stale_since_ms=2 * MIN),
+    case("stale source, events still reported",   "1101 0000 0010 0?", UNKNOWN, "source_unreachable", [SOURCE_UNREACHABLE, REBALANCING], STEADY, lag=5, stale=True, rebalancing=True),
+    case("stale source, no commit yet",           "1001 1000 0010 0?", UNKNOWN, "source_unreachable", [SOURCE_UNREACHABLE], "", stale=True),
+    case("no commit yet",                         "0001 1000 0010 0?", OK,      "no_commits",         [], ""),
+    # The committed offset is outside the log (ERR before any rule that needs a full window).
+    case("behind earliest",                       "0111 0000 0010 0?", ERR,     "out_of_range",       [OUT_OF_RANGE], STEADY, earliest=150, latest=160),
+    case("beyond latest",                         "0111 1000 0010 0?", ERR,     "out_of_range",       [OUT_OF_RANGE], STEADY, latest=130),
+    case("beyond latest, latest unknown",         "0111 1000 0010 0?", ERR,     "out_of_range",       [OUT_OF_RANGE], STEADY, lag=-3),
+    case("beyond latest, window not full",        "0110 1000 0010 0?", ERR,     "out_of_range",       [OUT_OF_RANGE], "100:5 110:5 120:5", latest=110, config=STRICT),
+    # Burrow 1: not enough data; a poller's window counts its polls too.
+    case("three of five commits",                 "0100 0000 0010 0?", OK,      "not_enough_data",    [], "100:5 110:5 120:5", lag=5, config=STRICT),
+    case("three of five commits, nothing waits",  "0100 1000 1010 0?", OK,      "not_enough_data",    [], "100:0 110:0 120:0", config=STRICT),
+    case("three commits, five polls",             "0101 0000 0011 0?", OK,      "keeps_pace",         [], "100:5 110:5 120:5", lag=5, config=STRICT, polls=5),
+    # Burrow 2: nothing waits, however old the commit and whoever holds the partition.
+    case("quiet topic, old commit",               "0101 1100 1000 10", OK,      "within_allowed_lag", [], "100:5 110:3 120:0 130:0 140:0", after=60, alive=False),
+    case("lag within allowed, rebalancing",       "0101 1000 1010 0?", OK,      "within_allowed_lag", [REBALANCING], "100:0 110:0 120:0 130:0 140:0", rebalancing=True),
+    # A consumer known dead is STOP once its next commit is overdue, even after a zero lag.
+    case("dead owner after a zero-lag commit",    "0101 0000 1010 10", STOP,    "dead_consumer",      [DEAD_CONSUMER], "100:0 110:0 120:0 130:0 140:0", lag=30, after=2, alive=False),
+    case("dead spout, commit overdue",            "0101 0000 0110 10", STOP,    "dead_consumer",      [DEAD_CONSUMER], FROZEN, lag=20, after=2, spout=FLAT_SPOUT),
+    case("stopped, dead owner",                   "0101 0100 0010 10", STOP,    "dead_consumer",      [DEAD_CONSUMER], STEADY, lag=60, after=10, alive=False),
+    # Burrow 3: stopped committing; alive, it is STALL with what the spout shows.
+    case("stopped, liveness unknown",             "0101 0100 0010 1?", STOP,    "stopped",            [], STEADY, lag=60, after=10, latest_offsets=(200,)),
+    case("stopped, spout alive, poison",          "0101 0100 0010 11", STALL,   "stopped_but_alive",  [POISON_MESSAGE], STEADY, lag=60, after=10, spout=SpoutSeries(pending=(1, 1, 1), failed=(0, 3, 9), acked=(10, 20, 20))),
+    case("stopped, spout alive, pending leak",    "0101 0100 0010 11", STALL,   "stopped_but_alive",  [PENDING_LEAK], STEADY, lag=60, after=10, spout=SpoutSeries(pending=(1, 5, 9, 14), failed=(0, 2, 4, 6), acked=(1, 2, 2, 2))),
+    case("stopped, but caught up lately",         "0101 0110 0010 1?", WARN,    "lag_rising",         [SLOW_CONSUMER], STEADY, lag=60, after=10, latest_offsets=(140,)),
+    case("stopped after a rewind",                "0101 0101 0010 1?", STOP,    "stopped",            [], "100:5 120:5 90:5 100:5 110:5", lag=5, after=10),
+    # Burrow 4: an unrecovered rewind, and the retention jump that explains one.
+    case("rewind",                                "0101 0001 0010 0?", REWIND,  "rewind",             [], "100:5 120:5 90:5 100:5 110:5", lag=5),
+    case("rewind recovered",                      "0101 0000 0010 0?", WARN,    "lag_rising",         [SLOW_CONSUMER], "100:5 120:5 90:5 100:5 120:5", lag=5),
+    case("rewind after a zero-lag commit",        "0101 0001 1010 0?", REWIND,  "rewind",             [], "100:0 120:5 90:5 100:5 110:5", lag=5),
+    case("skipped data, catching up",             "0101 0000 0000 0?", OK,      "catching_up",        [SKIPPED_DATA], SKIP, lag=2),
+    # Burrow 5: a commit of the window was caught up.
+    case("caught up at the first commit",         "0101 0000 1010 0?", OK,      "caught_up",          [], "100:0 110:5 120:6 130:7 140:8", lag=10),
+    case("frozen after a zero-lag commit",        "0101 0000 1110 0?", OK,      "caught_up",          [], "100:0 100:5 100:6 100:7 100:8", lag=10),
+    case("frozen after a zero-lag commit, dead",  "0101 0000 1110 00", OK,      "caught_up",          [], "100:0 100:5 100:6 100:7 100:8", lag=10, alive=False),
+    # Burrow 6: the offset never moved; liveness says STOP or STALL.
+    case("frozen, dead spout, not yet overdue",   "0101 0000 0110 00", STOP,    "stalled_and_dead",   [DEAD_CONSUMER], FROZEN, lag=20, spout=FLAT_SPOUT),
+    case("frozen, owner alive, backpressure",     "0101 0000 0110 01", STALL,   "stalled_but_alive",  [BACKPRESSURE], FROZEN, lag=10, alive=True, max_spout_pending=5, spout=SpoutSeries(pending=(5, 5, 5, 5))),
+    case("frozen, liveness unknown",              "0101 0000 0110 0?", STALL,   "stalled",            [], FROZEN, lag=10),
+    case("frozen, owner gone in a rebalance",     "0101 0000 0110 0?", STALL,   "stalled",            [REBALANCING], FROZEN, lag=10, alive=False, rebalancing=True),
+    # Burrow 7: lag never decreased; a poller's rise within one batch keeps pace.
+    case("lag rising within a batch, polled",     "0101 0000 0011 0?", OK,      "keeps_pace",         [], "100:1 110:1 120:4 130:4 140:4", lag=4, polls=20),
+    case("lag rising within a batch, unpolled",   "0101 0000 0010 0?", WARN,    "lag_rising",         [SLOW_CONSUMER], "100:1 110:1 120:4 130:4 140:4", lag=4),
+    case("lag rising beyond a batch, polled",     "0101 0000 0010 0?", WARN,    "lag_rising",         [SLOW_CONSUMER], "100:1 110:5 120:10 130:20 140:40", lag=40, polls=20),
+    case("lag rising, rebalance storm",           "0101 0000 0010 0?", WARN,    "lag_rising",         [SLOW_CONSUMER, REBALANCE_STORM], "100:1 110:5 120:10 130:20 140:40", lag=40, rebalances_ms=(MIN, 2 * MIN, 3 * MIN, 4 * MIN)),
+    # Burrow 8: the lag went down somewhere.
+    case("catching up",                           "0101 0000 0000 0?", OK,      "catching_up",        [], "100:20 110:15 120:10 130:12 140:14", lag=14),
+    case("catching up, topology restarted",       "0101 0000 0000 0?", OK,      "catching_up",        [TOPOLOGY_RESTARTED], "100:20 110:15 120:10 130:12 140:14", lag=14, topology_ids=("a-1", "a-2")),
+    case("catching up, two topics on a path",     "0101 0000 0000 0?", OK,      "catching_up",        [SPOUT_ID_COLLISION], "100:20 110:15 120:10 130:12 140:14", lag=14, topics=("t1", "t2")),
+]
+# fmt: on
+
+
+@pytest.mark.parametrize("row", CASES, ids=[c.name for c in CASES])
+def test_row(row: Case) -> None:
+    _, _, decision = row.judged()
+    assert decision.facts == row.expected_facts()
+    assert (decision.rule, decision.status) == (row.rule, row.status)
+    assert decision.codes == row.codes
+
+
+def test_every_rule_of_the_table_has_a_row() -> None:
+    assert {c.rule for c in CASES} == {r.id for r in RULES}
+
+
+def test_every_diagnosis_has_a_row() -> None:
+    codes = {code for c in CASES for code in c.codes}
+    assert codes == {
+        SOURCE_UNREACHABLE, OUT_OF_RANGE, DEAD_CONSUMER, POISON_MESSAGE, PENDING_LEAK,
+        BACKPRESSURE, SLOW_CONSUMER, REBALANCING, REBALANCE_STORM, SKIPPED_DATA,
+        TOPOLOGY_RESTARTED, SPOUT_ID_COLLISION,
+    }  # fmt: skip
+
+
+def test_rule_ids_are_unique_and_the_last_row_always_holds() -> None:
+    ids = [r.id for r in RULES]
+    assert len(ids) == len(set(ids))
+    everything_false = Facts(**{name: False for name in FIELDS})
+    assert RULES[-1].when(everything_false)
+
+
+@pytest.mark.parametrize("row", CASES, ids=[c.name for c in CASES])
+def test_the_verdict_is_the_decision(row: Case) -> None:
+    """evaluate_partition adds only the sentence (and hides a lag that cannot be stated)."""
+    window, now, decision = row.judged()
+    verdict = evaluate_partition(window, row.config, now)
+    assert (verdict.status, verdict.diagnosis) == (decision.status, decision.diagnoses)
+    assert verdict.lag == (None if decision.lag < 0 else decision.lag)
+
+
+# Neighbouring rules that can never both hold, so their order is free.
+EXCLUSIVE = {
+    ("no_commits", "out_of_range"): "out of range needs a commit",
+    ("dead_consumer", "stopped_but_alive"): "dead and alive",
+    ("stalled_and_dead", "stalled_but_alive"): "dead and alive",
+    ("stalled", "keeps_pace"): "an unchanged offset reads no batch between polls",
+}
+NEIGHBOURS = [(a.id, b.id) for a, b in zip(RULES, RULES[1:], strict=False)]
+
+
+def test_the_free_pairs_are_neighbours() -> None:
+    assert set(EXCLUSIVE) <= set(NEIGHBOURS)
+
+
+@pytest.mark.parametrize(
+    "at",
+    [i for i, pair in enumerate(NEIGHBOURS) if pair not in EXCLUSIVE],
+    ids=[f"{a}-{b}" for a, b in NEIGHBOURS if (a, b) not in EXCLUSIVE],
+)
+def test_moving_a_rule_past_its_neighbour_fails_a_row(
+    at: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pair = NEIGHBOURS[at]
+    swapped = list(RULES)
+    swapped[at], swapped[at + 1] = swapped[at + 1], swapped[at]
+    monkeypatch.setattr(decide_module, "RULES", tuple(swapped))
+
+    def still_right(row: Case) -> bool:
+        _, _, decision = row.judged()
+        return (decision.rule, decision.status, decision.codes) == (row.rule, row.status, row.codes)
+
+    assert not all(still_right(row) for row in CASES), f"no row has both {pair} true"

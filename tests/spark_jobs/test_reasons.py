@@ -1,0 +1,140 @@
+"""The reason renderer: every rule of the decide table has a sentence, and the sentence cites
+the figures of the window that decided it, then the first diagnosis that adds to it.
+
+The windows are the decide table's rows (test_decide_table.py), so each sentence here is
+rendered from a decision whose facts and rule that table pins.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from spark_jobs.evaluator import (
+    BACKPRESSURE,
+    DEAD_CONSUMER,
+    OUT_OF_RANGE,
+    PENDING_LEAK,
+    POISON_MESSAGE,
+    REBALANCE_STORM,
+    REBALANCING,
+    SKIPPED_DATA,
+    SLOW_CONSUMER,
+    SOURCE_UNREACHABLE,
+    SPOUT_ID_COLLISION,
+    TOPOLOGY_RESTARTED,
+    Diagnosis,
+)
+from spark_jobs.evaluator.decide import RULES
+from spark_jobs.evaluator.reasons import _BASES, _sentence, reason
+from tests.spark_jobs.test_decide_table import CASES
+
+BY_NAME = {c.name: c for c in CASES}
+
+# Row of the decide table -> what its sentence must say (figures from its window).
+SAYS: dict[str, tuple[str, ...]] = {
+    "stale source": ("could not be reached for 240 s", "(lag 5)"),
+    "stale source, events still reported": ("could not be reached;", "the group is rebalancing"),
+    "stale source, no commit yet": ("could not be reached;", "(lag 0)"),
+    "no commit yet": ("No commit in the window yet",),
+    "behind earliest": ("offset 140 is below the earliest available offset 150",),
+    "beyond latest": ("offset 140 is beyond the latest offset 130",),
+    "beyond latest, latest unknown": ("offset 140 is beyond the latest offset:",),
+    "beyond latest, window not full": ("offset 120 is beyond the latest offset 110",),
+    "three of five commits": ("Only 3 of 5 commits", "(60% < 100% required)"),
+    "three of five commits, nothing waits": ("Only 3 of 5 commits", "not enough data"),
+    "three commits, five polls": ("rose by 0 across the window's 3 commits", "the 10 messages"),
+    "quiet topic, old commit": ("Current lag 0", "allowed lag of 0", "3600 s old"),
+    "lag within allowed, rebalancing": ("Current lag 0", "; the group is rebalancing."),
+    "dead owner after a zero-lag commit": ("Nobody owns", "no commit for 120 s", "30 messages"),
+    "dead spout, commit overdue": ("neither acked nor failed", "for 120 s", "20 messages"),
+    "stopped, dead owner": ("Nobody owns", "no commit for 600 s and 60 messages wait"),
+    "stopped after a rewind": ("No commit for 600 s", "240 s span", "with 5 messages waiting"),
+    "stopped, liveness unknown": ("No commit for 600 s", "240 s span", "55 new messages"),
+    "stopped, spout alive, poison": (
+        "acked +10, failed +9",
+        "stalled, not stopped",
+        "offset 140 keeps failing (9 more failures)",
+    ),
+    "stopped, spout alive, pending leak": ("acked +1, failed +6", "pending grew from 1 to 14"),
+    "stopped, but caught up lately": ("(from 5 to 5)", "0.167/s against 0.167/s"),
+    "rewind": ("went back from 120 to 90", "(last commit 110)"),
+    "rewind recovered": ("never decreased across the window's 5 commits",),
+    "rewind after a zero-lag commit": ("went back from 120 to 90",),
+    "skipped data, catching up": ("from 3 to 2", "jumped from 50 to 100 past the log start 80"),
+    "caught up at the first commit": ("Lag was 0 (allowed 0)", "300 s ago"),
+    "frozen after a zero-lag commit": ("Lag was 0 (allowed 0) at a commit 300 s ago",),
+    "frozen after a zero-lag commit, dead": ("Lag was 0 (allowed 0)", "caught up recently"),
+    "frozen, dead spout, not yet overdue": ("All 5 commits", "offset 100 with lag 20", "dead"),
+    "frozen, owner alive, backpressure": (
+        "offset 100 with lag 10",
+        "it owns the partition",
+        "max.spout.pending (5) in 100% of samples",
+    ),
+    "frozen, liveness unknown": ("All 5 commits in the window are at offset 100 with lag 10.",),
+    "frozen, owner gone in a rebalance": ("with lag 10; the group is rebalancing",),
+    "lag rising within a batch, polled": ("rose by 3", "the 10 messages read between two polls"),
+    "lag rising within a batch, unpolled": ("(from 1 to 4)", "0.167/s against 0.179/s"),
+    "lag rising beyond a batch, polled": ("(from 1 to 40)", "0.167/s against 0.329/s"),
+    "lag rising, rebalance storm": ("(from 1 to 40)", "so the lag never drains"),
+    "catching up": ("went down from 15 to 10",),
+    "catching up, topology restarted": ("instance a-2 replaced a-1",),
+    "catching up, two topics on a path": ("topics t1, t2 are written under one spout path",),
+}
+
+
+def test_every_rule_of_the_table_has_a_sentence() -> None:
+    assert set(_BASES) == {r.id for r in RULES}
+
+
+def test_every_row_of_the_decide_table_is_rendered_here() -> None:
+    assert set(SAYS) == set(BY_NAME)
+
+
+@pytest.mark.parametrize("name", sorted(SAYS))
+def test_the_sentence_cites_the_figures(name: str) -> None:
+    row = BY_NAME[name]
+    window, now, decision = row.judged()
+    text = reason(decision, window, row.config, now)
+    for fragment in SAYS[name]:
+        assert fragment in text
+    assert text[0].isupper() and text.endswith(".") and not text.endswith("..")
+
+
+# Diagnosis -> the clause that ends a sentence it is the first telling diagnosis of.
+HINTS: list[tuple[str, dict[str, Any], str]] = [
+    (POISON_MESSAGE, {"offset": 7, "failed_rise": 3},
+     "offset 7 keeps failing (3 more failures): a poison message"),
+    (PENDING_LEAK, {"pending_from": 2, "pending_to": 9},
+     "pending grew from 2 to 9 while the commit stayed put: a pending leak"),
+    (BACKPRESSURE, {"max_spout_pending": 50, "share_at_cap": 0.875},
+     "pending sat at max.spout.pending (50) in 88% of samples"),
+    (SLOW_CONSUMER, {"consume_per_s": 1.5, "produce_per_s": 2.0},
+     "it consumes 1.5/s against 2/s produced, so the lag never drains"),
+    (REBALANCING, {"rebalancing": True}, "the group is rebalancing"),
+    (REBALANCE_STORM, {"rebalances": 5, "threshold": 3},
+     "5 rebalances in the window (more than 3)"),
+    (SKIPPED_DATA, {"from": 10, "to": 40, "earliest": 30, "skipped": 10, "deleted_by_retention": 20},
+     "the commit jumped from 10 to 40 past the log start 30, skipping 10 messages"),
+    (SKIPPED_DATA, {"from": 233, "to": 14, "earliest": 0, "skipped": 14, "deleted_by_retention": None},
+     "the commit at 233 lay beyond the end of a re-created log and jumped to 14, skipping 14 messages"),
+    (TOPOLOGY_RESTARTED, {"from": "t-1", "to": "t-2"},
+     "a new topology instance t-2 replaced t-1 on the spout path"),
+    (SPOUT_ID_COLLISION, {"topics": ["a", "b"]}, "topics a, b are written under one spout path"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("code", "evidence", "clause"), HINTS)
+def test_a_diagnosis_ends_the_sentence_with_its_main_figure(
+    code: str, evidence: dict[str, Any], clause: str
+) -> None:
+    assert _sentence("Base", [Diagnosis(code, evidence)]) == f"Base; {clause}."
+
+
+@pytest.mark.parametrize("code", [SOURCE_UNREACHABLE, OUT_OF_RANGE, DEAD_CONSUMER])
+def test_a_diagnosis_the_base_already_states_adds_nothing(code: str) -> None:
+    told = Diagnosis(code, {})
+    assert _sentence("Base", [told]) == "Base."
+    rebalancing = Diagnosis(REBALANCING, {"rebalancing": True})
+    assert _sentence("Base", [told, rebalancing]) == "Base; the group is rebalancing."
