@@ -216,7 +216,9 @@ def _parse_commits(value: object, path: str) -> tuple[Commit, ...]:
             Commit(
                 offset=_int(doc["offset"], f"{here}.offset"),
                 timestamp_ms=timestamp,
-                lag=_int(doc.get("lag"), f"{here}.lag", nullable=True),
+                # Negative where the commit is beyond the log end (a reset topic, a commit
+                # by hand): accepted, and judged ERR by the rules (OUT_OF_RANGE).
+                lag=_int(doc.get("lag"), f"{here}.lag", minimum=None, nullable=True),
                 earliest=_int(doc.get("earliest"), f"{here}.earliest", nullable=True),
                 latest=_int(doc.get("latest"), f"{here}.latest", nullable=True),
             )

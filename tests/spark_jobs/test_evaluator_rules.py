@@ -775,8 +775,8 @@ def doc(**partition) -> dict:
         ),
         (doc(commits=[{"offset": 1}]), "partitions[0].commits[0].timestamp_ms: is required"),
         (
-            doc(commits=[{"offset": 1, "timestamp_ms": 1, "lag": -1}]),
-            "partitions[0].commits[0].lag: must be >= 0",
+            doc(commits=[{"offset": 1, "timestamp_ms": 1, "lag": 1.5}]),
+            "partitions[0].commits[0].lag: must be an integer or null",
         ),
         (doc(latest_offsets=None), "partitions[0].latest_offsets: must be a list"),
         (doc(alive="yes"), "partitions[0].alive: must be true, false or null"),
@@ -858,3 +858,16 @@ def test_the_evaluator_imports_neither_django_nor_pyspark_nor_the_collectors() -
         timeout=60,
     )
     assert result.returncode == 0, result.stderr
+
+
+def test_a_commit_beyond_the_log_end_is_accepted_and_judged_err() -> None:
+    """A negative commit lag is what the collector sees when a commit is past the log end (a
+    topic recreated, an offset set by hand): not bad input, an error of the consumer's."""
+    commits = [{"offset": 100, "timestamp_ms": t, "lag": -5} for t in (1, 2, 3)]
+    out = evaluate_document(
+        {"now_ms": 10, "partitions": [{"id": "t/0", "commits": commits,
+                                        "latest_offsets": [95, 95, 95], "current_lag": -5}]}
+    )  # fmt: skip
+    verdict = out["partitions"][0]
+    assert verdict["status"] == "ERR"
+    assert [d["code"] for d in verdict["diagnosis"]] == ["OUT_OF_RANGE"]
