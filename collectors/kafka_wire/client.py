@@ -1,4 +1,4 @@
-"""Group coordinators asked over Kafka's own protocol (the socket side of ``codec.py``).
+"""Group coordinators asked over Kafka's own protocol (the socket side of ``codec``).
 
 Three questions confluent-kafka 2.16 cannot be trusted with:
 

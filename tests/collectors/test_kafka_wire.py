@@ -1,7 +1,7 @@
 """The Kafka wire client of KIP-848 epochs: the pure codec on hand-built bytes, the socket side
 against a scripted fake broker, and the real thing against the lab's Apache Kafka broker.
 
-Expected bytes are written out from the message schemas (``collectors/kafka_wire/codec.py``
+Expected bytes are written out from the message schemas (``collectors/kafka_wire/codec/``
 names them), with builders of this module's own, never with the encoders under test. The
 fake broker stages what a real one will not do on demand (NOT_COORDINATOR, silence, a wrong
 correlation id, no API 69, TLS); everything a real broker does is asserted against one.
