@@ -35,7 +35,6 @@ from collectors.kafka_wire import (
     WireError,
     describe_consumer_group_epochs,
 )
-from collectors.kafka_wire.client import parse_bootstrap, ssl_context
 from collectors.kafka_wire.codec import (
     API_VERSIONS,
     CONSUMER_GROUP_DESCRIBE,
@@ -56,6 +55,7 @@ from collectors.kafka_wire.codec import (
     uuid_str,
     uvarint,
 )
+from collectors.kafka_wire.connection import parse_bootstrap, ssl_context
 from tests.waiting import wait_for
 
 lab = pytest.mark.lab
@@ -966,7 +966,7 @@ def test_wrong_correlation_id_is_a_wire_error(fake: Callable[..., FakeBroker]) -
         broker.misnumber = True  # answers now carry the request's id + 1
         with pytest.raises(WireError, match=r"127.0.0.1:\d+: answer to request 4, expected 3"):
             reader.describe(["g"], timeout_s=5)
-        assert reader._connections == {}  # dropped: its stream can no longer be trusted
+        assert reader._brokers.open == {}  # dropped: its stream can no longer be trusted
 
 
 def test_garbage_from_a_broker_is_a_wire_error(fake: Callable[..., FakeBroker]) -> None:
@@ -1267,4 +1267,4 @@ def test_describe_is_quick_and_keeps_its_connection(
         assert reader.describe([group], timeout_s=5)[group].error_code == 69
     per_call = (time.monotonic() - started) / 20
     assert per_call < 0.2
-    assert len(reader._connections) == 1  # the coordinator is the bootstrap broker
+    assert len(reader._brokers.open) == 1  # the coordinator is the bootstrap broker

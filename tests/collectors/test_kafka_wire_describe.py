@@ -37,8 +37,8 @@ from collectors.kafka_wire import (
     GroupClient,
     WireError,
     describe_classic_groups,
+    group_apis,
 )
-from collectors.kafka_wire import client as client_module
 from collectors.kafka_wire.codec import (
     DESCRIBE_GROUPS,
     choose_version,
@@ -518,7 +518,7 @@ def test_broker_too_old_says_unsupported(
 def test_batches_of_groups_on_one_connection(
     fake: Callable[..., ClassicBroker], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(client_module, "DESCRIBE_GROUPS_BATCH", 2)
+    monkeypatch.setattr(group_apis, "DESCRIBE_GROUPS_BATCH", 2)
     broker = fake()
     groups = [f"g{i}" for i in range(5)]
     with GroupClient(broker.bootstrap) as client:
@@ -655,7 +655,7 @@ def test_garbage_answer_raises_and_drops_the_connection(fake: Callable[..., Clas
     with GroupClient(broker.bootstrap) as client:
         with pytest.raises(WireError, match="DescribeGroupsResponse v6: truncated"):
             client.describe_classic(["g"], timeout_s=5)
-        assert client._connections == {}
+        assert client._brokers.open == {}
         assert client.describe_classic(["g"], timeout_s=5)["g"].ok  # and connects again
     assert broker.connections == 2
 
@@ -760,7 +760,7 @@ def _consumers(bootstrap: str, group_id: str, topic_name: str, assignor: str,
 @lab
 def test_broker_speaks_describe_groups_v6(client: GroupClient) -> None:
     client.describe_classic([_name("g")], timeout_s=10)
-    (conn,) = client._connections.values()
+    (conn,) = client._brokers.open.values()
     assert conn.api_versions[DESCRIBE_GROUPS] == (0, 6)
     assert choose_version(DESCRIBE_GROUPS, conn.api_versions) == 6
 

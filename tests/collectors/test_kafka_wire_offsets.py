@@ -37,8 +37,8 @@ from collectors.kafka_wire import (
     UnsupportedSecurity,
     WireError,
     fetch_committed_offsets,
+    group_apis,
 )
-from collectors.kafka_wire import client as client_module
 from collectors.kafka_wire.codec import (
     OFFSET_FETCH,
     choose_version,
@@ -444,7 +444,7 @@ def test_describe_and_offsets_share_connections(fake: Callable[..., OffsetsBroke
 def test_batches_of_groups_on_one_connection(
     fake: Callable[..., OffsetsBroker], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(client_module, "OFFSET_FETCH_BATCH", 2)
+    monkeypatch.setattr(group_apis, "OFFSET_FETCH_BATCH", 2)
     broker = fake()
     groups = [f"g{i}" for i in range(5)]
     with GroupClient(broker.bootstrap) as client:
@@ -460,7 +460,7 @@ def test_batches_are_pipelined_five_at_a_time(
     """While the broker works on the first of eight batches, four more are already waiting in
     its socket (five in flight, as Kafka's clients allow by default); the rest follow as
     answers are read, so that requests never pile up behind unread answers."""
-    monkeypatch.setattr(client_module, "OFFSET_FETCH_BATCH", 1)
+    monkeypatch.setattr(group_apis, "OFFSET_FETCH_BATCH", 1)
     waiting: list[int] = []
 
     def handler(broker: FakeBroker, api: int, version: int, body: bytes) -> Any:
@@ -583,8 +583,8 @@ def test_silent_coordinator_times_out_its_groups_only(fake: Callable[..., Offset
             "REQUEST_TIMED_OUT", f"coordinator 127.0.0.1:{silent.port} no answer within 0.8 s",
         )  # fmt: skip
         # Its connection was dropped (an answer may still come); the other one is kept.
-        assert ("127.0.0.1", silent.port) not in client._connections
-        assert ("127.0.0.1", bootstrap.port) in client._connections
+        assert ("127.0.0.1", silent.port) not in client._brokers.open
+        assert ("127.0.0.1", bootstrap.port) in client._brokers.open
 
 
 def test_coordinators_are_asked_in_parallel(fake: Callable[..., OffsetsBroker]) -> None:
@@ -663,7 +663,7 @@ def test_garbage_answer_raises_and_drops_the_connection(fake: Callable[..., Offs
     with GroupClient(broker.bootstrap) as client:
         with pytest.raises(WireError, match="OffsetFetchResponse v9: truncated"):
             client.fetch_committed(["g"], timeout_s=5)
-        assert client._connections == {}
+        assert client._brokers.open == {}
         assert client.fetch_committed(["g"], timeout_s=5)["g"].ok  # and connects again
     assert broker.connections == 2
 
@@ -769,7 +769,7 @@ def client(kafka_bootstrap: str) -> Iterator[GroupClient]:
 @lab
 def test_broker_speaks_offset_fetch_v9(kafka_bootstrap: str, client: GroupClient) -> None:
     client.fetch_committed([_name("g")], timeout_s=10)
-    (conn,) = client._connections.values()
+    (conn,) = client._brokers.open.values()
     low, high = conn.api_versions[OFFSET_FETCH]
     assert high == 9  # v10 is unstable in 4.1 (latestVersionUnstable): not advertised
     assert choose_version(OFFSET_FETCH, conn.api_versions) == 9
@@ -813,7 +813,7 @@ def test_300_groups_in_one_call(
     assert _as_confluent_reads(admin, few) == {g: _as_confluent_shows(results[g]) for g in few}
     assert elapsed < 5, f"300 groups took {elapsed:.2f} s"
     # In batches of 40 (eight requests, five in flight at a time): the same answer.
-    monkeypatch.setattr(client_module, "OFFSET_FETCH_BATCH", 40)
+    monkeypatch.setattr(group_apis, "OFFSET_FETCH_BATCH", 40)
     assert client.fetch_committed(groups, timeout_s=30) == results
 
 
