@@ -43,10 +43,10 @@ from confluent_kafka import (
 )
 from confluent_kafka.admin import AdminClient, ConsumerGroupDescription, OffsetSpec
 
-from collectors.consumer_offsets_reader import ConsumerOffsetsReader, ReaderOutcome
+from collectors.consumer_offsets.picture import GenerationChange as RecordedChange
+from collectors.consumer_offsets.reader import ConsumerOffsetsReader, ReaderOutcome
+from collectors.consumer_offsets.state import OffsetsTopicState
 from collectors.kafka_wire import ClassicGroup, ConsumerGroupEpochs, GroupClient
-from collectors.offsets_topic_state import GenerationChange as RecordedChange
-from collectors.offsets_topic_state import OffsetsTopicState
 from collectors.records import (
     CollectionResult,
     CommittedOffset,
