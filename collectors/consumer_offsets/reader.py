@@ -73,8 +73,10 @@ __all__ = [
     "ReaderOutcome",
 ]
 
-log = logging.getLogger(__name__)
-client_log = logging.getLogger(f"{__name__}.librdkafka")
+# Named as when the reader was collectors/consumer_offsets_reader.py: logging configuration
+# and log queries that name them keep working.
+log = logging.getLogger("collectors.consumer_offsets_reader")
+client_log = logging.getLogger(f"{log.name}.librdkafka")
 
 OFFSETS_TOPIC: Final = "__consumer_offsets"
 # Never joined, never committed: librdkafka only needs a name (see the module docstring).
