@@ -36,7 +36,7 @@ skip aborted ones exactly as the coordinator does, and stop at the last stable o
 
 Outages: a poll that cannot reach the cluster reports ``reachable=False`` within ``timeout_s``;
 the next poll starts on a new consumer, assigned at the positions the state kept, so nothing
-is read twice or lost. As with the admin client of ``kafka_source``, a client that lived through
+is read twice or lost. As with the admin client of ``collectors.kafka``, a client that lived through
 a broker restart is not trusted to recover by itself: three polls in a row that were behind yet
 read nothing also replace it.
 

@@ -38,7 +38,7 @@ from confluent_kafka.admin import (
     OffsetSpec,
 )
 
-from collectors.kafka_source import KafkaSource, snapshot_from_description
+from collectors.kafka import KafkaSource, snapshot_from_description
 from collectors.kafka_wire import ClassicGroup
 from collectors.rebalance import MEMBER_JOINED, MEMBER_LEFT, derive_rebalance_events
 from collectors.records import CollectionResult, Source, SourceError
