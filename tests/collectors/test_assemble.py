@@ -16,7 +16,7 @@ from collectors.records import (
     Source,
     SpoutFigures,
 )
-from collectors.sample_log import _conform
+from collectors.sample_log.schema import conform
 
 T0 = 1_700_000_000_000
 
@@ -144,4 +144,4 @@ def test_sample_columns_make_the_same_sample_log_batch_as_sample_rows() -> None:
         out = assemble_cycle("c", T0, T0, results, memory(), pushed_spouts=pushed)
         rows = sample_rows(out)
         assert rows
-        assert _conform("c", pa.table(sample_columns(out))).equals(_conform("c", rows))
+        assert conform("c", pa.table(sample_columns(out))).equals(conform("c", rows))
