@@ -50,7 +50,6 @@ from collectors.kafka_wire.codec import (
     FIND_COORDINATOR,
     OUR_VERSIONS,
     REQUEST_TIMED_OUT,
-    UNKNOWN_SERVER_ERROR,
     UNSUPPORTED_VERSION,
     ClassicGroup,
     ConsumerGroupEpochs,
@@ -59,7 +58,6 @@ from collectors.kafka_wire.codec import (
     choose_version,
     decode_find_coordinator_response,
     encode_find_coordinator_request,
-    error_name,
 )
 from collectors.kafka_wire.connection import (
     Address,
@@ -71,9 +69,11 @@ from collectors.kafka_wire.connection import (
 )
 from collectors.kafka_wire.group_apis import (
     DESCRIBE,
+    Failure,
     GroupApi,
     R,
     by_group,
+    coordinator_or_error,
     describe_classic,
     offset_fetch,
     unsupported,
@@ -87,8 +87,6 @@ __all__ = [
     "fetch_committed_offsets",
 ]
 
-# A group's error code and why, where no coordinator could be asked about it.
-_Failure = tuple[int, str]
 # Requests sent to one connection and not answered yet (as Kafka's clients'
 # max.in.flight.requests.per.connection): see GroupClient._ask_coordinators.
 _MAX_IN_FLIGHT = 5
@@ -238,7 +236,7 @@ class GroupClient:
 
     def _find_coordinators(
         self, api: GroupApi[Any], groups: list[str], deadline: float
-    ) -> dict[str, Coordinator | _Failure]:
+    ) -> dict[str, Coordinator | Failure]:
         """Each group's coordinator, or why there is none, from any broker."""
         errors: list[str] = []
         for conn in self._brokers.brokers(deadline, errors):
@@ -263,7 +261,7 @@ class GroupClient:
             for c in decoded.coordinators:
                 if c.error_code == 0 and c.host:
                     self.coordinators[c.key] = f"{c.host}:{c.port}"
-            return {g: _coordinator_or_error(found.get(g), conn.name) for g in groups}
+            return {g: coordinator_or_error(found.get(g), conn.name) for g in groups}
         tried = "; ".join(errors) or "no address"
         raise BrokerUnreachable(f"no broker of {self._brokers.bootstrap_text()} reachable: {tried}")
 
@@ -363,15 +361,6 @@ class GroupClient:
 
 # The name the Kafka adapter and the lab know the client by, from when it only read epochs.
 EpochReader = GroupClient
-
-
-def _coordinator_or_error(found: Coordinator | None, asked: str) -> Coordinator | _Failure:
-    if found is None:
-        return UNKNOWN_SERVER_ERROR, f"{asked} left the group out of FindCoordinator"
-    if found.error_code:
-        why = found.error_message or error_name(found.error_code)
-        return found.error_code, f"FindCoordinator: {why}"
-    return found
 
 
 def describe_consumer_group_epochs(

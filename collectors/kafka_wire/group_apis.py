@@ -1,4 +1,5 @@
-"""What differs between the per-group APIs asked of coordinators; ``client`` does the rest.
+"""What differs between the per-group APIs asked of coordinators, and how each group's result
+is made; ``client`` does the rest.
 
 ConsumerGroupDescribe, OffsetFetch and DescribeGroups are asked the same way (find each
 group's coordinator, send it its groups, read one result per group), so the client has one
@@ -21,6 +22,7 @@ from collectors.kafka_wire.codec import (
     UNKNOWN_SERVER_ERROR,
     ClassicGroup,
     ConsumerGroupEpochs,
+    Coordinator,
     GroupOffsets,
     decode_consumer_group_describe_response,
     decode_describe_groups_response,
@@ -28,6 +30,7 @@ from collectors.kafka_wire.codec import (
     encode_consumer_group_describe_request,
     encode_describe_groups_request,
     encode_offset_fetch_request,
+    error_name,
 )
 from collectors.kafka_wire.connection import Connection
 
@@ -35,15 +38,19 @@ __all__ = [
     "DESCRIBE",
     "DESCRIBE_GROUPS_BATCH",
     "OFFSET_FETCH_BATCH",
+    "Failure",
     "GroupApi",
     "R",
     "by_group",
+    "coordinator_or_error",
     "describe_classic",
     "offset_fetch",
     "unsupported",
 ]
 
 R = TypeVar("R", ConsumerGroupEpochs, GroupOffsets, ClassicGroup)
+# A group's error code and why, where no coordinator could be asked about it.
+Failure = tuple[int, str]
 
 # Groups per OffsetFetch request. It bounds one answer (500 groups of 50 partitions is about
 # 700 kB) and one coordinator's work per request; a coordinator's batches are all in flight
@@ -138,6 +145,16 @@ def describe_classic() -> GroupApi[ClassicGroup]:
         absent="",
         annotate=_name_the_coordinator,
     )
+
+
+def coordinator_or_error(found: Coordinator | None, asked: str) -> Coordinator | Failure:
+    """A group's coordinator as FindCoordinator named it, or the failure that is its result."""
+    if found is None:
+        return UNKNOWN_SERVER_ERROR, f"{asked} left the group out of FindCoordinator"
+    if found.error_code:
+        why = found.error_message or error_name(found.error_code)
+        return found.error_code, f"FindCoordinator: {why}"
+    return found
 
 
 def by_group(
