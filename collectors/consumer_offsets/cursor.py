@@ -1,6 +1,6 @@
 """Reading the bytes of ``__consumer_offsets`` records: one bounds-checked cursor.
 
-Separate from the schemas (``keys``/``values``) because it is what makes decoding safe, not
+Separate from the schemas (``decode``, ``values``) because it is what makes decoding safe, not
 what a record means: no ``IndexError`` or ``struct.error`` can escape it, only a
 :class:`DecodeError` with the reason and the byte where it happened. It is stricter than
 Kafka's Java readers where a monitoring reader should notice corruption rather than guess:

@@ -1,7 +1,7 @@
 """The decoded picture of Kafka's ``__consumer_offsets`` topic, folded record by record.
 
-``reader`` owns the I/O and hands every record it reads, in offset order per
-partition, to :meth:`OffsetsTopicState.apply`. The state keeps what a monitor needs between
+``reader`` owns the I/O and hands every record it reads, in offset order per partition, to
+:meth:`OffsetsTopicState.apply`. The state keeps what a monitor needs between
 cycles (SPEC §2.2): the last commit of every (group, topic, partition) with its commit time and
 metadata, the last metadata of every classic group (generation, assignor, leader, members and
 their assignments), what was deleted and when, and the events the caller drains each cycle:
@@ -9,8 +9,8 @@ generation changes with their causes, deleted groups, expired or deleted offsets
 
 It is pure (no I/O, no clock, no Django): records in, state and events out, so it is tested with
 tables of byte vectors and a reader restarted from the log start rebuilds exactly the same
-picture. Nothing a record holds can stop it: what :func:`decode.decode_record` cannot
-decode is counted by ``DecodeError.kind`` and skipped.
+picture. Nothing a record holds can stop it: what :func:`decode.decode_record` cannot decode
+is counted by ``DecodeError.kind`` and skipped.
 
 Why records are applied exactly as they come: ``__consumer_offsets`` is the group coordinator's
 own log. Kafka writes a tombstone for every offset of a deleted group as well as for the group

@@ -52,11 +52,11 @@ _TYPE_NAMES: dict[ConsumerGroupType, str | None] = {
 
 # States in which a group necessarily has members. A broker that describes such a group with
 # none has not told us who they are; Apache Kafka always lists them.
-STATES_WITH_MEMBERS = frozenset({"Stable", "PreparingRebalance", "CompletingRebalance"})
+_STATES_WITH_MEMBERS = frozenset({"Stable", "PreparingRebalance", "CompletingRebalance"})
 
 # Answers that mean "this group no longer exists": skipped, not reported as an error, because
 # a group deleted between ListGroups and the next request is a normal race, not a fault.
-GONE_STATES = frozenset({"Dead"})
+_GONE_STATES = frozenset({"Dead"})
 
 
 def state_name(state: Any) -> str | None:
@@ -115,7 +115,7 @@ def snapshot_from_description(
             key=lambda m: m.member_id,
         )
     )
-    members_known = bool(members) or state not in STATES_WITH_MEMBERS
+    members_known = bool(members) or state not in _STATES_WITH_MEMBERS
     coordinator = None
     if desc.coordinator is not None and desc.coordinator.host:
         coordinator = f"{desc.coordinator.host}:{desc.coordinator.port}"
@@ -161,7 +161,7 @@ def snapshot_from_classic(group: ClassicGroup, coordinator: str | None = None) -
         coordinator=coordinator,
         protocol_type="classic",
         members=members,
-        members_known=bool(members) or group.state not in STATES_WITH_MEMBERS,
+        members_known=bool(members) or group.state not in _STATES_WITH_MEMBERS,
         topics=tuple(sorted({t for m in members for t, _ in m.assignment})),
     )
 
@@ -295,7 +295,7 @@ def group_outcome(
             snapshot = snapshot_from_description(
                 desc, listed_type=listed_type, topics=committed_topics
             )
-        if snapshot.state in GONE_STATES and not tps:
+        if snapshot.state in _GONE_STATES and not tps:
             return None
     return snapshot, tps
 
