@@ -31,14 +31,11 @@ def committed_offsets(groups: GroupClient, group_ids: list[str], cycle: Cycle) -
     security the wire client does not speak (SASL) keeps the AdminClient call, with that risk
     (README, ``admin.admin_committed_offsets``).
     """
-    futures: dict[str, Future] = {}
     try:
         answers = groups.fetch_committed(group_ids, timeout_s=cycle.remaining())
     except (OSError, ValueError) as exc:
-        for group in group_ids:
-            futures[group] = Future()
-            futures[group].set_exception(exc)
-        return futures
+        return _failed(group_ids, exc)
+    futures: dict[str, Future] = {}
     for group in group_ids:
         future: Future = Future()
         answer = answers.get(group)
@@ -82,9 +79,7 @@ def wire_descriptions(
         try:
             answers = groups.describe_classic(classic, timeout_s=cycle.remaining())
         except (OSError, ValueError) as exc:
-            for group in classic:
-                futures[group] = Future()
-                futures[group].set_exception(exc)
+            futures = _failed(classic, exc)
     coordinators = getattr(groups, "coordinators", {})
     for group in group_ids:
         if group in futures:
@@ -126,3 +121,12 @@ def consumer_group_epochs(
             message = f": {answer.error_message}" if answer.error_message else ""
             cycle.error(f"group {group}", f"ConsumerGroupDescribe: {answer.error_name}{message}")
     return answers
+
+
+def _failed(group_ids: list[str], exc: BaseException) -> dict[str, Future]:
+    """A call that failed as a whole, as each of its groups' outcome."""
+    futures: dict[str, Future] = {}
+    for group in group_ids:
+        futures[group] = Future()
+        futures[group].set_exception(exc)
+    return futures
