@@ -63,8 +63,8 @@ from kazoo.client import KazooClient
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks import bench_kafka, bench_zookeeper  # noqa: E402
-from collectors.kafka_source import KafkaSource  # noqa: E402
-from collectors.zookeeper_source import ZooKeeperSource, new_kazoo_handler  # noqa: E402
+from collectors.kafka import KafkaSource  # noqa: E402
+from collectors.zookeeper import ZooKeeperSource, new_kazoo_handler  # noqa: E402
 
 HOUR_MS = 3_600_000
 CYCLE_STEP_MS = 10_000

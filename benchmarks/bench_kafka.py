@@ -32,7 +32,7 @@ from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from collectors.kafka_source import KafkaSource  # noqa: E402
+from collectors.kafka import KafkaSource  # noqa: E402
 from lab.kafka_dist import kafka_version  # noqa: E402
 
 TOPICS = 40

@@ -40,7 +40,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from collectors.consumer_offsets_reader import (  # noqa: E402
+from collectors.consumer_offsets.reader import (  # noqa: E402
     _BATCH,
     _DEFAULTS,
     _FORCED,

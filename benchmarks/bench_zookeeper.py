@@ -48,7 +48,7 @@ from kazoo.client import KazooClient
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from collectors.storm_znode import parse_spout_znode  # noqa: E402
-from collectors.zookeeper_source import ZooKeeperSource, new_kazoo_handler  # noqa: E402
+from collectors.zookeeper import ZooKeeperSource, new_kazoo_handler  # noqa: E402
 
 TARGET_RATIO = 1.5
 TARGET_SECONDS = 2.0

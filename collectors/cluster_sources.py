@@ -32,10 +32,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from collectors.kafka_source import KafkaSource
+from collectors.kafka import KafkaSource
 from collectors.records import CollectionResult, PartitionOffsets, Source, SourceError
 from collectors.storm_ui import StormUISource
-from collectors.zookeeper_source import ZooKeeperSource
+from collectors.zookeeper import ZooKeeperSource
 
 log = logging.getLogger(__name__)
 

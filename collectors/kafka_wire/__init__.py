@@ -6,19 +6,15 @@ members (DescribeGroups), as ``describe_consumer_groups`` aborts the process whe
 coordinator's connection drops mid-call (librdkafka #4605/#3663).
 
 ``codec`` is pure (bytes in, frozen dataclasses out, from Kafka's published message schemas);
-``client`` owns the sockets. Use a ``GroupClient`` (kept between cycles; ``EpochReader`` is
+``connection`` owns the sockets, ``client`` the coordinator requests (``group_apis`` what
+differs between them). Use a ``GroupClient`` (kept between cycles; ``EpochReader`` is
 its former name) or the one-off ``describe_consumer_group_epochs`` / ``fetch_committed_offsets``
 / ``describe_classic_groups``.
 """
 
 from collectors.kafka_wire.client import (
-    DESCRIBE_GROUPS_BATCH,
-    OFFSET_FETCH_BATCH,
-    BrokerUnreachable,
-    DeadlineExceeded,
     EpochReader,
     GroupClient,
-    UnsupportedSecurity,
     describe_classic_groups,
     describe_consumer_group_epochs,
     fetch_committed_offsets,
@@ -35,6 +31,12 @@ from collectors.kafka_wire.codec import (
     WireError,
     error_name,
 )
+from collectors.kafka_wire.connection import (
+    BrokerUnreachable,
+    DeadlineExceeded,
+    UnsupportedSecurity,
+)
+from collectors.kafka_wire.group_apis import DESCRIBE_GROUPS_BATCH, OFFSET_FETCH_BATCH
 
 __all__ = [
     "DESCRIBE_GROUPS_BATCH",

@@ -4,7 +4,7 @@ Pure module (pyarrow and the log's layout; no Django). Only the hour directories
 the range are listed, only the columns a report needs are read, and the time range (and exact
 names) are pushed into the Parquet scan, so row groups outside them are skipped.
 
-How an hour is read depends on its files (see ``collectors/sample_log.py``):
+How an hour is read depends on its files (see ``collectors/sample_log/``):
 
 * one compacted file, the usual state of a closed hour: already deduplicated and sorted by
   source, group, topic, partition, time; it is streamed record batch by record batch, so

@@ -27,13 +27,7 @@ from confluent_kafka import (
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from collectors.consumer_offsets import UNSUPPORTED_RECORD_TYPE
-from collectors.consumer_offsets_reader import (
-    OFFSETS_TOPIC,
-    READER_GROUP_ID,
-    ConsumerOffsetsReader,
-    ReaderOutcome,
-)
-from collectors.offsets_topic_state import (
+from collectors.consumer_offsets.picture import (
     ALL_MEMBERS_LEFT,
     FIRST_SEEN,
     MEMBERS_JOINED,
@@ -42,6 +36,12 @@ from collectors.offsets_topic_state import (
     GenerationChange,
     GroupDeleted,
     OffsetDeleted,
+)
+from collectors.consumer_offsets.reader import (
+    OFFSETS_TOPIC,
+    READER_GROUP_ID,
+    ConsumerOffsetsReader,
+    ReaderOutcome,
 )
 from tests.waiting import wait_for
 

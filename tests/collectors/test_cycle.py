@@ -30,7 +30,7 @@ from collectors.records import (
     Source,
     SpoutFigures,
 )
-from collectors.sample_log import _conform
+from collectors.sample_log.schema import conform as _conform
 from tests.collectors.test_assemble import T0, kafka, memory, spout_result
 
 SLOT = 1_800_000_000_000

@@ -38,7 +38,7 @@ from confluent_kafka.admin import (
     OffsetSpec,
 )
 
-from collectors.kafka_source import KafkaSource, snapshot_from_description
+from collectors.kafka import KafkaSource, snapshot_from_description
 from collectors.kafka_wire import ClassicGroup
 from collectors.rebalance import MEMBER_JOINED, MEMBER_LEFT, derive_rebalance_events
 from collectors.records import CollectionResult, Source, SourceError
@@ -905,11 +905,13 @@ def test_broker_restarted_mid_cycle_then_the_same_source_recovers(
 
         lab_services.start("kafka")
         back = wait_for(
-            lambda: (r := source.collect(now_ms())).reachable
-            and not r.errors
-            and commits_of(r, group) == {(topic, 0): 2, (topic, 1): 1}
-            and offsets_of(r, topic) == {0: (0, 3), 1: (0, 3)}
-            and r,
+            lambda: (
+                (r := source.collect(now_ms())).reachable
+                and not r.errors
+                and commits_of(r, group) == {(topic, 0): 2, (topic, 1): 1}
+                and offsets_of(r, topic) == {0: (0, 3), 1: (0, 3)}
+                and r
+            ),
             timeout=90,
             what="whole cycles again after the restart",
         )
@@ -962,7 +964,7 @@ def test_offsets_topic_unreadable_falls_back_with_a_warning(
     reader's answer is injected, as the reader itself reports TOPIC_AUTHORIZATION_FAILED):
     groups and offsets still come from the AdminClient, commit times are unknown, and the
     source says why."""
-    from collectors.consumer_offsets_reader import ReaderOutcome
+    from collectors.consumer_offsets.reader import ReaderOutcome
 
     topic = create_topic(admin, 1)
     produce(kafka_bootstrap, topic, {0: 2})

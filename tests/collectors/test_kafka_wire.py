@@ -1,20 +1,17 @@
 """The Kafka wire client of KIP-848 epochs: the pure codec on hand-built bytes, the socket side
 against a scripted fake broker, and the real thing against the lab's Apache Kafka broker.
 
-Expected bytes are written out from the message schemas (``collectors/kafka_wire/codec.py``
-names them), with builders of this module's own, never with the encoders under test. The
+Expected bytes are written out from the message schemas (``collectors/kafka_wire/codec/``
+names them), with the builders of ``kafka_wire_fakes``, never with the encoders under test. The
 fake broker stages what a real one will not do on demand (NOT_COORDINATOR, silence, a wrong
 correlation id, no API 69, TLS); everything a real broker does is asserted against one.
 """
 
 from __future__ import annotations
 
-import contextlib
 import socket
 import ssl
-import struct
 import subprocess
-import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
@@ -35,7 +32,6 @@ from collectors.kafka_wire import (
     WireError,
     describe_consumer_group_epochs,
 )
-from collectors.kafka_wire.client import parse_bootstrap, ssl_context
 from collectors.kafka_wire.codec import (
     API_VERSIONS,
     CONSUMER_GROUP_DESCRIBE,
@@ -56,122 +52,39 @@ from collectors.kafka_wire.codec import (
     uuid_str,
     uvarint,
 )
+from collectors.kafka_wire.connection import parse_bootstrap, ssl_context
+from tests.collectors.kafka_wire_fakes import (
+    CLOSE,
+    GARBAGE,
+    NO_TAGS,
+    SILENT,
+    TOPIC_A,
+    TOPIC_B,
+    FakeBroker,
+    api_versions_v3,
+    assignment,
+    closed_port,
+    coordinator,
+    describe_response,
+    described,
+    find_response,
+    finding,
+    i16,
+    i32,
+    member,
+    silent_on,
+    slow_on,
+    started_brokers,
+    strings,
+    tags,
+    tp,
+    uv,
+)
 from tests.waiting import wait_for
 
 lab = pytest.mark.lab
 
-# --- byte builders, straight from the schemas ---------------------------------------------
-
-
-def i8(v: int) -> bytes:
-    return struct.pack(">b", v)
-
-
-def i16(v: int) -> bytes:
-    return struct.pack(">h", v)
-
-
-def i32(v: int) -> bytes:
-    return struct.pack(">i", v)
-
-
-def uv(v: int) -> bytes:
-    out = b""
-    while v >= 0x80:
-        out += bytes([(v & 0x7F) | 0x80])
-        v >>= 7
-    return out + bytes([v])
-
-
-def cs(s: str | None) -> bytes:
-    """COMPACT_(NULLABLE_)STRING: uvarint length + 1 (0 = null), UTF-8."""
-    if s is None:
-        return b"\x00"
-    raw = s.encode()
-    return uv(len(raw) + 1) + raw
-
-
-def carr(items: Sequence[bytes]) -> bytes:
-    return uv(len(items) + 1) + b"".join(items)
-
-
-NO_TAGS = b"\x00"
-
-
-def tags(*fields: tuple[int, bytes]) -> bytes:
-    return uv(len(fields)) + b"".join(uv(t) + uv(len(d)) + d for t, d in fields)
-
-
-TOPIC_A = bytes(range(16))
-TOPIC_B = bytes(range(100, 116))
-
-
-def tp(topic_id: bytes, topic: str, partitions: Sequence[int], tagged: bytes = NO_TAGS) -> bytes:
-    return topic_id + cs(topic) + carr([i32(p) for p in partitions]) + tagged
-
-
-def assignment(*topics: bytes, tagged: bytes = NO_TAGS) -> bytes:
-    return carr(topics) + tagged
-
-
-def member(
-    member_id: str = "m1",
-    instance: str | None = None,
-    rack: str | None = None,
-    epoch: int = 5,
-    client_id: str = "c1",
-    host: str = "/10.0.0.1",
-    topics: Sequence[str] = ("orders",),
-    regex: str | None = None,
-    assigned: bytes = assignment(),
-    target: bytes = assignment(),
-    member_type: int | None = None,
-    tagged: bytes = NO_TAGS,
-) -> bytes:
-    return (
-        cs(member_id) + cs(instance) + cs(rack) + i32(epoch) + cs(client_id) + cs(host)
-        + carr([cs(t) for t in topics]) + cs(regex) + assigned + target
-        + (b"" if member_type is None else i8(member_type)) + tagged
-    )  # fmt: skip
-
-
-def described(
-    group: str = "g",
-    members: Sequence[bytes] = (),
-    error: int = 0,
-    message: str | None = None,
-    state: str = "Stable",
-    epoch: int = 5,
-    assignment_epoch: int = 5,
-    assignor: str = "uniform",
-    operations: int = -(2**31),
-    tagged: bytes = NO_TAGS,
-) -> bytes:
-    return (
-        i16(error) + cs(message) + cs(group) + cs(state) + i32(epoch) + i32(assignment_epoch)
-        + cs(assignor) + carr(members) + i32(operations) + tagged
-    )  # fmt: skip
-
-
-def describe_response(*groups: bytes, throttle: int = 0, tagged: bytes = NO_TAGS) -> bytes:
-    return i32(throttle) + carr(groups) + tagged
-
-
-def coordinator(key: str, port: int, error: int = 0, message: str | None = None,
-                host: str = "127.0.0.1", node: int = 1) -> bytes:  # fmt: skip
-    return cs(key) + i32(node) + cs(host) + i32(port) + i16(error) + cs(message) + NO_TAGS
-
-
-def find_response(*coordinators: bytes) -> bytes:
-    return i32(0) + carr(coordinators) + NO_TAGS
-
-
-def api_versions_v3(
-    apis: dict[int, tuple[int, int]], error: int = 0, tagged: bytes = NO_TAGS
-) -> bytes:
-    keys = [i16(k) + i16(lo) + i16(hi) + NO_TAGS for k, (lo, hi) in apis.items()]
-    return i16(error) + carr(keys) + i32(0) + tagged
-
+# --- answers with every kind of field ------------------------------------------------------
 
 # A v1 answer with every kind of field: two members (one with nullable strings set, regex,
 # classic type), two topics, unknown tags at each level that has tagged fields.
@@ -560,9 +473,8 @@ def test_garbage_names_the_field(body: bytes, named: str) -> None:
 
 @pytest.mark.parametrize(
     "garbage",
-    [b"HTTP/1.1 400 Bad Request\r\n\r\n", b"\x15\x03\x03\x00\x02\x02\x50", bytes(range(256)),
-     b"\xff" * 64, b"\x00" * 64],
-)  # fmt: skip
+    GARBAGE,
+)
 @pytest.mark.parametrize("version", [0, 1])
 def test_garbage_never_raises_anything_else(garbage: bytes, version: int) -> None:
     with pytest.raises(WireError):
@@ -684,149 +596,10 @@ def test_plaintext_has_no_tls(config: dict | None) -> None:
 
 # --- the client against a scripted broker ---------------------------------------------------
 
-ALL_APIS = {18: (0, 4), 10: (0, 6), 69: (0, 1)}
-SILENT = object()  # a handler's answer: read the request, never answer
-CLOSE = object()  # a handler's answer: close the connection
-
-
-def _read_request(frame: bytes) -> tuple[int, int, int, bytes]:
-    api_key, version, correlation_id, client_len = struct.unpack(">hhih", frame[:10])
-    pos = 10 + max(client_len, 0)
-    first_flexible = {69: 0, 10: 3, 18: 3, 9: 6}  # 9: OffsetFetch (test_kafka_wire_offsets)
-    flexible = version >= first_flexible[api_key]
-    if flexible:
-        assert frame[pos] == 0  # no tagged fields in our headers
-        pos += 1
-    return api_key, version, correlation_id, frame[pos:]
-
-
-def _strings(body: bytes, start: int) -> list[str]:
-    """A compact string array of short strings (one-byte varints) at ``start``."""
-    count, pos, out = body[start] - 1, start + 1, []
-    for _ in range(count):
-        size = body[pos] - 1
-        out.append(body[pos + 1 : pos + 1 + size].decode())
-        pos += 1 + size
-    return out
-
-
-class FakeBroker:
-    """A local Kafka-protocol server answering through ``handler(broker, api, version, body)``
-    (a body, SILENT or CLOSE). ApiVersions, FindCoordinator (pointing at itself) and
-    ConsumerGroupDescribe have defaults the handler may fall back to."""
-
-    def __init__(self, handler: Callable[..., Any] | None = None,
-                 tls: ssl.SSLContext | None = None, apis: dict | None = None,
-                 host: str = "127.0.0.1") -> None:  # fmt: skip
-        self.handler = handler or (
-            lambda broker, api, version, body: broker.default(api, version, body)
-        )
-        self.apis = apis or ALL_APIS
-        self.host = host
-        self.tls = tls
-        self.requests: list[tuple[int, int, bytes]] = []
-        self.connections = 0
-        self.misnumber = False
-        self._server = socket.create_server(("127.0.0.1", 0))
-        self.port = self._server.getsockname()[1]
-        self._threads: list[threading.Thread] = []
-        self._open: list[socket.socket] = []
-        self._accept = threading.Thread(target=self._accept_loop, daemon=True)
-        self._accept.start()
-
-    @property
-    def bootstrap(self) -> str:
-        return f"{self.host}:{self.port}"
-
-    def apis_called(self) -> list[int]:
-        return [api for api, _, _ in self.requests]
-
-    def default(self, api: int, version: int, body: bytes) -> bytes:
-        if api == 18:
-            return api_versions_v3(self.apis)
-        if api == 10:
-            return find_response(
-                *(coordinator(g, self.port, host=self.host) for g in _strings(body, 1))
-            )
-        member_type = 1 if version >= 1 else None
-        return describe_response(
-            *(described(g, [member(member_type=member_type)]) for g in _strings(body, 0))
-        )
-
-    def close(self) -> None:
-        # shutdown, not just close: it is what wakes a thread blocked in accept or recv.
-        for sock in [self._server, *self._open]:
-            with contextlib.suppress(OSError):
-                sock.shutdown(socket.SHUT_RDWR)
-            sock.close()
-        self._accept.join(5)
-        for thread in self._threads:
-            thread.join(5)
-
-    def _accept_loop(self) -> None:
-        while True:
-            try:
-                sock, _ = self._server.accept()
-            except OSError:
-                return
-            self.connections += 1
-            self._open.append(sock)
-            thread = threading.Thread(target=self._serve, args=(sock,), daemon=True)
-            self._threads.append(thread)
-            thread.start()
-
-    def _serve(self, sock: socket.socket) -> None:
-        try:
-            if self.tls is not None:
-                try:
-                    sock = self.tls.wrap_socket(sock, server_side=True)
-                except OSError:
-                    sock.close()  # as a TLS listener does with a client that is not TLS
-                    return
-                self._open.append(sock)
-            with sock:
-                while True:
-                    size = self._recv(sock, 4)
-                    if size is None:
-                        return
-                    frame = self._recv(sock, struct.unpack(">i", size)[0])
-                    if frame is None:
-                        return
-                    api, version, correlation_id, body = _read_request(frame)
-                    self.requests.append((api, version, body))
-                    answer = self.handler(self, api, version, body)
-                    if answer is CLOSE:
-                        return
-                    if answer is SILENT:
-                        continue
-                    correlation_id += 1 if self.misnumber else 0
-                    header = i32(correlation_id) + (b"" if api == 18 else NO_TAGS)
-                    sock.sendall(i32(len(header) + len(answer)) + header + answer)
-        except (OSError, ValueError):
-            return
-
-    @staticmethod
-    def _recv(sock: socket.socket, n: int) -> bytes | None:
-        data = b""
-        while len(data) < n:
-            chunk = sock.recv(n - len(data))
-            if not chunk:
-                return None
-            data += chunk
-        return data
-
 
 @pytest.fixture
 def fake() -> Iterator[Callable[..., FakeBroker]]:
-    brokers: list[FakeBroker] = []
-
-    def start(*args: Any, **kwargs: Any) -> FakeBroker:
-        brokers.append(FakeBroker(*args, **kwargs))
-        return brokers[-1]
-
-    yield start
-    for broker in brokers:
-        broker.close()
+    yield from started_brokers(FakeBroker)
 
 
 def test_fake_round_trip_and_connection_kept(fake: Callable[..., FakeBroker]) -> None:
@@ -842,7 +615,7 @@ def test_fake_round_trip_and_connection_kept(fake: Callable[..., FakeBroker]) ->
     assert broker.connections == 1
     assert broker.apis_called() == [18, 10, 69, 10, 69]
     assert [(a, v) for a, v, _ in broker.requests if a == 69] == [(69, 1), (69, 1)]
-    assert _strings(broker.requests[2][2], 0) == ["a", "b"]
+    assert strings(broker.requests[2][2], 0) == ["a", "b"]
 
 
 @pytest.mark.parametrize("code", [16, 14, 15])
@@ -884,7 +657,7 @@ def test_find_coordinator_errors_are_per_group(fake: Callable[..., FakeBroker]) 
         "GROUP_AUTHORIZATION_FAILED", "FindCoordinator: GROUP_AUTHORIZATION_FAILED",
     )  # fmt: skip
     assert "left the group out" in (results["lost"].error_message or "")
-    assert _strings(broker.requests[-1][2], 0) == ["ok"]
+    assert strings(broker.requests[-1][2], 0) == ["ok"]
 
 
 def test_broker_without_api_69_says_unsupported(fake: Callable[..., FakeBroker]) -> None:
@@ -907,20 +680,8 @@ def test_broker_too_old_for_batched_find_says_unsupported(fake: Callable[..., Fa
 
 def test_coordinators_are_asked_in_parallel(fake: Callable[..., FakeBroker]) -> None:
     """Two coordinators, each taking 0.4 s: about 0.4 s in all, not 0.8 s."""
-
-    def slow(broker: FakeBroker, api: int, version: int, body: bytes) -> Any:
-        if api == 69:
-            time.sleep(0.4)
-        return broker.default(api, version, body)
-
-    one, two = fake(slow), fake(slow)
-
-    def find(broker: FakeBroker, api: int, version: int, body: bytes) -> Any:
-        if api == 10:
-            return find_response(coordinator("g1", one.port), coordinator("g2", two.port))
-        return broker.default(api, version, body)
-
-    bootstrap = fake(find)
+    one, two = fake(slow_on(69, 0.4)), fake(slow_on(69, 0.4))
+    bootstrap = fake(finding({"g1": one.port, "g2": two.port}))
     with EpochReader(bootstrap.bootstrap) as reader:
         reader.describe(["g1", "g2"], timeout_s=5)  # connects
         started = time.monotonic()
@@ -932,14 +693,8 @@ def test_coordinators_are_asked_in_parallel(fake: Callable[..., FakeBroker]) -> 
 
 
 def test_silent_coordinator_times_out_its_groups_only(fake: Callable[..., FakeBroker]) -> None:
-    silent = fake(lambda b, api, v, body: SILENT if api == 69 else b.default(api, v, body))
-
-    def find(broker: FakeBroker, api: int, version: int, body: bytes) -> Any:
-        if api == 10:
-            return find_response(coordinator("slow", silent.port), coordinator("fine", broker.port))
-        return broker.default(api, version, body)
-
-    bootstrap = fake(find)
+    silent = fake(silent_on(69))
+    bootstrap = fake(finding({"slow": silent.port, "fine": None}))
     started = time.monotonic()
     results = describe_consumer_group_epochs(bootstrap.bootstrap, ["slow", "fine"], timeout_s=0.8)
     assert time.monotonic() - started < 1.5
@@ -966,7 +721,7 @@ def test_wrong_correlation_id_is_a_wire_error(fake: Callable[..., FakeBroker]) -
         broker.misnumber = True  # answers now carry the request's id + 1
         with pytest.raises(WireError, match=r"127.0.0.1:\d+: answer to request 4, expected 3"):
             reader.describe(["g"], timeout_s=5)
-        assert reader._connections == {}  # dropped: its stream can no longer be trusted
+        assert reader._brokers.open == {}  # dropped: its stream can no longer be trusted
 
 
 def test_garbage_from_a_broker_is_a_wire_error(fake: Callable[..., FakeBroker]) -> None:
@@ -1007,7 +762,7 @@ def test_idle_connection_closed_by_the_broker_is_noticed(fake: Callable[..., Fak
 
 
 def test_refused_bootstrap_is_clear_and_quick() -> None:
-    port = _closed_port()
+    port = closed_port()
     started = time.monotonic()
     with pytest.raises(
         BrokerUnreachable,
@@ -1020,19 +775,13 @@ def test_refused_bootstrap_is_clear_and_quick() -> None:
 def test_second_bootstrap_server_is_tried(fake: Callable[..., FakeBroker]) -> None:
     broker = fake()
     results = describe_consumer_group_epochs(
-        f"127.0.0.1:{_closed_port()},{broker.bootstrap}", ["g"], timeout_s=5
+        f"127.0.0.1:{closed_port()},{broker.bootstrap}", ["g"], timeout_s=5
     )
     assert results["g"].ok
 
 
 def test_no_groups_no_connection() -> None:
-    assert describe_consumer_group_epochs(f"127.0.0.1:{_closed_port()}", [], timeout_s=1) == {}
-
-
-def _closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+    assert describe_consumer_group_epochs(f"127.0.0.1:{closed_port()}", [], timeout_s=1) == {}
 
 
 # --- TLS ------------------------------------------------------------------------------------
@@ -1267,4 +1016,4 @@ def test_describe_is_quick_and_keeps_its_connection(
         assert reader.describe([group], timeout_s=5)[group].error_code == 69
     per_call = (time.monotonic() - started) / 20
     assert per_call < 0.2
-    assert len(reader._connections) == 1  # the coordinator is the bootstrap broker
+    assert len(reader._brokers.open) == 1  # the coordinator is the bootstrap broker

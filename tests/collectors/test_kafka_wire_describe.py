@@ -1,5 +1,5 @@
 """Classic group descriptions through the Kafka wire client (DescribeGroups v5/v6): the codec on
-hand-built bytes, the client against the scripted fake broker of ``test_kafka_wire``, and the
+hand-built bytes, the client against the scripted fake broker (``kafka_wire_fakes``), and the
 real thing against the lab's Apache Kafka broker, compared with what confluent-kafka describes.
 
 Why the client has it at all: with librdkafka 2.16 ``AdminClient.describe_consumer_groups``
@@ -14,9 +14,6 @@ under test.
 from __future__ import annotations
 
 import re
-import statistics
-import struct
-import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -27,7 +24,6 @@ import pytest
 from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-import tests.collectors.test_kafka_wire as wire_tests
 from collectors.consumer_offsets import DecodeError, decode_consumer_assignment
 from collectors.kafka_wire import (
     BrokerUnreachable,
@@ -37,8 +33,8 @@ from collectors.kafka_wire import (
     GroupClient,
     WireError,
     describe_classic_groups,
+    group_apis,
 )
-from collectors.kafka_wire import client as client_module
 from collectors.kafka_wire.codec import (
     DESCRIBE_GROUPS,
     choose_version,
@@ -48,21 +44,28 @@ from collectors.kafka_wire.codec import (
     request_header_version,
     response_header_version,
 )
-from tests.collectors.test_kafka_wire import (
+from tests.collectors.kafka_wire_fakes import (
     ALL_APIS,
     CLOSE,
+    GARBAGE,
     NO_TAGS,
     SILENT,
     FakeBroker,
-    _closed_port,
-    _strings,
+    answering,
     carr,
+    cb,
+    closed_port,
     coordinator,
     cs,
     find_response,
+    finding,
     i16,
     i32,
+    started_brokers,
+    strings,
     tags,
+    through_a_restart,
+    timing_summary,
     uv,
 )
 from tests.waiting import wait_for
@@ -70,11 +73,6 @@ from tests.waiting import wait_for
 lab = pytest.mark.lab
 
 # --- byte builders, straight from the schemas ----------------------------------------------
-
-
-def cb(raw: bytes) -> bytes:
-    """COMPACT_BYTES: uvarint length + 1, the bytes."""
-    return uv(len(raw) + 1) + raw
 
 
 def cpa(topics: Mapping[str, Sequence[int]], version: int = 0, user_data: bytes | None = None,
@@ -390,9 +388,8 @@ def test_garbage_names_the_field(body: bytes, named: str) -> None:
 
 @pytest.mark.parametrize(
     "garbage",
-    [b"HTTP/1.1 400 Bad Request\r\n\r\n", b"\x15\x03\x03\x00\x02\x02\x50", bytes(range(256)),
-     b"\xff" * 64, b"\x00" * 64],
-)  # fmt: skip
+    GARBAGE,
+)
 @pytest.mark.parametrize("version", [5, 6])
 def test_garbage_never_raises_anything_else(garbage: bytes, version: int) -> None:
     with pytest.raises(WireError):
@@ -416,7 +413,7 @@ def expected(name: str) -> ClassicGroup:
 
 
 class ClassicBroker(FakeBroker):
-    """The fake broker of ``test_kafka_wire``, also answering DescribeGroups by default."""
+    """The fake broker, also answering DescribeGroups by default."""
 
     def __init__(self, handler: Callable[..., Any] | None = None, **kwargs: Any) -> None:
         kwargs.setdefault("apis", CLASSIC_APIS)
@@ -435,48 +432,14 @@ class ClassicBroker(FakeBroker):
 
 def describe_groups_asked(body: bytes) -> list[str]:
     """The Groups of a DescribeGroups request of short names; asserts the rest of it."""
-    groups = _strings(body, 0)
+    groups = strings(body, 0)
     assert body[1 + sum(1 + len(g) for g in groups) :] == b"\x00\x00"  # no operations, no tags
     return groups
 
 
-_read_request = wire_tests._read_request
-
-
-def _read_request_with_describe_groups(frame: bytes) -> tuple[int, int, int, bytes]:
-    """The fake broker's request reader, knowing DescribeGroups (flexible from v5)."""
-    api_key, version, correlation_id, client_len = struct.unpack(">hhih", frame[:10])
-    if api_key != DESCRIBE_GROUPS:
-        return _read_request(frame)
-    pos = 10 + max(client_len, 0)
-    assert version >= 5 and frame[pos] == 0  # header v2, no tagged fields
-    return api_key, version, correlation_id, frame[pos + 1 :]
-
-
 @pytest.fixture
-def fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., ClassicBroker]]:
-    monkeypatch.setattr(wire_tests, "_read_request", _read_request_with_describe_groups)
-    brokers: list[ClassicBroker] = []
-
-    def start(*args: Any, **kwargs: Any) -> ClassicBroker:
-        brokers.append(ClassicBroker(*args, **kwargs))
-        return brokers[-1]
-
-    yield start
-    for broker in brokers:
-        broker.close()
-
-
-def answering(*answers: bytes | object) -> Callable[..., Any]:
-    """A handler giving these DescribeGroups answers in turn, then the default ones."""
-    queue = list(answers)
-
-    def handler(broker: FakeBroker, api: int, version: int, body: bytes) -> Any:
-        if api == DESCRIBE_GROUPS and queue:
-            return queue.pop(0)
-        return broker.default(api, version, body)
-
-    return handler
+def fake() -> Iterator[Callable[..., ClassicBroker]]:
+    yield from started_brokers(ClassicBroker)
 
 
 def test_round_trip_and_connection_kept(fake: Callable[..., ClassicBroker]) -> None:
@@ -518,7 +481,7 @@ def test_broker_too_old_says_unsupported(
 def test_batches_of_groups_on_one_connection(
     fake: Callable[..., ClassicBroker], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(client_module, "DESCRIBE_GROUPS_BATCH", 2)
+    monkeypatch.setattr(group_apis, "DESCRIBE_GROUPS_BATCH", 2)
     broker = fake()
     groups = [f"g{i}" for i in range(5)]
     with GroupClient(broker.bootstrap) as client:
@@ -530,7 +493,7 @@ def test_batches_of_groups_on_one_connection(
 
 @pytest.mark.parametrize("code", [16, 14, 15])
 def test_coordinator_errors_are_asked_again(fake: Callable[..., ClassicBroker], code: int) -> None:
-    broker = fake(answering(dg_response(dgroup("g", error=code, state="", protocol_type="",
+    broker = fake(answering(DESCRIBE_GROUPS, dg_response(dgroup("g", error=code, state="", protocol_type="",
                                                protocol=""))))  # fmt: skip
     assert describe_classic_groups(broker.bootstrap, ["g"], timeout_s=5)["g"] == expected("g")
     assert broker.apis_called() == [18, 10, 15, 10, 15]
@@ -538,7 +501,7 @@ def test_coordinator_errors_are_asked_again(fake: Callable[..., ClassicBroker], 
 
 def test_only_the_failed_groups_are_asked_again(fake: Callable[..., ClassicBroker]) -> None:
     first = dg_response(default_group("a", 6), dgroup("b", error=16), default_group("c", 6))
-    broker = fake(answering(first))
+    broker = fake(answering(DESCRIBE_GROUPS, first))
     results = describe_classic_groups(broker.bootstrap, ["a", "b", "c"], timeout_s=5)
     assert results == {g: expected(g) for g in "abc"}
     assert broker.describes() == [["a", "b", "c"], ["b"]]
@@ -580,7 +543,7 @@ def test_coordinator_moved(fake: Callable[..., ClassicBroker]) -> None:
     """The first FindCoordinator names ``old``, which answers NOT_COORDINATOR; the fresh one
     names ``new``, which describes the group."""
     new = fake()
-    old = fake(answering(dg_response(dgroup("g", error=16))))
+    old = fake(answering(DESCRIBE_GROUPS, dg_response(dgroup("g", error=16))))
     finds = iter([old.port, new.port])
 
     def bootstrap_handler(broker: FakeBroker, api: int, version: int, body: bytes) -> Any:
@@ -597,22 +560,17 @@ def test_coordinator_moved(fake: Callable[..., ClassicBroker]) -> None:
 def test_dropped_connection_is_retried_on_a_new_one(fake: Callable[..., ClassicBroker]) -> None:
     """The coordinator closes the connection mid-call (what a broker restart does, and what
     takes librdkafka down): COORDINATOR_NOT_AVAILABLE, asked again on a fresh connection."""
-    broker = fake(answering(CLOSE))
+    broker = fake(answering(DESCRIBE_GROUPS, CLOSE))
     with GroupClient(broker.bootstrap) as client:
         assert client.describe_classic(["g"], timeout_s=5)["g"] == expected("g")
     assert broker.connections == 2
 
 
 def test_silent_coordinator_fails_its_groups_only(fake: Callable[..., ClassicBroker]) -> None:
-    silent = fake(answering(SILENT))
+    silent = fake(answering(DESCRIBE_GROUPS, SILENT))
     talking = fake()
 
-    def find(broker: FakeBroker, api: int, version: int, body: bytes) -> Any:
-        if api == 10:
-            return find_response(coordinator("slow", silent.port), coordinator("ok", talking.port))
-        return broker.default(api, version, body)
-
-    bootstrap = fake(find)
+    bootstrap = fake(finding({"slow": silent.port, "ok": talking.port}))
     started = time.monotonic()
     with GroupClient(bootstrap.bootstrap) as client:
         results = client.describe_classic(["slow", "ok"], timeout_s=0.5)
@@ -651,24 +609,24 @@ def test_per_group_errors_are_returned_not_raised(fake: Callable[..., ClassicBro
 
 
 def test_garbage_answer_raises_and_drops_the_connection(fake: Callable[..., ClassicBroker]) -> None:
-    broker = fake(answering(dg_response(default_group("g", 6))[:-3]))
+    broker = fake(answering(DESCRIBE_GROUPS, dg_response(default_group("g", 6))[:-3]))
     with GroupClient(broker.bootstrap) as client:
         with pytest.raises(WireError, match="DescribeGroupsResponse v6: truncated"):
             client.describe_classic(["g"], timeout_s=5)
-        assert client._connections == {}
+        assert client._brokers.open == {}
         assert client.describe_classic(["g"], timeout_s=5)["g"].ok  # and connects again
     assert broker.connections == 2
 
 
 def test_whole_call_failures_raise(fake: Callable[..., ClassicBroker]) -> None:
     with pytest.raises(BrokerUnreachable, match="refused"):
-        describe_classic_groups(f"127.0.0.1:{_closed_port()}", ["g"], timeout_s=5)
+        describe_classic_groups(f"127.0.0.1:{closed_port()}", ["g"], timeout_s=5)
     silent = fake(lambda b, api, v, body: SILENT)
     started = time.monotonic()
     with pytest.raises(DeadlineExceeded):
         describe_classic_groups(silent.bootstrap, ["g"], timeout_s=0.4)
     assert time.monotonic() - started < 0.8
-    assert describe_classic_groups(f"127.0.0.1:{_closed_port()}", [], timeout_s=1) == {}
+    assert describe_classic_groups(f"127.0.0.1:{closed_port()}", [], timeout_s=1) == {}
 
 
 # --- against the real broker (Apache Kafka 4.1) ---------------------------------------------
@@ -760,7 +718,7 @@ def _consumers(bootstrap: str, group_id: str, topic_name: str, assignor: str,
 @lab
 def test_broker_speaks_describe_groups_v6(client: GroupClient) -> None:
     client.describe_classic([_name("g")], timeout_s=10)
-    (conn,) = client._connections.values()
+    (conn,) = client._brokers.open.values()
     assert conn.api_versions[DESCRIBE_GROUPS] == (0, 6)
     assert choose_version(DESCRIBE_GROUPS, conn.api_versions) == 6
 
@@ -856,30 +814,12 @@ def test_client_survives_a_broker_restart(
     before = client.describe_classic(groups, timeout_s=10)
     assert all(r.ok and r.state == "Empty" for r in before.values())
 
-    lab_services.stop("kafka")
-    with pytest.raises(BrokerUnreachable):
-        client.describe_classic(groups, timeout_s=5)
-    starting = threading.Thread(target=lab_services.start, args=("kafka",), daemon=True)
-    starting.start()
-
-    seen: list[str] = []  # what each call gave, in order, repeats collapsed
-
-    def answered() -> dict[str, ClassicGroup] | None:
-        try:
-            results = client.describe_classic(groups, timeout_s=2)
-        except (BrokerUnreachable, DeadlineExceeded) as exc:
-            outcome, results = type(exc).__name__, None
-        else:
-            outcome = "/".join(sorted({r.error_name for r in results.values()}))
-        if not seen or seen[-1] != outcome:
-            seen.append(outcome)
-        return results if results and all(r.ok for r in results.values()) else None
-
-    after = wait_for(answered, timeout=120, what="descriptions after the restart", every=0.1)
-    starting.join(120)
+    after = through_a_restart(
+        lab_services,
+        lambda timeout_s: client.describe_classic(groups, timeout_s=timeout_s),
+        "descriptions after the restart",
+    )
     assert after == before
-    assert seen[0] == "BrokerUnreachable" and seen[-1] == "NONE"
-    print(f"\nwhile the broker started: {' -> '.join(seen)}")
 
 
 @lab
@@ -919,11 +859,5 @@ def test_timing_against_describe_consumer_groups(
             consumer.close()
     assert answers["wire"] == answers["admin"]
     assert sum(len(a[2]) for a in answers["wire"].values()) == 4
-    summary = {k: (min(v), statistics.median(v)) for k, v in timings.items()}
-    print(
-        "\n200 groups, best / median of 5: "
-        + ", ".join(
-            f"{k} {lo * 1000:.0f} / {med * 1000:.0f} ms" for k, (lo, med) in summary.items()
-        )
-    )
+    summary = timing_summary("200 groups", timings)
     assert summary["wire"][1] < 2.0

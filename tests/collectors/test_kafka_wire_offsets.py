@@ -1,5 +1,5 @@
 """Committed offsets through the Kafka wire client (OffsetFetch v8/v9): the codec on hand-built
-bytes, the client against the scripted fake broker of ``test_kafka_wire``, and the real thing
+bytes, the client against the scripted fake broker (``kafka_wire_fakes``), and the real thing
 against the lab's Apache Kafka broker, compared with what confluent-kafka reads.
 
 Why the client has it at all: ``AdminClient.list_consumer_group_offsets`` crashes the process
@@ -13,9 +13,7 @@ from __future__ import annotations
 
 import fcntl
 import re
-import statistics
 import termios
-import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
@@ -37,8 +35,8 @@ from collectors.kafka_wire import (
     UnsupportedSecurity,
     WireError,
     fetch_committed_offsets,
+    group_apis,
 )
-from collectors.kafka_wire import client as client_module
 from collectors.kafka_wire.codec import (
     OFFSET_FETCH,
     choose_version,
@@ -48,19 +46,29 @@ from collectors.kafka_wire.codec import (
     request_header_version,
     response_header_version,
 )
-from tests.collectors.test_kafka_wire import (
+from tests.collectors.kafka_wire_fakes import (
     ALL_APIS,
     CLOSE,
+    GARBAGE,
     NO_TAGS,
     SILENT,
     FakeBroker,
-    _closed_port,
+    answering,
+    carr,
+    closed_port,
     coordinator,
     cs,
     find_response,
+    finding,
     i16,
     i32,
+    i64,
+    silent_on,
+    slow_on,
+    started_brokers,
     tags,
+    through_a_restart,
+    timing_summary,
     uv,
 )
 from tests.waiting import wait_for
@@ -69,14 +77,6 @@ lab = pytest.mark.lab
 
 
 # --- byte builders, straight from OffsetFetchResponse.json (v8 and v9 are the same) ---------
-
-
-def i64(v: int) -> bytes:
-    return v.to_bytes(8, "big", signed=True)
-
-
-def carr(items: Sequence[bytes]) -> bytes:
-    return uv(len(items) + 1) + b"".join(items)
 
 
 def part(
@@ -332,9 +332,8 @@ def test_garbage_names_the_field(body: bytes, named: str) -> None:
 
 @pytest.mark.parametrize(
     "garbage",
-    [b"HTTP/1.1 400 Bad Request\r\n\r\n", b"\x15\x03\x03\x00\x02\x02\x50", bytes(range(256)),
-     b"\xff" * 64, b"\x00" * 64],
-)  # fmt: skip
+    GARBAGE,
+)
 def test_garbage_never_raises_anything_else(garbage: bytes) -> None:
     with pytest.raises(WireError):
         decode_offset_fetch_response(garbage, 8)
@@ -370,7 +369,7 @@ EXPECTED = (PartitionOffset("orders", 0, 42, 3), PartitionOffset("orders", 1, 7,
 
 
 class OffsetsBroker(FakeBroker):
-    """The fake broker of ``test_kafka_wire``, also answering OffsetFetch by default."""
+    """The fake broker, also answering OffsetFetch by default."""
 
     def __init__(self, handler: Callable[..., Any] | None = None, **kwargs: Any) -> None:
         kwargs.setdefault("apis", OFFSET_APIS)
@@ -388,27 +387,7 @@ class OffsetsBroker(FakeBroker):
 
 @pytest.fixture
 def fake() -> Iterator[Callable[..., OffsetsBroker]]:
-    brokers: list[OffsetsBroker] = []
-
-    def start(*args: Any, **kwargs: Any) -> OffsetsBroker:
-        brokers.append(OffsetsBroker(*args, **kwargs))
-        return brokers[-1]
-
-    yield start
-    for broker in brokers:
-        broker.close()
-
-
-def answering(*answers: bytes | object) -> Callable[..., Any]:
-    """A handler giving these OffsetFetch answers in turn, then the default ones."""
-    queue = list(answers)
-
-    def handler(broker: FakeBroker, api: int, version: int, body: bytes) -> Any:
-        if api == 9 and queue:
-            return queue.pop(0)
-        return broker.default(api, version, body)
-
-    return handler
+    yield from started_brokers(OffsetsBroker)
 
 
 def test_round_trip_and_connection_kept(fake: Callable[..., OffsetsBroker]) -> None:
@@ -444,7 +423,7 @@ def test_describe_and_offsets_share_connections(fake: Callable[..., OffsetsBroke
 def test_batches_of_groups_on_one_connection(
     fake: Callable[..., OffsetsBroker], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(client_module, "OFFSET_FETCH_BATCH", 2)
+    monkeypatch.setattr(group_apis, "OFFSET_FETCH_BATCH", 2)
     broker = fake()
     groups = [f"g{i}" for i in range(5)]
     with GroupClient(broker.bootstrap) as client:
@@ -460,7 +439,7 @@ def test_batches_are_pipelined_five_at_a_time(
     """While the broker works on the first of eight batches, four more are already waiting in
     its socket (five in flight, as Kafka's clients allow by default); the rest follow as
     answers are read, so that requests never pile up behind unread answers."""
-    monkeypatch.setattr(client_module, "OFFSET_FETCH_BATCH", 1)
+    monkeypatch.setattr(group_apis, "OFFSET_FETCH_BATCH", 1)
     waiting: list[int] = []
 
     def handler(broker: FakeBroker, api: int, version: int, body: bytes) -> Any:
@@ -488,7 +467,7 @@ def _pending_bytes(broker: FakeBroker) -> int:
 
 @pytest.mark.parametrize("code", [16, 14, 15])
 def test_coordinator_errors_are_asked_again(fake: Callable[..., OffsetsBroker], code: int) -> None:
-    broker = fake(answering(offsets_response(group("g", error=code))))
+    broker = fake(answering(OFFSET_FETCH, offsets_response(group("g", error=code))))
     result = fetch_committed_offsets(broker.bootstrap, ["g"], timeout_s=5)["g"]
     assert result == GroupOffsets("g", 0, EXPECTED)
     assert broker.apis_called() == [18, 10, 9, 10, 9]
@@ -496,7 +475,7 @@ def test_coordinator_errors_are_asked_again(fake: Callable[..., OffsetsBroker], 
 
 def test_only_the_failed_groups_are_asked_again(fake: Callable[..., OffsetsBroker]) -> None:
     first = offsets_response(default_offsets("a"), group("b", error=16), default_offsets("c"))
-    broker = fake(answering(first))
+    broker = fake(answering(OFFSET_FETCH, first))
     results = fetch_committed_offsets(broker.bootstrap, ["a", "b", "c"], timeout_s=5)
     assert all(r == GroupOffsets(r.group, 0, EXPECTED) for r in results.values())
     assert broker.fetches() == [["a", "b", "c"], ["b"]]
@@ -525,7 +504,7 @@ def test_loading_coordinator_is_waited_for(fake: Callable[..., OffsetsBroker]) -
     """COORDINATOR_LOAD_IN_PROGRESS three times (a coordinator loading __consumer_offsets
     after a move), then the offsets: within the default three retries, after backing off."""
     loading = offsets_response(group("g", error=14))
-    broker = fake(answering(loading, loading, loading))
+    broker = fake(answering(OFFSET_FETCH, loading, loading, loading))
     started = time.monotonic()
     result = fetch_committed_offsets(broker.bootstrap, ["g"], timeout_s=5)["g"]
     elapsed = time.monotonic() - started
@@ -559,21 +538,15 @@ def test_retries_stop_at_the_deadline(fake: Callable[..., OffsetsBroker]) -> Non
 
 
 def test_closed_connection_is_retried_on_a_new_one(fake: Callable[..., OffsetsBroker]) -> None:
-    broker = fake(answering(CLOSE))
+    broker = fake(answering(OFFSET_FETCH, CLOSE))
     result = fetch_committed_offsets(broker.bootstrap, ["g"], timeout_s=5)["g"]
     assert result.ok and result.offsets == EXPECTED
     assert broker.connections == 2
 
 
 def test_silent_coordinator_times_out_its_groups_only(fake: Callable[..., OffsetsBroker]) -> None:
-    silent = fake(lambda b, api, v, body: SILENT if api == 9 else b.default(api, v, body))
-
-    def find(broker: FakeBroker, api: int, version: int, body: bytes) -> Any:
-        if api == 10:
-            return find_response(coordinator("slow", silent.port), coordinator("fine", broker.port))
-        return broker.default(api, version, body)
-
-    bootstrap = fake(find)
+    silent = fake(silent_on(9))
+    bootstrap = fake(finding({"slow": silent.port, "fine": None}))
     started = time.monotonic()
     with GroupClient(bootstrap.bootstrap) as client:
         results = client.fetch_committed(["slow", "fine"], timeout_s=0.8)
@@ -583,26 +556,14 @@ def test_silent_coordinator_times_out_its_groups_only(fake: Callable[..., Offset
             "REQUEST_TIMED_OUT", f"coordinator 127.0.0.1:{silent.port} no answer within 0.8 s",
         )  # fmt: skip
         # Its connection was dropped (an answer may still come); the other one is kept.
-        assert ("127.0.0.1", silent.port) not in client._connections
-        assert ("127.0.0.1", bootstrap.port) in client._connections
+        assert ("127.0.0.1", silent.port) not in client._brokers.open
+        assert ("127.0.0.1", bootstrap.port) in client._brokers.open
 
 
 def test_coordinators_are_asked_in_parallel(fake: Callable[..., OffsetsBroker]) -> None:
     """Two coordinators, each taking 0.4 s: about 0.4 s in all, not 0.8 s."""
-
-    def slow(broker: FakeBroker, api: int, version: int, body: bytes) -> Any:
-        if api == 9:
-            time.sleep(0.4)
-        return broker.default(api, version, body)
-
-    one, two = fake(slow), fake(slow)
-
-    def find(broker: FakeBroker, api: int, version: int, body: bytes) -> Any:
-        if api == 10:
-            return find_response(coordinator("g1", one.port), coordinator("g2", two.port))
-        return broker.default(api, version, body)
-
-    bootstrap = fake(find)
+    one, two = fake(slow_on(9, 0.4)), fake(slow_on(9, 0.4))
+    bootstrap = fake(finding({"g1": one.port, "g2": two.port}))
     with GroupClient(bootstrap.bootstrap) as client:
         client.fetch_committed(["g1", "g2"], timeout_s=5)  # connects
         started = time.monotonic()
@@ -659,18 +620,18 @@ def test_broker_too_old_says_unsupported(
 
 
 def test_garbage_answer_raises_and_drops_the_connection(fake: Callable[..., OffsetsBroker]) -> None:
-    broker = fake(answering(offsets_response(group("g"))[:-3]))
+    broker = fake(answering(OFFSET_FETCH, offsets_response(group("g"))[:-3]))
     with GroupClient(broker.bootstrap) as client:
         with pytest.raises(WireError, match="OffsetFetchResponse v9: truncated"):
             client.fetch_committed(["g"], timeout_s=5)
-        assert client._connections == {}
+        assert client._brokers.open == {}
         assert client.fetch_committed(["g"], timeout_s=5)["g"].ok  # and connects again
     assert broker.connections == 2
 
 
 def test_whole_call_failures_raise(fake: Callable[..., OffsetsBroker]) -> None:
     with pytest.raises(BrokerUnreachable, match="refused"):
-        fetch_committed_offsets(f"127.0.0.1:{_closed_port()}", ["g"], timeout_s=5)
+        fetch_committed_offsets(f"127.0.0.1:{closed_port()}", ["g"], timeout_s=5)
     silent = fake(lambda b, api, v, body: SILENT)
     started = time.monotonic()
     with pytest.raises(DeadlineExceeded):
@@ -678,7 +639,7 @@ def test_whole_call_failures_raise(fake: Callable[..., OffsetsBroker]) -> None:
     assert time.monotonic() - started < 0.8
     with pytest.raises(UnsupportedSecurity):
         GroupClient("localhost:9092", {"security.protocol": "SASL_SSL"})
-    assert fetch_committed_offsets(f"127.0.0.1:{_closed_port()}", [], timeout_s=1) == {}
+    assert fetch_committed_offsets(f"127.0.0.1:{closed_port()}", [], timeout_s=1) == {}
 
 
 # --- against the real broker (Apache Kafka 4.1) ---------------------------------------------
@@ -769,7 +730,7 @@ def client(kafka_bootstrap: str) -> Iterator[GroupClient]:
 @lab
 def test_broker_speaks_offset_fetch_v9(kafka_bootstrap: str, client: GroupClient) -> None:
     client.fetch_committed([_name("g")], timeout_s=10)
-    (conn,) = client._connections.values()
+    (conn,) = client._brokers.open.values()
     low, high = conn.api_versions[OFFSET_FETCH]
     assert high == 9  # v10 is unstable in 4.1 (latestVersionUnstable): not advertised
     assert choose_version(OFFSET_FETCH, conn.api_versions) == 9
@@ -813,7 +774,7 @@ def test_300_groups_in_one_call(
     assert _as_confluent_reads(admin, few) == {g: _as_confluent_shows(results[g]) for g in few}
     assert elapsed < 5, f"300 groups took {elapsed:.2f} s"
     # In batches of 40 (eight requests, five in flight at a time): the same answer.
-    monkeypatch.setattr(client_module, "OFFSET_FETCH_BATCH", 40)
+    monkeypatch.setattr(group_apis, "OFFSET_FETCH_BATCH", 40)
     assert client.fetch_committed(groups, timeout_s=30) == results
 
 
@@ -864,30 +825,12 @@ def test_reader_survives_a_broker_restart(
     before = client.fetch_committed(groups, timeout_s=10)
     assert all(r.ok and len(r.committed) == 4 for r in before.values())
 
-    lab_services.stop("kafka")
-    with pytest.raises(BrokerUnreachable):
-        client.fetch_committed(groups, timeout_s=5)
-    starting = threading.Thread(target=lab_services.start, args=("kafka",), daemon=True)
-    starting.start()
-
-    seen: list[str] = []  # what each call gave, in order, repeats collapsed
-
-    def answered() -> dict[str, GroupOffsets] | None:
-        try:
-            results = client.fetch_committed(groups, timeout_s=2)
-        except (BrokerUnreachable, DeadlineExceeded) as exc:
-            outcome, results = type(exc).__name__, None
-        else:
-            outcome = "/".join(sorted({r.error_name for r in results.values()}))
-        if not seen or seen[-1] != outcome:
-            seen.append(outcome)
-        return results if results and all(r.ok for r in results.values()) else None
-
-    after = wait_for(answered, timeout=120, what="offsets after the restart", every=0.1)
-    starting.join(120)
+    after = through_a_restart(
+        lab_services,
+        lambda timeout_s: client.fetch_committed(groups, timeout_s=timeout_s),
+        "offsets after the restart",
+    )
     assert after == before
-    assert seen[0] == "BrokerUnreachable" and seen[-1] == "NONE"
-    print(f"\nwhile the broker started: {' -> '.join(seen)}")
 
 
 @lab
@@ -918,11 +861,5 @@ def test_timing_against_list_consumer_group_offsets(
             timings[label].append(time.perf_counter() - started)
     assert answers["wire"] == answers["admin"]
     assert all(len(a) == 50 for a in answers["wire"].values())
-    summary = {k: (min(v), statistics.median(v)) for k, v in timings.items()}
-    print(
-        "\n200 groups x 50 partitions, best / median of 5: "
-        + ", ".join(
-            f"{k} {lo * 1000:.0f} / {med * 1000:.0f} ms" for k, (lo, med) in summary.items()
-        )
-    )
+    summary = timing_summary("200 groups x 50 partitions", timings)
     assert summary["wire"][1] < 2.0

@@ -1,4 +1,4 @@
-"""Tests for the folded ``__consumer_offsets`` picture (``collectors/offsets_topic_state.py``).
+"""Tests for the folded ``__consumer_offsets`` picture (``collectors/consumer_offsets/state.py``).
 
 Records are built by a small encoder written from Kafka's schemas (CONSUMER_OFFSETS_LAYOUT.md),
 in the layouts Kafka 4.1 writes (offset commit value v4, group metadata value v3) and the older
@@ -22,7 +22,7 @@ from collectors.consumer_offsets import (
     DecodeError,
     decode_record,
 )
-from collectors.offsets_topic_state import (
+from collectors.consumer_offsets.picture import (
     ALL_MEMBERS_LEFT,
     ASSIGNMENT_CHANGED,
     FIRST_SEEN,
@@ -36,9 +36,9 @@ from collectors.offsets_topic_state import (
     GroupDeleted,
     MemberInfo,
     OffsetDeleted,
-    OffsetsTopicState,
-    _fast_commit,
 )
+from collectors.consumer_offsets.state import OffsetsTopicState
+from collectors.consumer_offsets.values import fast_commit
 
 # --- a small encoder, from the schemas ---------------------------------------------------------
 
@@ -720,7 +720,7 @@ def test_short_path_gives_the_decoders_answer_or_steps_aside() -> None:
     key = offset_key()
     accepted = 0
     for value in SHORT_PATH_VALUES:
-        fast = _fast_commit(value, 555, 0, 0)
+        fast = fast_commit(value, 555, 0, 0)
         if fast is not None:
             accepted += 1
             assert fast == _decoder_commit(key, value, 555), value.hex()
@@ -743,7 +743,7 @@ def test_short_path_never_accepts_what_the_decoder_refuses() -> None:
             for _ in range(rng.randrange(1, 3)):
                 value[rng.randrange(len(value))] = rng.randrange(256)
         value = bytes(value)
-        fast = _fast_commit(value, 555, 0, 0)
+        fast = fast_commit(value, 555, 0, 0)
         if fast is not None:
             assert fast == _decoder_commit(key, value, 555), value.hex()
 

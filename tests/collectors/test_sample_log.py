@@ -13,7 +13,6 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 import pytest
 
-from collectors import sample_log
 from collectors.records import Source
 from collectors.sample_log import (
     COLUMNS,
@@ -21,6 +20,7 @@ from collectors.sample_log import (
     SAMPLE_SCHEMA,
     SORT_COLUMNS,
     SampleLog,
+    store,
 )
 
 H10 = datetime(2024, 5, 1, 10, tzinfo=UTC)  # an hour boundary
@@ -355,13 +355,13 @@ def test_a_batch_rewritten_during_compaction_is_kept_and_wins(
     log: SampleLog, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     fill_hour(log)
-    merge = sample_log._merge
+    merge = store.merge
 
     def retry_meanwhile(loaded: Any) -> pa.Table:  # the inputs are read; a retry lands now
         log.write_batch("prod", "c3", cycle(H10_MS + 30_000, 4, lag=333, owner="retried"))
         return merge(loaded)
 
-    monkeypatch.setattr(sample_log, "_merge", retry_meanwhile)
+    monkeypatch.setattr(store, "merge", retry_meanwhile)
     result = log.compact("prod", date(2024, 5, 1), 10)
     monkeypatch.undo()
 

@@ -25,12 +25,12 @@ from kazoo.security import make_digest_acl
 from collectors import storm_znode
 from collectors.records import CommittedOffset, GroupMember, GroupSnapshot, Source, SourceError
 from collectors.storm_znode import BadZnode
-from collectors.zookeeper_source import (
+from collectors.zookeeper import (
     ZooKeeperSource,
-    _PollHandler,
     parse_consumer_offset,
     parse_consumer_registration,
 )
+from collectors.zookeeper.batched_reads import PollHandler
 
 # --- pure parsers of the ZooKeeper-consumer nodes (no server needed) ------------------------
 
@@ -880,7 +880,7 @@ def test_close_then_collect_reconnects(zk, root, make_source) -> None:
 
 
 def test_poll_select_follows_kazoos_select_contract() -> None:
-    select_ = _PollHandler().select
+    select_ = PollHandler().select
     a, b = socket.socketpair()
     try:
         # Nothing to read: times out empty; a fresh socket is writable.

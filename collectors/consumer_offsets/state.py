@@ -1,7 +1,7 @@
 """The decoded picture of Kafka's ``__consumer_offsets`` topic, folded record by record.
 
-``consumer_offsets_reader`` owns the I/O and hands every record it reads, in offset order per
-partition, to :meth:`OffsetsTopicState.apply`. The state keeps what a monitor needs between
+``reader`` owns the I/O and hands every record it reads, in offset order per partition, to
+:meth:`OffsetsTopicState.apply`. The state keeps what a monitor needs between
 cycles (SPEC §2.2): the last commit of every (group, topic, partition) with its commit time and
 metadata, the last metadata of every classic group (generation, assignor, leader, members and
 their assignments), what was deleted and when, and the events the caller drains each cycle:
@@ -9,8 +9,8 @@ generation changes with their causes, deleted groups, expired or deleted offsets
 
 It is pure (no I/O, no clock, no Django): records in, state and events out, so it is tested with
 tables of byte vectors and a reader restarted from the log start rebuilds exactly the same
-picture. Nothing a record holds can stop it: what :func:`consumer_offsets.decode_record` cannot
-decode is counted by ``DecodeError.kind`` and skipped.
+picture. Nothing a record holds can stop it: what :func:`decode.decode_record` cannot decode
+is counted by ``DecodeError.kind`` and skipped.
 
 Why records are applied exactly as they come: ``__consumer_offsets`` is the group coordinator's
 own log. Kafka writes a tombstone for every offset of a deleted group as well as for the group
@@ -18,62 +18,33 @@ itself, so the state never infers deletions; it applies what the coordinator wro
 lives on one partition of the topic (``abs(hash(group)) % partitions``), so the order between
 partitions never matters, only the order within one, which :attr:`positions` guards.
 
-Speed: a busy cluster's topic holds millions of offset commits, nearly all with a key seen
-before and a value in one of five fixed layouts. A commit whose key bytes were decoded before
-and whose value is exactly one of those layouts is read by a short path here; every other
-record, and every byte string the short path has the slightest doubt about (a length that does
-not add up, a null, a multi-byte varint), goes through ``decode_record``. The short path gives
-the same fields as ``decode_record`` for every record it accepts; the tests check that on every
-version and on mutated bytes.
+Speed: a commit whose key bytes were decoded before is read by the short path of ``values``
+(:func:`values.fast_commit`) when its value is exactly one of the fixed layouts; every other
+record goes through ``decode_record``.
 """
 
 from __future__ import annotations
 
-import struct
 from collections import Counter, deque
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any, Final, NamedTuple
+from typing import Any, Final
 
-from collectors.consumer_offsets import (
-    UNKNOWN_VERSION,
-    UNSUPPORTED_RECORD_TYPE,
-    DecodeError,
-    decode_record,
+from collectors.consumer_offsets.cursor import UNKNOWN_VERSION, UNSUPPORTED_RECORD_TYPE, DecodeError
+from collectors.consumer_offsets.decode import decode_record
+from collectors.consumer_offsets.picture import (
+    CommitInfo,
+    Event,
+    GenerationChange,
+    GroupDeleted,
+    GroupInfo,
+    OffsetDeleted,
+    generation_causes,
+    group_info,
 )
+from collectors.consumer_offsets.values import fast_commit
 
-__all__ = [
-    "ALL_MEMBERS_LEFT",
-    "ASSIGNMENT_CHANGED",
-    "FIRST_SEEN",
-    "LEADER_CHANGED",
-    "MEMBERS_JOINED",
-    "MEMBERS_LEFT",
-    "PROTOCOL_CHANGED",
-    "SAME_MEMBERS",
-    "CommitInfo",
-    "Event",
-    "GenerationChange",
-    "GroupDeleted",
-    "GroupInfo",
-    "MemberInfo",
-    "OffsetDeleted",
-    "OffsetsTopicState",
-    "generation_causes",
-]
-
-# Causes of a generation change, derived from the group's two consecutive metadata records.
-FIRST_SEEN: Final = "first_seen"  # no earlier record of the group (or it was deleted since)
-MEMBERS_JOINED: Final = "members_joined"
-MEMBERS_LEFT: Final = "members_left"
-ALL_MEMBERS_LEFT: Final = "all_members_left"  # the group went Empty
-LEADER_CHANGED: Final = "leader_changed"
-ASSIGNMENT_CHANGED: Final = "assignment_changed"  # a member present before and after moved
-PROTOCOL_CHANGED: Final = "protocol_changed"  # assignor or protocol type
-# A new generation with the same members, leader and assignment: a member rejoined (new
-# subscription or metadata, a restart within the session timeout) without visible effect.
-SAME_MEMBERS: Final = "same_members"
+__all__ = ["OffsetsTopicState"]
 
 # Key versions Kafka 4.1's group coordinator writes besides offset commits (0, 1) and classic
 # group metadata (2): CoordinatorRecordType 3-8 consumer groups (KIP-848), 10-15 share groups,
@@ -82,234 +53,7 @@ SAME_MEMBERS: Final = "same_members"
 # unknown versions; the later ones are Kafka's own record types too, not garbage, so they are
 # counted with the unsupported ones.
 _COORDINATOR_RECORD_TYPES: Final = range(3, 24)
-
-_I64 = struct.Struct(">q").unpack_from
-# Offset commit value layouts, up to the metadata string (see CONSUMER_OFFSETS_LAYOUT.md).
-_V0_HEAD = struct.Struct(">hqh").unpack_from  # v0, v1, v2: version, offset, metadata length
-_V3_HEAD = struct.Struct(">hqih").unpack_from  # v3: version, offset, leader epoch, length
-_V4_HEAD = struct.Struct(">hqiB").unpack_from  # v4: ..., first byte of the compact length
-_V4_EMPTY = struct.Struct(">hqiBqB").unpack  # v4 without metadata, all 24 bytes
 _COMMIT_KEY_PREFIXES: Final = (b"\x00\x00", b"\x00\x01")  # key versions 0 and 1
-
-
-class CommitInfo(NamedTuple):
-    """The last commit of one (group, topic, partition).
-
-    ``commit_timestamp_ms`` is the value's commit timestamp (the coordinator's clock when it
-    accepted the commit), falling back to the record's timestamp when the value has none.
-    ``log_partition``/``log_offset`` locate the record in ``__consumer_offsets``.
-    """
-
-    offset: int
-    commit_timestamp_ms: int
-    metadata: str
-    record_timestamp_ms: int
-    leader_epoch: int | None
-    log_partition: int
-    log_offset: int
-
-
-@dataclass(frozen=True, slots=True)
-class MemberInfo:
-    """One member of a classic group as its group-metadata record lists it."""
-
-    member_id: str
-    group_instance_id: str | None
-    client_id: str
-    client_host: str
-    assignment: dict[str, list[int]]  # topic -> sorted partitions; {} = none or not decodable
-
-
-@dataclass(frozen=True, slots=True)
-class GroupInfo:
-    """The last metadata of one classic group (GroupMetadataValue), as of ``time_ms``."""
-
-    group: str
-    generation: int
-    protocol_type: str
-    protocol: str | None  # the assignor name for "consumer" groups; None when Empty
-    leader: str | None
-    members: tuple[MemberInfo, ...]  # sorted by member_id
-    current_state_timestamp_ms: int | None
-    time_ms: int  # the record's timestamp
-    log_partition: int
-    log_offset: int
-
-
-@dataclass(frozen=True, slots=True)
-class GenerationChange:
-    """A classic group's generation differs between two consecutive metadata records.
-
-    ``generation_before`` is None the first time a group is seen (``causes`` = first_seen).
-    ``log_partition``/``log_offset`` identify the record uniquely and survive a re-read of the
-    topic, so a caller can store events idempotently.
-    """
-
-    group: str
-    generation_before: int | None
-    generation_after: int
-    time_ms: int
-    causes: tuple[str, ...]
-    members_joined: tuple[str, ...]
-    members_left: tuple[str, ...]
-    leader_before: str | None
-    leader_after: str | None
-    protocol_before: str | None
-    protocol_after: str | None
-    members_after: int
-    log_partition: int
-    log_offset: int
-
-
-@dataclass(frozen=True, slots=True)
-class GroupDeleted:
-    """A group-metadata tombstone: the group was deleted or expired (empty, offsets gone)."""
-
-    group: str
-    time_ms: int
-    generation_before: int | None  # None when the group's metadata was never seen
-    log_partition: int
-    log_offset: int
-
-
-@dataclass(frozen=True, slots=True)
-class OffsetDeleted:
-    """An offset tombstone: a commit expired, or was deleted (alone or with its group).
-
-    The tombstone does not say which; ``offset_before`` is None when no commit was seen.
-    """
-
-    group: str
-    topic: str
-    partition: int
-    time_ms: int
-    offset_before: int | None
-    log_partition: int
-    log_offset: int
-
-
-Event = GenerationChange | GroupDeleted | OffsetDeleted
-
-
-def _fast_commit(value: bytes, timestamp_ms: int, partition: int, offset: int) -> tuple | None:
-    """The commit an offset-commit value holds (CommitInfo's fields), or None when this short
-    path is not sure.
-
-    None sends the record to ``decode_record``, which either decodes the value or says exactly
-    what is wrong with it. A value is accepted only if its length is exactly what its
-    version's layout gives for the metadata length it states, so trailing bytes, truncation,
-    nulls and negative lengths all fall through. Called once per commit, millions of times.
-    """
-    size = len(value)
-    if size < 20 or value[0] != 0:
-        return None
-    version = value[1]
-    if size == 24 and version == 4 and value[14] == 1 and value[23] == 0:
-        # What Kafka 4 writes for a commit without metadata, read in one call.
-        _, committed, epoch, _, commit_ts, _ = _V4_EMPTY(value)
-        metadata = ""
-    elif version == 4:
-        _, committed, epoch, head = _V4_HEAD(value)
-        # One-byte compact length (0 would be null), metadata, timestamp, no tagged fields.
-        end = 14 + head
-        if head == 0 or head >= 0x80 or size != end + 9 or value[-1] != 0:
-            return None
-        metadata = value[15:end].decode("utf-8", "replace") if head > 1 else ""
-        commit_ts = _I64(value, end)[0]
-    elif version == 3:
-        _, committed, epoch, n = _V3_HEAD(value)
-        end = 16 + n
-        if n < 0 or size != end + 8:
-            return None
-        metadata = value[16:end].decode("utf-8", "replace") if n else ""
-        commit_ts = _I64(value, end)[0]
-    elif version <= 2:
-        _, committed, n = _V0_HEAD(value)
-        end = 12 + n
-        epoch = -1
-        # v1 carries an expire timestamp after the commit timestamp.
-        if n < 0 or size != end + (16 if version == 1 else 8):
-            return None
-        metadata = value[12:end].decode("utf-8", "replace") if n else ""
-        commit_ts = _I64(value, end)[0]
-    else:
-        return None
-    return (
-        committed,
-        commit_ts if commit_ts >= 0 else timestamp_ms,
-        metadata,
-        timestamp_ms,
-        None if epoch == -1 else epoch,
-        partition,
-        offset,
-    )
-
-
-def _sorted_assignment(assignment: dict[str, list[int]]) -> dict[str, list[int]]:
-    return {topic: sorted(partitions) for topic, partitions in sorted(assignment.items())}
-
-
-def _group_info(record: dict[str, Any], time_ms: int, partition: int, offset: int) -> GroupInfo:
-    members = tuple(
-        sorted(
-            (
-                MemberInfo(
-                    member_id=m["member_id"],
-                    group_instance_id=m["group_instance_id"],
-                    client_id=m["client_id"],
-                    client_host=m["client_host"],
-                    assignment=_sorted_assignment(m["assignment"]),
-                )
-                for m in record["members"]
-            ),
-            key=lambda m: m.member_id,
-        )
-    )
-    return GroupInfo(
-        group=record["group"],
-        generation=record["generation"],
-        protocol_type=record["protocol_type"],
-        protocol=record["protocol"],
-        leader=record["leader"],
-        members=members,
-        current_state_timestamp_ms=record["current_state_timestamp_ms"],
-        time_ms=time_ms,
-        log_partition=partition,
-        log_offset=offset,
-    )
-
-
-def generation_causes(before: GroupInfo | None, after: GroupInfo) -> tuple[str, ...]:
-    """Why a group's generation changed, from its two member lists (a table of rules).
-
-    An emptied group is only ``all_members_left``: its leader and protocol going to null and
-    its assignment going away say nothing more. Leader and protocol changes count only between
-    two known (non-null) values, so a group filling up again is just ``members_joined``.
-    """
-    if before is None:
-        return (FIRST_SEEN,)
-    before_ids = {m.member_id: m for m in before.members}
-    after_ids = {m.member_id: m for m in after.members}
-    if before_ids and not after_ids:
-        return (ALL_MEMBERS_LEFT,)
-    causes = []
-    if after_ids.keys() - before_ids.keys():
-        causes.append(MEMBERS_JOINED)
-    if before_ids.keys() - after_ids.keys():
-        causes.append(MEMBERS_LEFT)
-    if before.leader and after.leader and before.leader != after.leader:
-        causes.append(LEADER_CHANGED)
-    if any(
-        before_ids[member_id].assignment != member.assignment
-        for member_id, member in after_ids.items()
-        if member_id in before_ids
-    ):
-        causes.append(ASSIGNMENT_CHANGED)
-    if (before.protocol and after.protocol and before.protocol != after.protocol) or (
-        before.protocol_type and after.protocol_type and before.protocol_type != after.protocol_type
-    ):
-        causes.append(PROTOCOL_CHANGED)
-    return tuple(causes) or (SAME_MEMBERS,)
 
 
 class _CommitsView(Mapping[tuple[str, str, int], CommitInfo]):
@@ -435,7 +179,7 @@ class OffsetsTopicState:
             self.bytes_read += len(key) + len(value)
             ident = self._commit_keys.get(key)
             if ident is not None:
-                commit = _fast_commit(value, timestamp_ms, partition, offset)
+                commit = fast_commit(value, timestamp_ms, partition, offset)
                 if commit is not None:
                     self._commits[ident] = commit
                     self.records_decoded += 1
@@ -463,7 +207,7 @@ class OffsetsTopicState:
             except DecodeError as exc:
                 self._skip(exc, key)
                 return
-            commit = _fast_commit(value, timestamp_ms, partition, offset)
+            commit = fast_commit(value, timestamp_ms, partition, offset)
             if commit is not None:
                 self.records_decoded += 1
                 ident = (fields["group"], fields["topic"], fields["partition"])
@@ -543,7 +287,7 @@ class OffsetsTopicState:
             )
             return
         self._deleted_groups.pop(group, None)
-        after = _group_info(record, timestamp_ms, partition, offset)
+        after = group_info(record, timestamp_ms, partition, offset)
         before = self._groups.get(group)
         self._groups[group] = after
         if before is not None and before.generation == after.generation:

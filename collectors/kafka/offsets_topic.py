@@ -1,0 +1,109 @@
+"""What ``__consumer_offsets`` adds to a Kafka cycle (SPEC §2.2, §4).
+
+The AdminClient and the wire client say what is; only the coordinator's own log says when a
+commit was made and what each generation change of a classic group was. The reader
+(``collectors.consumer_offsets``) runs beside the cycle's requests on a thread of its own;
+this module merges its picture into the cycle's records once both are done.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from collectors.consumer_offsets.picture import GenerationChange as RecordedChange
+from collectors.consumer_offsets.reader import ReaderOutcome
+from collectors.consumer_offsets.state import OffsetsTopicState
+from collectors.kafka.cycle import Cycle
+from collectors.records import CommittedOffset, GenerationChange, GroupSnapshot
+
+__all__ = ["apply_offsets_topic"]
+
+
+def apply_offsets_topic(
+    outcome: ReaderOutcome, state: OffsetsTopicState | None, cycle: Cycle
+) -> None:
+    """What ``__consumer_offsets`` adds to the cycle: each Kafka commit's own timestamp
+    (SPEC §4 names it the best commit time), each classic group's generation, and the
+    generation changes recorded since the last cycle. A reader that cannot read the topic
+    leaves the AdminClient's figures as they are and says so (a warning, not an outage:
+    lag and status do not depend on it)."""
+    result = cycle.result
+    if not result.reachable:
+        return  # the cluster is down: the adapter already says so
+    result.errors.extend(outcome.errors)
+    if not outcome.readable:
+        cycle.error(
+            "__consumer_offsets",
+            "not readable: commit times and classic generations unknown (offsets and "
+            "groups from the AdminClient only)",
+        )
+        return
+    if not outcome.caught_up:
+        behind = outcome.records_behind
+        cycle.error(
+            "__consumer_offsets",
+            f"catching up: {behind if behind is not None else 'some'} records behind",
+        )
+    if state is None:
+        return
+    result.commits[:] = [_with_commit_time(c, state) for c in result.commits]
+    classic = {s.group for s in result.groups if s.protocol_type == "classic"}
+    result.groups[:] = [
+        _with_generation(s, state) if s.group in classic else s for s in result.groups
+    ]
+    result.generation_changes.extend(
+        _generation_change(e)
+        for e in state.drain_events()
+        if isinstance(e, RecordedChange) and e.group in classic
+    )
+
+
+def _with_commit_time(commit: CommittedOffset, state: OffsetsTopicState) -> CommittedOffset:
+    """The commit's own timestamp, when the record read is the commit the AdminClient saw."""
+    info = state.commits.get((commit.group, commit.topic, commit.partition))
+    if info is None or info.offset != commit.offset:
+        return commit
+    return dataclasses.replace(commit, commit_time_ms=info.commit_timestamp_ms)
+
+
+def _with_generation(snapshot: GroupSnapshot, state: OffsetsTopicState) -> GroupSnapshot:
+    """A classic group's generation from its last group-metadata record."""
+    info = state.groups.get(snapshot.group)
+    if info is None:
+        return snapshot
+    return dataclasses.replace(
+        snapshot, generation=info.generation, assignor=snapshot.assignor or info.protocol
+    )
+
+
+# The reader's causes in ``collectors.rebalance``'s names.
+_RECORDED_CAUSES = {
+    "members_joined": "member_joined",
+    "members_left": "member_left",
+    "all_members_left": "member_left",
+    "assignment_changed": "assignment_changed",
+    "leader_changed": "leader_changed",
+    "protocol_changed": "protocol_changed",
+    "same_members": "member_rejoined",
+}
+
+
+def _generation_change(change: RecordedChange) -> GenerationChange:
+    detail: dict[str, Any] = {"members": change.members_after}
+    if change.members_joined:
+        detail["joined"] = list(change.members_joined)
+    if change.members_left:
+        detail["left"] = list(change.members_left)
+    if change.leader_before != change.leader_after:
+        detail["leader"] = [change.leader_before, change.leader_after]
+    if change.protocol_before != change.protocol_after:
+        detail["protocol"] = [change.protocol_before, change.protocol_after]
+    return GenerationChange(
+        group=change.group,
+        time_ms=change.time_ms,
+        generation=change.generation_after,
+        generation_before=change.generation_before,
+        causes=tuple(_RECORDED_CAUSES[c] for c in change.causes if c in _RECORDED_CAUSES),
+        detail=detail,
+    )

@@ -1,0 +1,178 @@
+"""What differs between the per-group APIs asked of coordinators, and how each group's result
+is made; ``client`` does the rest.
+
+ConsumerGroupDescribe, OffsetFetch and DescribeGroups are asked the same way (find each
+group's coordinator, send it its groups, read one result per group), so the client has one
+path for all three and each API is a row of this table: its codec functions, its batch size,
+how a group's failure is written, what is said of a broker without it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from functools import partial
+from typing import Any, Generic, TypeVar
+
+from collectors.kafka_wire.codec import (
+    CONSUMER_GROUP_DESCRIBE,
+    DESCRIBE_GROUPS,
+    OFFSET_FETCH,
+    OUR_VERSIONS,
+    UNKNOWN_SERVER_ERROR,
+    ClassicGroup,
+    ConsumerGroupEpochs,
+    Coordinator,
+    GroupOffsets,
+    decode_consumer_group_describe_response,
+    decode_describe_groups_response,
+    decode_offset_fetch_response,
+    encode_consumer_group_describe_request,
+    encode_describe_groups_request,
+    encode_offset_fetch_request,
+    error_name,
+)
+from collectors.kafka_wire.connection import Connection
+
+__all__ = [
+    "DESCRIBE",
+    "DESCRIBE_GROUPS_BATCH",
+    "OFFSET_FETCH_BATCH",
+    "Failure",
+    "GroupApi",
+    "R",
+    "by_group",
+    "coordinator_or_error",
+    "describe_classic",
+    "offset_fetch",
+    "unsupported",
+]
+
+R = TypeVar("R", ConsumerGroupEpochs, GroupOffsets, ClassicGroup)
+# A group's error code and why, where no coordinator could be asked about it.
+Failure = tuple[int, str]
+
+# Groups per OffsetFetch request. It bounds one answer (500 groups of 50 partitions is about
+# 700 kB) and one coordinator's work per request; a coordinator's batches are all in flight
+# at once anyway, on one connection.
+OFFSET_FETCH_BATCH = 500
+# Groups per DescribeGroups request, for the same reasons (an answer carries every member's
+# subscription and assignment bytes: 500 groups of 10 members is a few hundred kB).
+DESCRIBE_GROUPS_BATCH = 500
+
+
+@dataclass(frozen=True)
+class GroupApi(Generic[R]):
+    """What differs between the per-group APIs asked of coordinators; the rest is shared."""
+
+    api_key: int
+    name: str
+    encode: Callable[[int, list[str]], bytes]
+    decode: Callable[[bytes, int], Sequence[R]]
+    failed: Callable[[str, int, str | None], R]
+    # Groups per request (None: all of a coordinator's groups in one).
+    batch: int | None
+    # Said of a broker that lacks the API altogether.
+    absent: str
+    # The result kept for a group the broker answered, given the coordinator's name.
+    annotate: Callable[[R, str], R] = lambda result, _coordinator: result
+
+
+def _describe_body(version: int, groups: list[str]) -> bytes:
+    return encode_consumer_group_describe_request(version, groups)
+
+
+def _describe_groups(body: bytes, version: int) -> Sequence[ConsumerGroupEpochs]:
+    return decode_consumer_group_describe_response(body, version).groups
+
+
+def _offsets_body(version: int, groups: list[str], require_stable: bool) -> bytes:
+    return encode_offset_fetch_request(version, groups, require_stable)
+
+
+def _offsets_groups(body: bytes, version: int) -> Sequence[GroupOffsets]:
+    return decode_offset_fetch_response(body, version).groups
+
+
+def _classic_body(version: int, groups: list[str]) -> bytes:
+    return encode_describe_groups_request(version, groups)
+
+
+def _classic_groups(body: bytes, version: int) -> Sequence[ClassicGroup]:
+    return decode_describe_groups_response(body, version).groups
+
+
+def _name_the_coordinator(result: R, coordinator: str) -> R:
+    """OffsetFetch (and DescribeGroups before v6) carry codes without messages: say which
+    coordinator gave the error."""
+    if result.ok or result.error_message is not None:
+        return result
+    return replace(result, error_message=f"coordinator {coordinator}: {result.error_name}")
+
+
+DESCRIBE = GroupApi(
+    api_key=CONSUMER_GROUP_DESCRIBE,
+    name="ConsumerGroupDescribe",
+    encode=_describe_body,
+    decode=_describe_groups,
+    failed=ConsumerGroupEpochs.failed,
+    batch=None,
+    absent=": no KIP-848 groups there",
+)
+
+
+def offset_fetch(require_stable: bool) -> GroupApi[GroupOffsets]:
+    return GroupApi(
+        api_key=OFFSET_FETCH,
+        name="OffsetFetch",
+        encode=partial(_offsets_body, require_stable=require_stable),
+        decode=_offsets_groups,
+        failed=GroupOffsets.failed,
+        batch=OFFSET_FETCH_BATCH,
+        absent=" (batched OffsetFetch is v8+, Kafka 3.0+)",
+        annotate=_name_the_coordinator,
+    )
+
+
+def describe_classic() -> GroupApi[ClassicGroup]:
+    return GroupApi(
+        api_key=DESCRIBE_GROUPS,
+        name="DescribeGroups",
+        encode=_classic_body,
+        decode=_classic_groups,
+        failed=ClassicGroup.failed,
+        batch=DESCRIBE_GROUPS_BATCH,
+        absent="",
+        annotate=_name_the_coordinator,
+    )
+
+
+def coordinator_or_error(found: Coordinator | None, asked: str) -> Coordinator | Failure:
+    """A group's coordinator as FindCoordinator named it, or the failure that is its result."""
+    if found is None:
+        return UNKNOWN_SERVER_ERROR, f"{asked} left the group out of FindCoordinator"
+    if found.error_code:
+        why = found.error_message or error_name(found.error_code)
+        return found.error_code, f"FindCoordinator: {why}"
+    return found
+
+
+def by_group(
+    api: GroupApi[R], groups: list[str], answered: Sequence[R], coordinator: str
+) -> dict[str, R]:
+    found = {result.group: result for result in answered}
+    missing = f"{coordinator} left the group out of its answer"
+    return {
+        g: api.annotate(found[g], coordinator)
+        if g in found
+        else api.failed(g, UNKNOWN_SERVER_ERROR, missing)
+        for g in groups
+    }
+
+
+def unsupported(api: GroupApi[Any], conn: Connection) -> str:
+    theirs = conn.api_versions.get(api.api_key)
+    low, high = OUR_VERSIONS[api.api_key]
+    if theirs is None:
+        return f"{conn.name} does not offer {api.name} (API {api.api_key}){api.absent}"
+    return f"{conn.name} offers {api.name} v{theirs[0]}-{theirs[1]}, not v{low}-{high}"
