@@ -2,7 +2,7 @@
 
 Values are where the versions are: offset commits in five layouts (v0-v4), classic group
 metadata in five, and inside a "consumer" group's members the consumer protocol's
-``ConsumerProtocolAssignment`` (see ``../shared/testdata/CONSUMER_OFFSETS_LAYOUT.md`` for the
+``ConsumerProtocolAssignment`` (see ``docs/CONSUMER_OFFSETS_LAYOUT.md`` for the
 layouts with their citations). Newer assignment versions are read with the v3 layout and
 their extra bytes ignored, exactly as ``ConsumerProtocol.deserializeAssignment`` does,
 because the consumer protocol only ever appends fields; within the versions known here,

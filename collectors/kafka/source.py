@@ -207,7 +207,7 @@ class KafkaSource:
         """Replace the client after an outage, or after repeated timeouts.
 
         An AdminClient that lived through a broker restart can time out forever on group
-        requests (shared/LAB.md); a fresh client reconnects cleanly. So a cycle that could not
+        requests (docs/LAB.md); a fresh client reconnects cleanly. So a cycle that could not
         reach the cluster at all makes the next one start on a new client: made then, not now,
         it connects at once when the cluster is back instead of first waiting out the
         reconnect backoff it would build up during the outage, and the first cycle after the
