@@ -182,6 +182,13 @@ def snapshot_from_epochs(
                     instance_id=m.instance_id,
                     member_epoch=m.member_epoch,
                     target_assignment=tuple(m.target_assignment),
+                    # A regex subscription's names are the broker's current resolution of
+                    # it; the what-if would read them as fixed, so they are "not said".
+                    subscription=(
+                        None
+                        if m.subscribed_topic_regex
+                        else tuple(sorted(m.subscribed_topics))
+                    ),
                 )
                 for m in group.members
             ),

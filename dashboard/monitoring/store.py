@@ -81,6 +81,7 @@ def member_document(member: GroupMember) -> dict:
             else [list(tp) for tp in member.target_assignment]
         ),
         "member_epoch": member.member_epoch,
+        "subscription": None if member.subscription is None else list(member.subscription),
     }
 
 

@@ -836,11 +836,13 @@ def test_consumer_protocol_group_with_epochs_beside_a_classic_one_of_the_same_pa
         assert member.client_id == "kip848-a"
         assert member.member_epoch == first.generation
         assert member.assignment == member.target_assignment == tuple((topic, p) for p in range(4))
+        assert member.subscription == (topic,)  # the broker says what it subscribes to
 
         other = wait_for(settled(classic, 1), 60, "the classic group stable")
         assert other.protocol_type == "classic"
         assert other.assignment_epoch is None
         assert all(m.member_epoch is None and m.target_assignment is None for m in other.members)
+        assert all(m.subscription is None for m in other.members)  # opaque bytes in classic
 
         # A second member: the group epoch rises, both members converge on the new target.
         consumers.append(_member(kafka_bootstrap, kip848, "consumer", "kip848-b"))

@@ -16,7 +16,7 @@ from dashboard.monitoring.models import (
     RebalanceEvent,
     SourceHealth,
 )
-from dashboard.monitoring.store import store_cycle
+from dashboard.monitoring.store import member_document, store_cycle
 
 pytestmark = pytest.mark.django_db
 
@@ -197,3 +197,18 @@ def test_storm_ui_down_does_not_hide_spout_offsets(cluster: Cluster) -> None:
         CycleOutcome(cluster="c", cycle_ms=1_000_000, figures=[zk_figure(4, 9)], sources=down),
     )
     assert PartitionState.objects.get().stale is False
+
+
+def test_a_member_is_stored_with_everything_the_broker_said() -> None:
+    """What the group page, the APIs and the what-if read back (``None`` = not said)."""
+    kip848 = GroupMember(
+        "m-1", client_id="c", host="/10.0.0.1", assignment=(("t", 0),), instance_id="pod-1",
+        member_epoch=7, target_assignment=(("t", 0), ("t", 1)), subscription=("t", "u"),
+    )  # fmt: skip
+    assert member_document(kip848) == {
+        "member_id": "m-1", "instance_id": "pod-1", "client_id": "c", "host": "/10.0.0.1",
+        "assignment": [["t", 0]], "target_assignment": [["t", 0], ["t", 1]],
+        "member_epoch": 7, "subscription": ["t", "u"],
+    }  # fmt: skip
+    classic = member_document(GroupMember("m-2"))
+    assert classic["subscription"] is None and classic["target_assignment"] is None
