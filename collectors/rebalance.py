@@ -29,6 +29,9 @@ from collectors.records import CollectionResult, GroupSnapshot, Source
 __all__ = [
     "ASSIGNMENT_CHANGED",
     "CAUSES",
+    "GROUP_DELETED",
+    "LIFECYCLE_CAUSES",
+    "OFFSETS_DELETED",
     "LEADER_CHANGED",
     "MEMBER_REJOINED",
     "PROTOCOL_CHANGED",
@@ -42,6 +45,7 @@ __all__ = [
     "RebalanceEvent",
     "RebalanceTracker",
     "derive_rebalance_events",
+    "deletion_events",
     "recorded_rebalance_events",
 ]
 
@@ -57,6 +61,11 @@ UNKNOWN = "unknown"
 LEADER_CHANGED = "leader_changed"
 PROTOCOL_CHANGED = "protocol_changed"
 MEMBER_REJOINED = "member_rejoined"
+# Not rebalances but the group's lifecycle, on the same timeline: only the coordinator's log
+# (``__consumer_offsets`` tombstones) records them; a poll sees a group no longer listed.
+GROUP_DELETED = "group_deleted"
+OFFSETS_DELETED = "offsets_deleted"
+LIFECYCLE_CAUSES = frozenset({GROUP_DELETED, OFFSETS_DELETED})
 
 # Most telling first: an event's ``cause`` is the first of its causes in this order. Triggers
 # (membership, subscription, metadata) come before symptoms (assignment moved, state seen
@@ -71,6 +80,8 @@ CAUSES = (
     PROTOCOL_CHANGED,
     MEMBER_REJOINED,
     REBALANCING,
+    GROUP_DELETED,
+    OFFSETS_DELETED,
     UNKNOWN,
 )
 
@@ -290,6 +301,21 @@ def recorded_rebalance_events(result: CollectionResult) -> dict[str, list[Rebala
     return events
 
 
+def deletion_events(result: CollectionResult) -> list[RebalanceEvent]:
+    """The source's recorded deletions (a group, or some of its commits) as timeline events."""
+    return [
+        RebalanceEvent(
+            group=d.group,
+            source=result.source,
+            time_ms=d.time_ms,
+            generation=None,
+            cause=d.kind,
+            detail={**d.detail, "causes": [d.kind], "recorded": True},
+        )
+        for d in result.deletions
+    ]
+
+
 class RebalanceTracker:
     """Keeps the previous cycle in memory and feeds ``derive_rebalance_events``.
 
@@ -323,6 +349,12 @@ class RebalanceTracker:
                 )
             self._snapshots[key] = snapshot
         self._counts = dict(counts_now)
+        listed = {s.group for s in result.groups}
+        for event in deletion_events(result):
+            if event.cause == GROUP_DELETED and event.group not in listed:
+                # Gone: if a group of that name comes back, it is a new group.
+                self._snapshots.pop((result.source, event.group), None)
+            events.append(event)
         return events
 
     def forget(self, source: Source, group: str) -> None:

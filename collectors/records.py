@@ -131,6 +131,21 @@ class GenerationChange:
 
 
 @dataclass(frozen=True, slots=True)
+class RecordedDeletion:
+    """A group or some of its committed offsets removed, as the coordinator's own log records
+    it (a tombstone in ``__consumer_offsets``). ``kind`` is ``group_deleted`` (the group's
+    metadata removed: deleted by an admin, or expired empty) or ``offsets_deleted`` (commits
+    removed: expired after ``offsets.retention.minutes``, or deleted; the tombstone does not
+    say which). Polls see a deleted group only as one that is no longer listed.
+    """
+
+    group: str
+    time_ms: int
+    kind: str
+    detail: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
 class SourceError:
     """A problem confined to one place of one source; the cycle goes on."""
 
@@ -159,3 +174,5 @@ class CollectionResult:
     partition_counts: dict[str, int] = field(default_factory=dict)
     # Rebalances the source itself recorded (``__consumer_offsets``), for the groups it names.
     generation_changes: list[GenerationChange] = field(default_factory=list)
+    # Groups and commits the source recorded as removed (``__consumer_offsets`` tombstones).
+    deletions: list[RecordedDeletion] = field(default_factory=list)

@@ -12,10 +12,16 @@ import dataclasses
 from typing import Any
 
 from collectors.consumer_offsets.picture import GenerationChange as RecordedChange
+from collectors.consumer_offsets.picture import GroupDeleted, OffsetDeleted
 from collectors.consumer_offsets.reader import ReaderOutcome
 from collectors.consumer_offsets.state import OffsetsTopicState
 from collectors.kafka.cycle import Cycle
-from collectors.records import CommittedOffset, GenerationChange, GroupSnapshot
+from collectors.records import (
+    CommittedOffset,
+    GenerationChange,
+    GroupSnapshot,
+    RecordedDeletion,
+)
 
 __all__ = ["apply_offsets_topic"]
 
@@ -52,11 +58,13 @@ def apply_offsets_topic(
     result.groups[:] = [
         _with_generation(s, state) if s.group in classic else s for s in result.groups
     ]
+    events = state.drain_events()
     result.generation_changes.extend(
         _generation_change(e)
-        for e in state.drain_events()
+        for e in events
         if isinstance(e, RecordedChange) and e.group in classic
     )
+    result.deletions.extend(deletions(events))
 
 
 def _with_commit_time(commit: CommittedOffset, state: OffsetsTopicState) -> CommittedOffset:
@@ -107,3 +115,43 @@ def _generation_change(change: RecordedChange) -> GenerationChange:
         causes=tuple(_RECORDED_CAUSES[c] for c in change.causes if c in _RECORDED_CAUSES),
         detail=detail,
     )
+
+
+def deletions(events: list) -> list[RecordedDeletion]:
+    """A group's deletion as one record, and its offsets' tombstones folded into one record
+    per group and drain (a group deleted with 500 offsets is one line on its timeline, not
+    500). The offsets a deleted group lost are part of its deletion: not listed twice."""
+    deleted = {e.group: e for e in events if isinstance(e, GroupDeleted)}
+    lost: dict[str, list[OffsetDeleted]] = {}
+    for e in events:
+        if isinstance(e, OffsetDeleted):
+            lost.setdefault(e.group, []).append(e)
+    out = [
+        RecordedDeletion(
+            group=e.group,
+            time_ms=e.time_ms,
+            kind="group_deleted",
+            detail={
+                "generation_before": e.generation_before,
+                "offsets_deleted": len(lost.get(e.group, ())),
+            },
+        )
+        for e in deleted.values()
+    ]
+    for group, offsets in lost.items():
+        if group in deleted:
+            continue
+        out.append(
+            RecordedDeletion(
+                group=group,
+                time_ms=max(o.time_ms for o in offsets),
+                kind="offsets_deleted",
+                detail={
+                    "partitions": [
+                        [o.topic, o.partition, o.offset_before]
+                        for o in sorted(offsets, key=lambda o: (o.topic, o.partition))
+                    ]
+                },
+            )
+        )
+    return sorted(out, key=lambda d: (d.time_ms, d.group))

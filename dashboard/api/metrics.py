@@ -36,6 +36,7 @@ from prometheus_client.core import (
     Metric,
 )
 
+from collectors.rebalance import LIFECYCLE_CAUSES
 from dashboard.monitoring.membership import group_type
 from dashboard.monitoring.models import (
     CollectionError,
@@ -211,7 +212,10 @@ class LagwatchCollector:
             .annotate(at=Max("last_commit_at"))
         )
         counts = dict(
-            RebalanceEvent.objects.order_by().values_list("group_id").annotate(n=Count("id"))
+            RebalanceEvent.objects.exclude(cause__in=LIFECYCLE_CAUSES)
+            .order_by()
+            .values_list("group_id")
+            .annotate(n=Count("id"))
         )
         for group_id, (labels, *_, gen, gtype, first_seen) in groups.items():
             labels = list(labels)

@@ -188,6 +188,9 @@ def test_rebalance_counter_counts_stored_events_and_only_grows(
         [RebalanceEvent(group=checkout, at=world.now, generation=13, cause="member_joined")],
         ignore_conflicts=True,
     )
+    # the group's lifecycle on the same timeline is not a rebalance
+    RebalanceEvent.objects.create(group=checkout, at=world.now, generation=None,
+                                  cause="offsets_deleted")  # fmt: skip
     after = scrape(client)["lagwatch_group_rebalances_total"]
     assert after[group_labels("checkout")] == 1 and after[group_labels("billing")] == 2
 

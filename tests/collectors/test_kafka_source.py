@@ -403,6 +403,19 @@ def test_group_deleted_mid_cycle(
     monkeypatch.setattr(source._groups, "fetch_committed", original)
     assert group_of(source.collect(now_ms()), doomed) is None
 
+    # The coordinator's log records the deletion (its tombstones): one record for the group,
+    # its two commits folded into it; the kept group lost nothing.
+    seen = [d for d in result.deletions if d.group in (doomed, kept)]
+
+    def recorded() -> bool:
+        seen.extend(d for d in source.collect(now_ms()).deletions if d.group in (doomed, kept))
+        return any(d.group == doomed for d in seen)
+
+    wait_for(recorded, 60, "the deletion read from __consumer_offsets")
+    [deletion] = seen
+    assert (deletion.group, deletion.kind) == (doomed, "group_deleted")
+    assert deletion.detail["offsets_deleted"] == 2
+
 
 @lab
 def test_group_not_found_is_skipped_silently(

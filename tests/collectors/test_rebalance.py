@@ -9,10 +9,14 @@ from typing import Any
 
 import pytest
 
+from collectors.consumer_offsets.picture import GroupDeleted, OffsetDeleted
+from collectors.kafka.offsets_topic import deletions
 from collectors.rebalance import (
     ASSIGNMENT_CHANGED,
+    GROUP_DELETED,
     MEMBER_JOINED,
     MEMBER_LEFT,
+    OFFSETS_DELETED,
     PARTITIONS_ADDED,
     REBALANCING,
     SUBSCRIPTION_CHANGED,
@@ -26,6 +30,7 @@ from collectors.records import (
     GenerationChange,
     GroupMember,
     GroupSnapshot,
+    RecordedDeletion,
     Source,
 )
 
@@ -648,3 +653,51 @@ def test_recorded_changes_replace_the_inferred_event_of_their_group_only() -> No
         ("recorded", 20, "leader_changed"),
         ("inferred", 30, "member_joined"),
     ]
+
+
+def test_recorded_deletions_are_timeline_events_and_a_deleted_group_starts_over() -> None:
+    tracker = RebalanceTracker()
+    group = GroupSnapshot(Source.KAFKA, "g", "Stable", members=(GroupMember("a"),))
+    tracker.observe(_recorded(groups=(group,)), now_ms=1)
+    gone = CollectionResult(Source.KAFKA, started_ms=0, finished_ms=2)
+    gone.deletions.append(RecordedDeletion("g", 15, "group_deleted", {"offsets_deleted": 3}))
+    gone.deletions.append(
+        RecordedDeletion("h", 16, "offsets_deleted", {"partitions": [["t", 0, 5]]})
+    )
+    events = tracker.observe(gone, now_ms=20)
+    assert [(e.group, e.time_ms, e.cause, e.generation) for e in events] == [
+        ("g", 15, GROUP_DELETED, None),
+        ("h", 16, OFFSETS_DELETED, None),
+    ]
+    assert events[0].detail == {"offsets_deleted": 3, "causes": ["group_deleted"], "recorded": True}
+    # Re-created under the same name, with other members: a first observation, no "rebalance".
+    again = dataclasses.replace(group, members=(GroupMember("z"),))
+    assert tracker.observe(_recorded(groups=(again,)), now_ms=30) == []
+
+
+@pytest.mark.parametrize(
+    ("events", "expected"),
+    [
+        ([], []),
+        # A group deleted with its two commits: one record, the commits counted in it.
+        (
+            [OffsetDeleted("g", "t", 0, 10, 5, 0, 1), OffsetDeleted("g", "t", 1, 10, 6, 0, 2),
+             GroupDeleted("g", 11, 4, 0, 3)],
+            [("g", 11, "group_deleted", {"generation_before": 4, "offsets_deleted": 2})],
+        ),
+        # Commits expired while the group lives: one record per group, partitions in order.
+        (
+            [OffsetDeleted("g", "u", 1, 30, None, 0, 9), OffsetDeleted("g", "t", 2, 20, 7, 0, 8),
+             OffsetDeleted("h", "t", 0, 25, 1, 1, 4)],
+            [("h", 25, "offsets_deleted", {"partitions": [["t", 0, 1]]}),
+             ("g", 30, "offsets_deleted", {"partitions": [["t", 2, 7], ["u", 1, None]]})],
+        ),
+        # A group tombstone of a group never seen: still a deletion, generation unknown.
+        (
+            [GroupDeleted("x", 5, None, 2, 0)],
+            [("x", 5, "group_deleted", {"generation_before": None, "offsets_deleted": 0})],
+        ),
+    ],
+)  # fmt: skip
+def test_tombstones_fold_into_one_deletion_per_group(events: list, expected: list) -> None:
+    assert [(d.group, d.time_ms, d.kind, d.detail) for d in deletions(events)] == expected
