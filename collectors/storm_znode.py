@@ -132,6 +132,16 @@ def parse_spout_znode(
         raise BadZnode(path, _diagnose(obj))
     if partition != int(name_match.group(1)):
         raise BadZnode(path, f"field partition={partition} disagrees with node name {name!r}")
+    if "\\u" in text:  # only a JSON escape can smuggle a lone surrogate past the decode
+        fields = (("topology.id", topology_id), ("topology.name", topology_name),
+                  ("topic", topic), ("broker.host", host))  # fmt: skip
+        for field, value in fields:
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                raise BadZnode(
+                    path, f"field {field} holds a lone surrogate escape: not text any store keeps"
+                ) from None
     return CommittedOffset(
         source=Source.STORM,
         group=spout_id,

@@ -7,6 +7,7 @@ builds them itself and never goes through here).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -88,6 +89,11 @@ def _object(value: object, path: str, allowed: frozenset[str], required: Iterabl
     return value
 
 
+# Offsets, times and counts are 64-bit in Kafka and in the sample log; JSON has no limit, and a
+# larger integer would overflow the evaluator's float arithmetic instead of being refused.
+_INT64_MAX = 2**63 - 1
+
+
 def _int(value: object, path: str, minimum: int | None = 0, nullable: bool = False) -> Any:
     if value is None and nullable:
         return None
@@ -95,16 +101,24 @@ def _int(value: object, path: str, minimum: int | None = 0, nullable: bool = Fal
         raise WindowInputError(path, "must be an integer" + (" or null" if nullable else ""))
     if minimum is not None and value < minimum:
         raise WindowInputError(path, f"must be >= {minimum}")
+    if not -_INT64_MAX - 1 <= value <= _INT64_MAX:
+        raise WindowInputError(path, "must fit in 64 bits")
     return value
 
 
 def _number(value: object, path: str, low: float, high: float | None = None) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise WindowInputError(path, "must be a number")
-    if value < low or (high is not None and value > high):
+    try:
+        number = float(value)
+    except OverflowError:  # an integer beyond a double
+        raise WindowInputError(path, "must be a finite number") from None
+    if not math.isfinite(number):  # NaN compares false with every bound
+        raise WindowInputError(path, "must be a finite number")
+    if number < low or (high is not None and number > high):
         bounds = f"between {low:g} and {high:g}" if high is not None else f">= {low:g}"
         raise WindowInputError(path, f"must be {bounds}")
-    return float(value)
+    return number
 
 
 def _bool(value: object, path: str) -> bool | None:

@@ -290,3 +290,27 @@ def test_node_name_must_be_the_partition_it_holds(path: str, expected: str) -> N
 def test_the_name_is_checked_before_the_data() -> None:
     # A node that is not a partition node is reported as such, whatever it holds.
     assert reason_of(b"\xff" * 10, "/r/s/owner") == "node name 'owner' is not partition_<N>"
+
+
+@pytest.mark.parametrize("field", ["topic", "topology.name", "broker.host"])
+def test_a_lone_surrogate_escape_is_refused_naming_its_field(field: str) -> None:
+    """Valid JSON, valid UTF-8 bytes, yet not text: ``\\ud800`` decodes to a lone surrogate
+    no database keeps (found by the fuzz run)."""
+    doc = {"topology": {"id": "t-1", "name": "t"}, "offset": 5, "partition": 0,
+           "broker": {"host": "h", "port": 9092}, "topic": "orders"}  # fmt: skip
+    if field == "topic":
+        doc["topic"] = "\ud800"
+    elif field == "topology.name":
+        doc["topology"]["name"] = "x\udfff"
+    else:
+        doc["broker"]["host"] = "\udc00h"
+    data = json.dumps(doc).encode()  # ensure_ascii: the surrogate travels as an escape
+    with pytest.raises(BadZnode, match=f"field {field} holds a lone surrogate"):
+        parse_spout_znode("/spouts/s/partition_0", data, 1, 1)
+    # An escape of a real character is fine.
+    doc.update(
+        topic="caf\u00e9", broker={"host": "h", "port": 9092}, topology={"id": "t", "name": "t"}
+    )
+    assert (
+        parse_spout_znode("/spouts/s/partition_0", json.dumps(doc).encode(), 1, 1).topic == "café"
+    )

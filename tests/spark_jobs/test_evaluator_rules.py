@@ -871,3 +871,22 @@ def test_a_commit_beyond_the_log_end_is_accepted_and_judged_err() -> None:
     verdict = out["partitions"][0]
     assert verdict["status"] == "ERR"
     assert [d["code"] for d in verdict["diagnosis"]] == ["OUT_OF_RANGE"]
+
+
+@pytest.mark.parametrize(
+    ("document", "message"),
+    [
+        ({"now_ms": 1, "config": {"minimum_complete": float("nan")}},
+         "config.minimum_complete: must be a finite number"),
+        ({"now_ms": 1, "config": {"min_distance_s": 10**400}},
+         "config.min_distance_s: must be a finite number"),
+        ({"now_ms": 10**400}, "now_ms: must fit in 64 bits"),
+        (doc(commits=[{"offset": 2**63, "timestamp_ms": 1}]),
+         "partitions[0].commits[0].offset: must fit in 64 bits"),
+    ],
+)  # fmt: skip
+def test_numbers_beyond_what_kafka_keeps_are_refused_naming_the_field(document, message) -> None:
+    """Found by the fuzz run: NaN escaped as ValueError, huge integers as OverflowError."""
+    with pytest.raises(WindowInputError) as error:
+        evaluate_document(document)
+    assert str(error.value).startswith(message)
