@@ -394,10 +394,14 @@ def window_partitions(draw: st.DrawFn) -> dict[str, Any]:
         "earliest": _maybe_offset,
         "latest": _maybe_offset,
         "alive": st.none() | st.booleans(),
-        "spout": st.none() | st.fixed_dictionaries({}, optional={
-            k: st.none() | st.lists(_offsets, max_size=12)
-            for k in ("pending", "failed", "acked")
-        }),  # fmt: skip
+        "spout": st.none()
+        | st.fixed_dictionaries(
+            {},
+            optional={
+                k: st.none() | st.lists(_offsets, max_size=12)
+                for k in ("pending", "failed", "acked")
+            },
+        ),  # fmt: skip
         "stale": st.none() | st.booleans(),
         "stale_since_ms": _maybe_offset,
         "max_spout_pending": st.none() | st.integers(1, INT64_MAX),
@@ -563,8 +567,10 @@ def cluster_entries(draw: st.DrawFn, name: str) -> dict[str, Any]:
         entry["zookeeper"] = zk
     if draw(st.booleans()):
         entry["storm_ui_url"] = draw(
-            st.none() | st.from_regex(r"https?://[a-z0-9.-]{1,30}(:[0-9]{2,5})?(/[a-z0-9/]{0,20})?",
-                                      fullmatch=True)  # fmt: skip
+            st.none()
+            | st.from_regex(
+                r"https?://[a-z0-9.-]{1,30}(:[0-9]{2,5})?(/[a-z0-9/]{0,20})?", fullmatch=True
+            )  # fmt: skip
         )
     return entry
 
@@ -577,9 +583,7 @@ def cluster_files(draw: st.DrawFn) -> dict[str, Any]:
 
 # --- alerts YAML (docs/ALERTS.md) ------------------------------------------------------------
 
-_alert_names = st.from_regex(r"[A-Za-z0-9][A-Za-z0-9 ._-]{0,30}", fullmatch=True).map(
-    str.strip
-)
+_alert_names = st.from_regex(r"[A-Za-z0-9][A-Za-z0-9 ._-]{0,30}", fullmatch=True).map(str.strip)
 _patterns = st.sampled_from(["*", "orders-*", "billing", "[ab]*", "?x"])
 
 
