@@ -128,17 +128,20 @@ def moment(
     if value is None or value == "":
         return default
     ago = parse_duration(value)
-    if ago is not None:
-        return now - ago
     try:
-        at = parse_datetime(value.strip())
-    except ValueError:
-        at = None
-    if at is None:
-        raise bad(
-            name,
-            f"{value[:40]!r} is neither a duration (30m, 6h, 7d) nor an ISO 8601 date-time",
-        )
-    if timezone.is_naive(at):
-        at = at.replace(tzinfo=UTC)
-    return at
+        if ago is not None:
+            return now - ago
+        try:
+            at = parse_datetime(value.strip())
+        except ValueError:
+            at = None
+        if at is None:
+            raise bad(
+                name,
+                f"{value[:40]!r} is neither a duration (30m, 6h, 7d) nor an ISO 8601 date-time",
+            )
+        if timezone.is_naive(at):
+            at = at.replace(tzinfo=UTC)
+        return at.astimezone(UTC)
+    except OverflowError:  # 9999999w ago; 0001-01-01T00:00:00+01:00 (year 0 in UTC)
+        raise bad(name, f"{value[:40]!r} is out of range (years 1 to 9999, in UTC)") from None
