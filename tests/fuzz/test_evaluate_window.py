@@ -65,7 +65,8 @@ def check_document(doc: Any) -> str:
         result = evaluate_document(doc)
     except WindowInputError as exc:
         head = exc.path.split(".")[0].split("[")[0]
-        assert head in _PATH_HEADS or (isinstance(doc, dict) and head in map(str, doc)), exc
+        unknown_key = isinstance(doc, dict) and exc.path in map(str, doc)  # (may hold a ".")
+        assert head in _PATH_HEADS or unknown_key, exc
         assert str(exc) == f"{exc.path}: {exc.problem}" and exc.problem
         return "refused"
     check_verdicts(doc, result)
