@@ -185,14 +185,14 @@ def targets() -> list[Target]:
             "spout znode",
             (fs.spout_znodes().map(lambda n: (n["path"], n["data"])) | fs.bad_spout_znodes()),
             znode,
-        ),  # fmt: skip
+        ),
         Target(
             "__consumer_offsets record",
             fs.offsets_records.map(lambda r: r[:2])
             | fs.corrupted_offsets_records()
             | st.tuples(st.binary(max_size=80), st.none() | st.binary(max_size=200)),
             offsets,
-        ),  # fmt: skip
+        ),
         Target(
             "decode_offsets_record command",
             fs.corrupted_offsets_records().map(lambda r: (r[0].hex(), r[1] and r[1].hex()))
@@ -201,39 +201,50 @@ def targets() -> list[Target]:
         ),
         Target(
             "evaluate_document",
-            fs.window_documents() | fs.spoiled(fs.window_documents()) | fs.json_values,
+            fs.window_documents()
+            | fs.spoiled(fs.window_documents())
+            | fs.edge_numbered(fs.window_documents())
+            | fs.json_values,
             windows.check_document,
-        ),  # fmt: skip
+        ),
         Target(
             "evaluate_window command",
             fs.window_documents()
             | fs.spoiled(fs.window_documents())
+            | fs.edge_numbered(fs.window_documents())
             | fs.json_values
             | st.text(max_size=60),
             window_command,
-        ),  # fmt: skip
+        ),
         Target(
             "ingest: spout push",
             st.tuples(st.just("valid"), fs.spout_pushes())
-            | st.tuples(st.just("spoiled"), fs.spoiled(fs.spout_pushes()) | fs.json_values),
+            | st.tuples(
+                st.just("spoiled"),
+                fs.spoiled(fs.spout_pushes())
+                | fs.edge_numbered(fs.spout_pushes())
+                | fs.json_values,
+            ),
             spout,
             http=True,
             db=True,
             setup=ingest_setup,
-        ),  # fmt: skip
+        ),
         Target(
             "ingest: librdkafka push",
             st.tuples(st.just("valid"), fs.librdkafka_stats(), fs.long_names)
             | st.tuples(
                 st.just("spoiled"),
-                fs.spoiled(fs.librdkafka_stats()) | fs.json_values,
+                fs.spoiled(fs.librdkafka_stats())
+                | fs.edge_numbered(fs.librdkafka_stats())
+                | fs.json_values,
                 st.text(max_size=300),
             ),
             librdkafka,
             http=True,
             db=True,
             setup=ingest_setup,
-        ),  # fmt: skip
+        ),
         Target(
             "ingest: raw bodies",
             st.tuples(st.sampled_from(["spout", "librdkafka"]), st.binary(max_size=300)),
@@ -241,22 +252,27 @@ def targets() -> list[Target]:
             http=True,
             db=True,
             setup=ingest_setup,
-        ),  # fmt: skip
+        ),
         Target(
             "lagwatch_config import",
             fs.cluster_files()
             | fs.spoiled(fs.cluster_files())
+            | fs.edge_numbered(fs.cluster_files())
             | fs.json_values
             | imports.yaml_text,
             clusters,
             db=True,
-        ),  # fmt: skip
+        ),
         Target(
             "alerts_config import",
-            fs.alerts_files() | fs.spoiled(fs.alerts_files()) | fs.json_values | imports.yaml_text,
+            fs.alerts_files()
+            | fs.spoiled(fs.alerts_files())
+            | fs.edge_numbered(fs.alerts_files())
+            | fs.json_values
+            | imports.yaml_text,
             alerts,
             db=True,
-        ),  # fmt: skip
+        ),
         Target(
             "/api/v1 query strings",
             api_params.requests(),

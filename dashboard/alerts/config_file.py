@@ -95,6 +95,10 @@ def _form_data(entry: dict[str, Any], defaults: dict[str, Any]) -> dict[str, Any
             data[key] = ""
         elif isinstance(value, bool):
             data[key] = "on" if value else ""
+        elif isinstance(value, int | float):
+            # As a form posts it: text. A float field given a Python int beyond a double's
+            # range raises OverflowError; given its text, it says "Enter a number."
+            data[key] = str(value)
     return data
 
 

@@ -119,6 +119,25 @@ def spoiled(draw: st.DrawFn, valid: st.SearchStrategy, max_changes: int = 3) -> 
     return doc
 
 
+EDGE_NUMBERS = (
+    -1, 0, 2**31, INT64_MAX, 2**63, -(2**63) - 1, 10**30, 10**400, -(10**400), 0.5, -0.0,
+    1e308, float("nan"), float("inf"), float("-inf"), True,
+)  # fmt: skip
+
+
+@st.composite
+def edge_numbered(draw: st.DrawFn, valid: st.SearchStrategy) -> Any:
+    """A valid document whose numbers are each, with even odds, replaced by a number at an
+    edge: NaN, infinities, beyond int64 or a double (JSON has no limits; Python reads integers
+    of up to 4,300 digits), negative, fractional, a boolean."""
+    doc = draw(valid)
+    for path in [p for p in _paths(doc) if p and type(_at(doc, p)) in (int, float)]:
+        if draw(st.booleans()):
+            value = draw(st.sampled_from(EDGE_NUMBERS))
+            doc = _replace(doc, path, lambda old, value=value: value)
+    return doc
+
+
 def dumps(doc: Any) -> str:
     """JSON text as a careless writer would produce it: NaN, Infinity and lone surrogates
     (escaped) included."""

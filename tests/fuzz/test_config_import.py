@@ -129,7 +129,7 @@ def test_valid_clusters_file_is_applied_and_exports_back(doc: dict) -> None:
     assert check_clusters_import(text) == "accepted"  # idempotent
 
 
-@given(fs.spoiled(fs.cluster_files()) | fs.json_values)
+@given(fs.spoiled(fs.cluster_files()) | fs.edge_numbered(fs.cluster_files()) | fs.json_values)
 def test_spoiled_clusters_file_is_refused_and_changes_nothing(doc: Any) -> None:
     check_clusters_import(to_yaml(doc))
 
@@ -185,7 +185,7 @@ def test_valid_alerts_file_is_applied(doc: dict) -> None:
     assert Silence.objects.count() == silences + len(doc["silences"])
 
 
-@given(fs.spoiled(fs.alerts_files()) | fs.json_values)
+@given(fs.spoiled(fs.alerts_files()) | fs.edge_numbered(fs.alerts_files()) | fs.json_values)
 def test_spoiled_alerts_file_is_refused_and_changes_nothing(doc: Any) -> None:
     check_alerts_import(to_yaml(doc))
 
@@ -225,6 +225,8 @@ FOUND = [
     ("alerts_config", "silences: [{hours: 1, created_by: " + "x" * 151 + "}]",
      "silences[0]: created_by: at most 150 characters"),
     ("alerts_config", "{1: [], x: []}", "unknown section(s): 1, x"),
+    ("alerts_config", "silences: [{hours: 1" + "0" * 400 + "}]", "silences[0]: hours:"),
+    ("alerts_config", "silences: [{hours: .nan}]", "silences[0]: hours:"),
 ]  # fmt: skip
 
 

@@ -134,13 +134,15 @@ def test_valid_librdkafka_push_is_stored_as_sent(ingest: Client, doc: dict, grou
     check_librdkafka_round_trip(ingest, doc, group)
 
 
-@given(doc=fs.spoiled(fs.spout_pushes()) | fs.json_values)
+@given(doc=fs.spoiled(fs.spout_pushes()) | fs.edge_numbered(fs.spout_pushes()) | fs.json_values)
 def test_spoiled_spout_push_is_a_400_naming_the_field(ingest: Client, doc: Any) -> None:
     check_push(ingest, "spout", encode(doc))
 
 
 @given(
-    doc=fs.spoiled(fs.librdkafka_stats()) | fs.json_values,
+    doc=fs.spoiled(fs.librdkafka_stats())
+    | fs.edge_numbered(fs.librdkafka_stats())
+    | fs.json_values,
     # (Query strings are UTF-8: no surrogates there.)
     query=st.fixed_dictionaries({}, optional={"group": st.text(max_size=300),
                                               "host": st.text(max_size=300)}),
