@@ -7,7 +7,7 @@ Targets: the spout-znode parser, the ``__consumer_offsets`` decoder and its comm
 imports (``lagwatch_config`` and ``alerts_config``) and the query strings of ``/api/v1/``.
 Each gets valid and spoiled inputs from ``tests/fuzz/strategies.py``, ``--examples`` of them
 (10,000 by default) or until ``--budget`` seconds have gone, in chunks of 500 with a fixed
-seed each (so a run is reproducible: same seeds, same inputs).
+seed each (two runs try nearly the same inputs: a few draws depend on string hashing).
 
 Per target: inputs tried, accepted, refused, property violations (a refusal without a useful
 message, a refused write that changed the database, a valid input not read back as sent),
@@ -50,10 +50,15 @@ class Tally:
     server_errors: int = 0
     seconds: float = 0.0
     samples: list[str] = field(default_factory=list)
+    # "crash: OverflowError at evaluator.py:1031" -> how many
+    kinds: Counter = field(default_factory=Counter)
 
     def record_failure(self, kind: str, exc: BaseException, value: Any) -> None:
+        where = traceback.extract_tb(exc.__traceback__)[-1]
+        self.kinds[
+            f"{kind}: {type(exc).__name__} at {Path(where.filename).name}:{where.lineno}"
+        ] += 1
         if len(self.samples) < 5:
-            where = traceback.extract_tb(exc.__traceback__)[-1]
             self.samples.append(
                 f"{kind}: {type(exc).__name__}: {str(exc)[:200]} "
                 f"(at {Path(where.filename).name}:{where.lineno}) input {repr(value)[:300]}"
@@ -367,8 +372,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{tally.name:32} {tally.tried:>7} {accepted:>9} {refused:>8} "
               f"{tally.violations:>10} {tally.crashes:>7} {server_errors:>5} "
               f"{tally.seconds:>7.1f}", flush=True)  # fmt: skip
+        for kind, n in tally.kinds.most_common():
+            print(f"    {n} x {kind}")
         for sample in tally.samples:
-            print(f"    {sample}")
+            print(f"    e.g. {sample}")
     total = sum(t.tried for t in tallies)
     failures = sum(t.violations + t.crashes + t.server_errors for t in tallies)
     print(f"total: {total} inputs, {failures} failures; load {os.getloadavg()[0]:.2f}")
@@ -376,7 +383,7 @@ def main(argv: list[str] | None = None) -> int:
         args.json.write_text(json.dumps([
             {"target": t.name, "tried": t.tried, "outcomes": dict(t.outcomes),
              "violations": t.violations, "crashes": t.crashes, "server_errors": t.server_errors,
-             "seconds": round(t.seconds, 1), "samples": t.samples}
+             "seconds": round(t.seconds, 1), "kinds": dict(t.kinds), "samples": t.samples}
             for t in tallies
         ], indent=2))  # fmt: skip
     return 1 if failures else 0

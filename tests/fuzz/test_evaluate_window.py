@@ -160,3 +160,15 @@ HUGE_TIMES = {
 def test_times_beyond_a_float_are_refused_or_evaluated() -> None:
     with contextlib.suppress(WindowInputError):
         evaluate_document(HUGE_TIMES)
+
+
+# Found by benchmarks/bench_fuzz.py: _number checks the bounds, then float() overflows.
+@pytest.mark.xfail(
+    strict=True,
+    raises=OverflowError,
+    reason="product defect (spark_jobs/evaluator.py, not ours to edit): a config number "
+    "beyond a float's range (min_distance_s: 1e400 as an integer) overflows in _number",
+)
+def test_config_numbers_beyond_a_float_are_a_window_input_error() -> None:
+    with pytest.raises(WindowInputError):
+        evaluate_document({"now_ms": 1, "config": {"min_distance_s": 10**400}})
