@@ -3,7 +3,8 @@
 ``lagwatch-ci`` (the default) runs each property on a fixed set of examples derived from the
 test's name: the same inputs on every run and machine, until the test or Hypothesis changes.
 No example database is used (nothing replayed from an earlier run; Hypothesis still keeps
-its caches in ``.hypothesis/``, which it git-ignores itself). ``LAGWATCH_FUZZ_PROFILE=lagwatch-deep`` runs ten times as many random examples, for a
+its caches in ``.hypothesis/``, which it git-ignores itself).
+``LAGWATCH_FUZZ_PROFILE=lagwatch-deep`` runs ten times as many random examples, for a
 developer looking for trouble by hand; ``benchmarks/bench_fuzz.py`` is the long run.
 """
 
