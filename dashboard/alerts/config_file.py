@@ -32,6 +32,7 @@ RULE_DEFAULTS = {
 }  # fmt: skip
 CHANNEL_DEFAULTS = {"enabled": True, "send_resolved": True, "recipients": "", "url": ""}
 SILENCE_DEFAULTS = {"cluster_pattern": "*", "group_pattern": "*", "topic_pattern": "*"}
+CREATED_BY_MAX = Silence._meta.get_field("created_by").max_length
 
 
 class AlertsConfigError(ValueError):
@@ -47,7 +48,12 @@ def parse(text: str) -> dict[str, list[dict[str, Any]]]:
         doc = {}
     if not isinstance(doc, dict):
         raise AlertsConfigError("the document must be a mapping of channels, rules, silences")
-    unknown = sorted(set(doc) - set(SECTIONS))
+    where = _not_unicode(doc)
+    if where is not None:
+        raise AlertsConfigError(
+            f"{where}: not valid Unicode (a lone surrogate escape such as \\ud800)"
+        )
+    unknown = sorted(map(str, set(doc) - set(SECTIONS)))
     if unknown:
         raise AlertsConfigError(f"unknown section(s): {', '.join(map(str, unknown))}")
     out: dict[str, list[dict[str, Any]]] = {}
@@ -59,6 +65,29 @@ def parse(text: str) -> dict[str, list[dict[str, Any]]]:
     return out
 
 
+def _not_unicode(doc: Any) -> str | None:
+    """The path of a string (or key) holding a lone surrogate, which no database stores (YAML
+    reads one from a ``"\\ud800"`` escape), or None. Iterative, each container once: aliases
+    make shared and self-containing structures."""
+    stack: list[tuple[str, Any]] = [("", doc)]
+    seen: set[int] = set()
+    while stack:
+        path, value = stack.pop()
+        if isinstance(value, str):
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                return path.encode("utf-8", "backslashreplace").decode() or "document"
+        elif isinstance(value, dict | list) and id(value) not in seen:
+            seen.add(id(value))
+            items = value.items() if isinstance(value, dict) else enumerate(value)
+            for key, item in items:
+                here = f"{path}[{key}]" if isinstance(value, list) else f"{path}.{key}".lstrip(".")
+                stack.append((here, key))
+                stack.append((here, item))
+    return None
+
+
 def _form_data(entry: dict[str, Any], defaults: dict[str, Any]) -> dict[str, Any]:
     data = {**defaults, **entry}
     for key, value in list(data.items()):
@@ -66,6 +95,10 @@ def _form_data(entry: dict[str, Any], defaults: dict[str, Any]) -> dict[str, Any
             data[key] = ""
         elif isinstance(value, bool):
             data[key] = "on" if value else ""
+        elif isinstance(value, int | float):
+            # As a form posts it: text. A float field given a Python int beyond a double's
+            # range raises OverflowError; given its text, it says "Enter a number."
+            data[key] = str(value)
     return data
 
 
@@ -96,7 +129,7 @@ def apply(config: dict[str, list[dict[str, Any]]], by: str = "alerts_config") ->
             where = f"rules[{i}] ({entry.get('name', '?')})"
             data = _form_data(entry, RULE_DEFAULTS)
             names = entry.get("channels") or []
-            if not isinstance(names, list):
+            if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
                 raise AlertsConfigError(f"{where}: channels: a list of channel names expected")
             channels = {c.name: c.pk for c in Channel.objects.filter(name__in=names)}
             missing = [n for n in names if n not in channels]
@@ -126,6 +159,10 @@ def apply(config: dict[str, list[dict[str, Any]]], by: str = "alerts_config") ->
                 raise AlertsConfigError(_errors(f"silences[{i}]", form))
             silence = form.save(commit=False)
             silence.created_by = str(entry.get("created_by") or by)
+            if len(silence.created_by) > CREATED_BY_MAX:
+                raise AlertsConfigError(
+                    f"silences[{i}]: created_by: at most {CREATED_BY_MAX} characters"
+                )
             silence.save()
             from dashboard.alerts.silencing import apply_to_open_alerts
 

@@ -20,6 +20,9 @@ from dashboard.api.errors import ApiError
 _DURATION = re.compile(r"^\s*(\d{1,7})\s*(s|m|h|d|w)\s*$")
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 MAX_TEXT = 255
+# Every integer the API filters on (ids, offsets, lags, partitions) is a 64-bit column: a
+# larger number cannot match, and the database driver refuses to bind it.
+MAX_INTEGER = 2**63 - 1
 
 
 def bad(name: str, message: str) -> ApiError:
@@ -67,8 +70,9 @@ def integer(
         raise bad(name, f"must be an integer, got {value[:40]!r}") from None
     if minimum is not None and number < minimum:
         raise bad(name, f"must be at least {minimum}, got {number}")
-    if maximum is not None and number > maximum:
-        raise bad(name, f"must be at most {maximum}, got {number}")
+    limit = MAX_INTEGER if maximum is None else maximum
+    if number > limit:
+        raise bad(name, f"must be at most {limit}, got {value.strip()[:40]}")
     return number
 
 
@@ -128,17 +132,20 @@ def moment(
     if value is None or value == "":
         return default
     ago = parse_duration(value)
-    if ago is not None:
-        return now - ago
     try:
-        at = parse_datetime(value.strip())
-    except ValueError:
-        at = None
-    if at is None:
-        raise bad(
-            name,
-            f"{value[:40]!r} is neither a duration (30m, 6h, 7d) nor an ISO 8601 date-time",
-        )
-    if timezone.is_naive(at):
-        at = at.replace(tzinfo=UTC)
-    return at
+        if ago is not None:
+            return now - ago
+        try:
+            at = parse_datetime(value.strip())
+        except ValueError:
+            at = None
+        if at is None:
+            raise bad(
+                name,
+                f"{value[:40]!r} is neither a duration (30m, 6h, 7d) nor an ISO 8601 date-time",
+            )
+        if timezone.is_naive(at):
+            at = at.replace(tzinfo=UTC)
+        return at.astimezone(UTC)
+    except OverflowError:  # 9999999w ago; 0001-01-01T00:00:00+01:00 (year 0 in UTC)
+        raise bad(name, f"{value[:40]!r} is out of range (years 1 to 9999, in UTC)") from None

@@ -9,6 +9,7 @@ from dashboard.api.views import (
     groups,
     history,
     index,
+    openapi,
     partitions,
     reports,
     status,
@@ -17,6 +18,7 @@ from dashboard.api.views import (
 app_name = "api"
 urlpatterns = [
     path("", index.index, name="index"),
+    path("openapi.json", openapi.openapi_document, name="openapi"),
     path("clusters/", clusters.cluster_list, name="clusters"),
     path("clusters/<str:name>/", clusters.cluster_detail, name="cluster"),
     path("groups/", groups.group_list, name="groups"),

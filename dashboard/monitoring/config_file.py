@@ -6,6 +6,7 @@ user fixes it in one go; the command applies a file only once all of it is valid
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -13,10 +14,16 @@ from typing import Any
 import yaml
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+# The columns' lengths (``Cluster``): PostgreSQL refuses a longer value, so the file does too.
+MAX_HOSTS = 1000  # kafka.bootstrap_servers, zookeeper.hosts
+MAX_URL = 200  # storm_ui_url
 
 
 class ConfigError(ValueError):
     def __init__(self, where: str, line: int | None, message: str) -> None:
+        # Keys come from the file: one that is not valid Unicode is shown escaped, so the
+        # message can be printed.
+        where = where.encode("utf-8", "backslashreplace").decode("utf-8")
         self.where, self.line = where, line
         at = f" (line {line})" if line else ""
         super().__init__(f"{where}: {message}{at}")
@@ -74,6 +81,8 @@ class _Reader:
             raise self.fail("expected a mapping")
         out: dict[str, _Reader] = {}
         for key_node, value_node in self.node.value:
+            if not isinstance(key_node, yaml.ScalarNode):
+                raise ConfigError(self.where or "file", _line(key_node), "a key must be a name")
             key = key_node.value
             where = f"{self.where}.{key}" if self.where else key
             if key not in allowed:
@@ -92,14 +101,16 @@ class _Reader:
     def _scalar(self) -> Any:
         if not isinstance(self.node, yaml.ScalarNode):
             raise self.fail("expected a single value")
-        return yaml.safe_load(yaml.serialize(self.node))
+        return self.plain()
 
-    def string(self, *, optional: bool = False) -> str | None:
+    def string(self, *, optional: bool = False, max_length: int | None = None) -> str | None:
         value = self._scalar()
         if value is None and optional:
             return None
         if not isinstance(value, str) or not value.strip():
             raise self.fail("expected a non-empty string")
+        if max_length is not None and len(value.strip()) > max_length:
+            raise self.fail(f"at most {max_length} characters")
         return value.strip()
 
     def integer(self, low: int, high: int) -> int:
@@ -117,7 +128,42 @@ class _Reader:
         return value
 
     def plain(self) -> Any:
-        return yaml.safe_load(yaml.serialize(self.node))
+        """The node as plain data. A tag the safe loader does not construct (``!!python/...``,
+        ``!foo``) or a string that is not valid Unicode (a ``"\\ud800"`` escape, which no
+        database stores) is this key's error, not the whole file's traceback."""
+        try:
+            value = yaml.safe_load(yaml.serialize(self.node))
+        except yaml.YAMLError as exc:
+            problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+            raise self.fail(f"unsupported value: {problem}") from None
+        if not _valid_unicode(value):
+            raise self.fail("not valid Unicode (a lone surrogate escape such as \\ud800)")
+        return value
+
+
+def _valid_unicode(value: Any) -> bool:
+    """No string (or key) in ``value`` holds a lone surrogate. Iterative, each container once:
+    YAML aliases make shared and even self-containing structures."""
+    stack, seen = [value], set()
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError:
+                return False
+        elif isinstance(item, dict | list | tuple | set) and id(item) not in seen:
+            seen.add(id(item))
+            stack.extend(item.items() if isinstance(item, dict) else item)
+    return True
+
+
+def _librdkafka_value(value: Any) -> bool:
+    """librdkafka settings are strings, numbers and booleans (NaN and infinities are not
+    numbers a setting takes, nor JSON the column stores)."""
+    if isinstance(value, float):
+        return math.isfinite(value)
+    return isinstance(value, str | int | bool)
 
 
 def parse_config(text: str) -> list[ClusterConfig]:
@@ -159,11 +205,18 @@ def _cluster(reader: _Reader) -> ClusterConfig:
         )
         if "bootstrap_servers" not in kafka:
             raise keys["kafka"].fail("missing 'bootstrap_servers'")
-        fields["kafka_bootstrap_servers"] = kafka["bootstrap_servers"].string()
+        fields["kafka_bootstrap_servers"] = kafka["bootstrap_servers"].string(max_length=MAX_HOSTS)
         if "config" in kafka:
             config = kafka["config"].plain() or {}
             if not isinstance(config, dict) or not all(isinstance(k, str) for k in config):
                 raise kafka["config"].fail("expected a mapping of librdkafka settings")
+            for key, value in config.items():
+                if not _librdkafka_value(value):
+                    raise ConfigError(
+                        f"{kafka['config'].where}.{key}",
+                        _line(kafka["config"].node),
+                        "a librdkafka setting is a string, a number or true/false",
+                    )
             fields["kafka_config"] = config
         if "read_consumer_offsets_topic" in kafka:
             fields["read_consumer_offsets_topic"] = kafka["read_consumer_offsets_topic"].boolean()
@@ -171,7 +224,7 @@ def _cluster(reader: _Reader) -> ClusterConfig:
         zk = keys["zookeeper"].mapping({"hosts", "storm_spout_roots", "zk_consumers"})
         if "hosts" not in zk:
             raise keys["zookeeper"].fail("missing 'hosts'")
-        fields["zk_hosts"] = zk["hosts"].string()
+        fields["zk_hosts"] = zk["hosts"].string(max_length=MAX_HOSTS)
         if "storm_spout_roots" in zk:
             roots = [r.string() for r in zk["storm_spout_roots"].sequence()]
             for item, root in zip(zk["storm_spout_roots"].sequence(), roots, strict=True):
@@ -181,7 +234,7 @@ def _cluster(reader: _Reader) -> ClusterConfig:
         if "zk_consumers" in zk:
             fields["zk_consumers"] = zk["zk_consumers"].boolean()
     if "storm_ui_url" in keys:
-        url = keys["storm_ui_url"].string(optional=True)
+        url = keys["storm_ui_url"].string(optional=True, max_length=MAX_URL)
         if url is not None and not url.startswith(("http://", "https://")):
             raise keys["storm_ui_url"].fail("expected an http:// or https:// URL")
         fields["storm_ui_url"] = url

@@ -315,7 +315,10 @@ def _parse_time(field: str, text: str) -> datetime:
         ) from None
     if at.tzinfo is None:
         at = at.replace(tzinfo=UTC)
-    at = at.astimezone(UTC)
+    try:
+        at = at.astimezone(UTC)
+    except OverflowError:  # 0001-01-01T00:00+01:00 is in year 0 in UTC
+        raise SpecError(field, f"{_show(text)} is out of range in UTC") from None
     if at.year < 1971:
         raise SpecError(field, "before 1971")
     return at

@@ -20,6 +20,7 @@ ENDPOINTS = (
     ("rebalances", "api:rebalances"),
     ("alerts", "api:alerts"),
     ("reports", "api:reports"),
+    ("openapi", "api:openapi"),
 )
 
 

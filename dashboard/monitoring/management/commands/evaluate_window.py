@@ -31,6 +31,13 @@ class Command(BaseCommand):
                 f"evaluate_window: not valid JSON: line {exc.lineno} column {exc.colno}: {exc.msg}",
                 returncode=2,
             ) from exc
+        except (ValueError, RecursionError) as exc:
+            # Valid JSON Python will not read: an integer of more than 4,300 digits, or
+            # arrays nested deeper than the recursion limit.
+            problem = "nested too deeply" if isinstance(exc, RecursionError) else exc
+            raise CommandError(
+                f"evaluate_window: cannot read the JSON: {problem}", returncode=2
+            ) from exc
         try:
             result = evaluate_document(doc)
         except WindowInputError as exc:
