@@ -56,6 +56,11 @@ def obj(properties: dict[str, Schema], required: list[str] | None = None) -> Sch
 
 
 STRING: Schema = {"type": "string"}
+# ``{"<topic>": [partitions]}``, as members' assignments are published.
+TOPIC_PARTITIONS: Schema = {
+    "type": "object",
+    "additionalProperties": {"type": "array", "items": {"type": "integer"}},
+}
 INTEGER: Schema = {"type": "integer"}
 # An integer parameter: a 64-bit column's range (a larger one is a 400).
 ID: Schema = {"type": "integer", "minimum": 1, "maximum": params.MAX_INTEGER}
@@ -358,6 +363,93 @@ SCHEMAS: dict[str, Schema] = {
                 },
             },
             "partition_list": {"type": "array", "items": ref("Partition")},
+            "balance": ref("Balance"),
+            "what_if": nullable({"type": "array", "items": ref("WhatIfEntry")}),
+            "what_if_subscriptions": nullable(
+                {"type": "string", "enum": ["reported", "inferred", "partly reported"]}
+            ),
+        }
+    ),
+    "Balance": obj(
+        {
+            "members": {
+                "type": "array",
+                "items": obj(
+                    {
+                        "member_id": STRING,
+                        "partitions": INTEGER,
+                        "lag": nullable(INTEGER),
+                        "time_lag_s": nullable(NUMBER),
+                        "lag_share": nullable(NUMBER),
+                    }
+                ),
+            },
+            "unowned": obj({"partitions": INTEGER, "lag": nullable(INTEGER)}),
+            "total_lag": nullable(INTEGER),
+            "partitions_max": nullable(INTEGER),
+            "partitions_mean": nullable(NUMBER),
+            "partitions_imbalance": nullable(NUMBER),
+            "busiest_member": nullable(STRING),
+            "busiest_lag_share": nullable(NUMBER),
+        }
+    ),
+    "WhatIfEntry": obj(
+        {
+            "assignor": STRING,
+            "protocol": {"type": "string", "enum": ["classic", "consumer"]},
+            "members": nullable(
+                {
+                    "type": "array",
+                    "items": obj(
+                        {"member_id": STRING, "partitions": INTEGER, "assignment": TOPIC_PARTITIONS}
+                    ),
+                }
+            ),
+            "moved": nullable(INTEGER),
+            "unowned_assigned": nullable(INTEGER),
+            "note": nullable(STRING),
+        }
+    ),
+    "WhatIf": obj(
+        {
+            "group": STRING,
+            "cluster": STRING,
+            "source": SOURCE,
+            "type": nullable({"type": "string", "enum": ["classic", "consumer"]}),
+            "members": {
+                "type": "array",
+                "items": obj(
+                    {
+                        "member_id": STRING,
+                        "client_id": nullable(STRING),
+                        "partitions": TOPIC_PARTITIONS,
+                        "lag": nullable(INTEGER),
+                        "time_lag_s": nullable(NUMBER),
+                    }
+                ),
+            },
+            "imbalance": nullable(NUMBER),
+            "busiest_member": nullable(STRING),
+            "busiest_lag_share": nullable(NUMBER),
+            "unowned": obj({"partitions": INTEGER, "lag": nullable(INTEGER)}),
+            "subscriptions": nullable(
+                {"type": "string", "enum": ["reported", "inferred", "partly reported"]}
+            ),
+            "assignors": {
+                "type": "object",
+                "description": "By assignor: range, roundrobin, sticky; uniform and "
+                "server-range for KIP-848 groups.",
+                "additionalProperties": obj(
+                    {
+                        "assignment": nullable(
+                            {"type": "object", "additionalProperties": TOPIC_PARTITIONS}
+                        ),
+                        "moves": nullable(INTEGER),
+                        "unowned_assigned": nullable(INTEGER),
+                        "note": nullable(STRING),
+                    }
+                ),
+            },
         }
     ),
     "Partition": obj(_PARTITION_PROPERTIES),
@@ -760,6 +852,17 @@ PATHS: dict[str, Schema] = {
             {"200": ok(ref("GroupDetail"))},
             "400",
             "404",
+        )
+    },
+    "/groups/{group_id}/whatif/": {
+        "get": get(
+            "groupWhatIf",
+            "What Kafka's assignors would assign the group's members now, and the moves",
+            p("group_id_path"),
+            {"200": ok(ref("WhatIf"))},
+            "400",
+            "404",
+            description="The document manage.py assignment_whatif --json prints.",
         )
     },
     "/groups/{group_id}/history/": {

@@ -10,7 +10,6 @@ from __future__ import annotations
 import io
 import json
 
-import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 from hypothesis import given
@@ -74,11 +73,6 @@ def test_spoiled_spout_znode_is_refused_with_a_reason(case: tuple[str, bytes | N
     check_spout_znode(*case)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="product defect (collectors/storm_znode.py, not ours to edit): a JSON escape of a "
-    "lone surrogate (\\ud800) passes as a name, and no database takes it",
-)
 def test_spout_znode_names_are_valid_unicode() -> None:
     data = (b'{"topology": {"id": "t-1", "name": "t"}, "offset": 5, "partition": 0, '
             b'"broker": {"host": "h", "port": 9092}, "topic": "\\ud800"}')  # fmt: skip

@@ -120,29 +120,24 @@ def test_command_on_text_that_is_not_a_document_exits_2(text: str) -> None:
     assert code in (0, 2)
 
 
-# Each found by the fuzzing: NaN passes the range checks of the config's floats (every
-# comparison with NaN is false) and the EvaluatorConfig's own check then raises a plain
-# ValueError, not WindowInputError; the command ends in a traceback.
+# Each found by the fuzzing, and fixed: NaN passed the range checks of the config's floats
+# (every comparison with NaN is false) and the EvaluatorConfig's own check then raised a plain
+# ValueError, not WindowInputError; the command ended in a traceback.
 NAN_CONFIGS = [
     {"now_ms": 1, "config": {"minimum_complete": float("nan")}},
     {"now_ms": 1, "config": {"backpressure_share": float("nan")}},
 ]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=ValueError,
-    reason="product defect (spark_jobs/evaluator.py, not ours to edit): NaN in a config "
-    "number escapes as ValueError instead of WindowInputError",
-)
 @pytest.mark.parametrize("doc", NAN_CONFIGS, ids=["minimum_complete", "backpressure_share"])
 def test_nan_in_config_is_a_window_input_error(doc: dict) -> None:
     with pytest.raises(WindowInputError):
         evaluate_document(doc)
 
 
-# Integers beyond a float's range (JSON has no limit; Python reads up to 4,300 digits) are
-# accepted by the parser, then the reason's "No commit for ..." divides them as floats.
+# Integers beyond a float's range (JSON has no limit; Python reads up to 4,300 digits) were
+# accepted by the parser, then overflowed in the reason's arithmetic; now beyond 64 bits is a
+# WindowInputError naming the field.
 HUGE_TIMES = {
     "now_ms": 10**400,
     "partitions": [{"id": "p", "commits": [{"offset": 1, "timestamp_ms": 0},
@@ -151,24 +146,12 @@ HUGE_TIMES = {
 }  # fmt: skip
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=OverflowError,
-    reason="product defect (spark_jobs/evaluator.py, not ours to edit): a time beyond a "
-    "float's range passes parse_request and overflows in _secs",
-)
 def test_times_beyond_a_float_are_refused_or_evaluated() -> None:
     with contextlib.suppress(WindowInputError):
         evaluate_document(HUGE_TIMES)
 
 
-# Found by benchmarks/bench_fuzz.py: _number checks the bounds, then float() overflows.
-@pytest.mark.xfail(
-    strict=True,
-    raises=OverflowError,
-    reason="product defect (spark_jobs/evaluator.py, not ours to edit): a config number "
-    "beyond a float's range (min_distance_s: 1e400 as an integer) overflows in _number",
-)
+# Found by benchmarks/bench_fuzz.py (fixed): _number checked the bounds, then float() overflowed.
 def test_config_numbers_beyond_a_float_are_a_window_input_error() -> None:
     with pytest.raises(WindowInputError):
         evaluate_document({"now_ms": 1, "config": {"min_distance_s": 10**400}})
