@@ -18,6 +18,7 @@ it matters only for two members in one bucket.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
@@ -25,12 +26,14 @@ _MASK = 0xFFFFFFFF
 DEFAULT_CAPACITY = 16
 
 
+@functools.lru_cache(maxsize=65_536)
 def string_key(text: str) -> bytes:
     """Sort key equal to Java's ``String.compareTo``: UTF-16 code units compared unsigned, which
     is what big-endian UTF-16 bytes compared lexicographically give."""
     return text.encode("utf-16-be", "surrogatepass")
 
 
+@functools.lru_cache(maxsize=65_536)
 def string_hash(text: str) -> int:
     """``String.hashCode`` as an unsigned 32-bit value: ``s[0]*31^(n-1) + … + s[n-1]``."""
     data = string_key(text)
@@ -70,11 +73,12 @@ def hashmap_order(keys: Sequence[str]) -> list[str]:
 def int_set_order(values: Sequence[int]) -> list[int]:
     """Iteration order of ``new HashSet<>(values)`` (``Integer.hashCode`` is the value; the copy
     constructor sizes the table for the collection, 16 buckets at least)."""
+    unique = list(dict.fromkeys(values))
     wanted = max(int(len(values) / 0.75) + 1, DEFAULT_CAPACITY)
     capacity = 1 << (wanted - 1).bit_length()
-    ranked = sorted(
-        (bucket(v & _MASK, capacity), i, v) for i, v in enumerate(dict.fromkeys(values))
-    )
+    if unique and min(unique) >= 0 and max(unique) < min(capacity, 1 << 16):
+        return sorted(unique)  # each value is its own bucket: ascending (the common case)
+    ranked = sorted((bucket(v & _MASK, capacity), i, v) for i, v in enumerate(unique))
     return [v for _, _, v in ranked]
 
 

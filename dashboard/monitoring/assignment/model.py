@@ -77,7 +77,8 @@ def empty_assignment(members: Sequence[Member]) -> Assignment:
 def finished(assignment: Assignment) -> Assignment:
     """Each member's partitions sorted (topic, then partition): the result's order carries no
     meaning in Kafka's answers either."""
+    topics = {t for tps in assignment.values() for t, _ in tps}
+    rank = {t: i for i, t in enumerate(sorted(topics, key=string_key))}
     return {
-        mid: sorted(tps, key=lambda tp: (string_key(tp[0]), tp[1]))
-        for mid, tps in assignment.items()
+        mid: sorted(tps, key=lambda tp: (rank[tp[0]], tp[1])) for mid, tps in assignment.items()
     }

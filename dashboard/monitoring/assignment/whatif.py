@@ -22,7 +22,9 @@ from the KIP-848 target where the broker reported one (that is what it feeds its
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+import gc
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any, Protocol
 
 from dashboard.monitoring.assignment.balance import Figures, balance
@@ -35,7 +37,7 @@ from dashboard.monitoring.assignment.model import (
 )
 from dashboard.monitoring.assignment.server import uniform
 from dashboard.monitoring.assignment.sticky import sticky
-from dashboard.monitoring.membership import by_topic, group_type, member_details
+from dashboard.monitoring.membership import group_type, member_details
 
 Assignor = Callable[[Sequence[Member], Mapping[str, int]], Assignment]
 
@@ -166,13 +168,25 @@ def _entry(
     return {
         **entry,
         "members": [
-            {"member_id": mid, "partitions": len(tps), "assignment": by_topic(tps)}
+            {"member_id": mid, "partitions": len(tps), "assignment": _topics(tps)}
             for mid, tps in sorted(result.items())
         ],
         "moved": sum(1 for tp, mid in current.items() if after.get(tp) != mid),
         "unowned_assigned": sum(1 for tp in after if tp not in current),
         "note": None,
     }
+
+
+def _topics(tps: Sequence[TopicPartition]) -> dict[str, list[int]]:
+    """``membership.by_topic`` for an assignor's own answer, which needs none of its checks
+    of stored data: five answers × every member is the bulk of a large group's report."""
+    out: dict[str, list[int]] = {}
+    for topic, p in tps:
+        if topic in out:
+            out[topic].append(p)
+        else:
+            out[topic] = [p]
+    return {topic: sorted(out[topic]) for topic in sorted(out)}
 
 
 def _run(assign: Assignor, members: list[Member], counts: dict[str, int]) -> Assignment | str:
@@ -222,7 +236,7 @@ def what_if(
     return out, basis
 
 
-def assignment_report(
+def _report(
     *,
     source: str,
     group_type_stored: str | None,
@@ -230,9 +244,6 @@ def assignment_report(
     members_known: bool,
     rows: Iterable[Mapping[str, Any]],
 ) -> dict[str, Any]:
-    """``balance``, ``what_if`` (``None`` where not a Kafka group with known members) and
-    ``what_if_subscriptions`` for one group. ``rows``: each partition's ``topic``,
-    ``partition``, ``lag``, ``time_lag_s`` and ``owner``."""
     rows = list(rows)
     details = by_member(member_details(members))
     held, unowned = holdings(details, rows)
@@ -248,6 +259,22 @@ def assignment_report(
             members, details, held, rows, kip848
         )
     return report
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """The what-if of a large group allocates some 100,000 short-lived objects (five answers
+    of every partition), all freed by reference counting; left on, the garbage collector runs
+    full passes over the whole web process meanwhile, a third of the time at 1,000 members ×
+    10,000 partitions (benchmarks/RESULTS.md, "Assignment what-if"). Whoever found it enabled
+    enables it again, so concurrent requests cannot leave it off."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 class StoredGroup(Protocol):
@@ -268,3 +295,24 @@ def group_report(group: StoredGroup, rows: Iterable[Mapping[str, Any]]) -> dict[
         members_known=group.members_known,
         rows=rows,
     )
+
+
+def assignment_report(
+    *,
+    source: str,
+    group_type_stored: str | None,
+    members: object,
+    members_known: bool,
+    rows: Iterable[Mapping[str, Any]],
+) -> dict[str, Any]:
+    """``balance``, ``what_if`` (``None`` where not a Kafka group with known members) and
+    ``what_if_subscriptions`` for one group. ``rows``: each partition's ``topic``,
+    ``partition``, ``lag``, ``time_lag_s`` and ``owner``."""
+    with _collector_paused():
+        return _report(
+            source=source,
+            group_type_stored=group_type_stored,
+            members=members,
+            members_known=members_known,
+            rows=rows,
+        )
