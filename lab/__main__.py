@@ -10,6 +10,7 @@ import argparse
 import json
 import logging
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -67,6 +68,13 @@ def _parser() -> argparse.ArgumentParser:
     status = commands.add_parser("status", parents=[common], help="show each service")
     status.add_argument("--json", action="store_true", help="machine-readable output")
     status.set_defaults(func=_cmd_status)
+
+    env = commands.add_parser(
+        "env",
+        parents=[common],
+        help='export line for manage.py and celery to use this stack: eval "$(python -m lab env)"',
+    )
+    env.set_defaults(func=_cmd_env)
 
     for verb, func in (("stop", _cmd_stop), ("start", _cmd_start)):
         one = commands.add_parser(
@@ -126,7 +134,11 @@ def _print_demo_login(stack: Stack) -> None:
     env = dict(os.environ, LAGWATCH_DATA_DIR=str(stack.run_dir / "data"))
     result = subprocess.run(
         [sys.executable, str(REPO / "manage.py"), "demo_user", "demo"],
-        env=env, capture_output=True, text=True, check=True, timeout=120,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
     )
     password = result.stdout.strip().splitlines()[-1]
     print(f"login      demo / {password}", flush=True)
@@ -136,12 +148,32 @@ def _interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
 
+# What ``manage.py`` (``lagwatch_status``, ``collect``, ``lag_report``…) and Celery need to
+# read and drive this stack rather than the checkout's default database (issue 15: in another
+# terminal they read an empty ``var/data`` while the demo wrote ``var/lab/data``). Not the
+# ingest token: a secret, and no command needs it.
+MANAGE_VARS = ("DJANGO_SETTINGS_MODULE", "LAGWATCH_DATA_DIR", "REDIS_URL")
+
+
+def manage_exports(stack: Stack) -> str:
+    """``export LAGWATCH_DATA_DIR=… REDIS_URL=…`` for a shell, quoted."""
+    env = stack.django_env()
+    return "export " + " ".join(f"{k}={shlex.quote(env[k])}" for k in MANAGE_VARS if k in env)
+
+
+def _cmd_env(args: argparse.Namespace) -> int:
+    print(manage_exports(Stack.load(_run_dir(args))))
+    return 0
+
+
 def _print_endpoints(stack: Stack, endpoints: dict[str, str]) -> None:
     for role, address in endpoints.items():
         print(f"{role:<10} {address}")
     if "web" in endpoints:
         print(f"dashboard  {endpoints['web']}")
     print(f"run dir    {stack.run_dir}")
+    print("commands   in another terminal, before manage.py or celery, paste:")
+    print(f"           {manage_exports(stack)}")
 
 
 def _cmd_down(args: argparse.Namespace) -> int:

@@ -473,15 +473,21 @@ def test_full_stack_serves_the_dashboard_and_runs_celery(tmp_path: Path) -> None
             assert response.status == 200
             assert json.loads(response.read())["ok"] is True
         assert (tmp_path / "data" / "lagwatch.sqlite3").exists()
+        # What the demo tells its user to paste in another terminal (issue 15: without it,
+        # manage.py read an empty database there), used exactly as a shell would.
+        exports = subprocess.run(
+            [sys.executable, "-m", "lab", "env", "--run-dir", str(tmp_path)],
+            cwd=REPO, capture_output=True, text=True, timeout=60, check=True,
+        ).stdout.strip()  # fmt: skip
+        assert f"LAGWATCH_DATA_DIR={tmp_path / 'data'}" in exports
+        assert f"REDIS_URL={endpoints['redis']}" in exports
+        assert "INGEST_TOKEN" not in exports
+        bare = {k: v for k, v in os.environ.items() if not k.startswith(("LAGWATCH_", "REDIS_"))}
         exported = subprocess.run(
-            [sys.executable, "manage.py", "lagwatch_config", "export"],
-            cwd=REPO,
-            env={**os.environ, "LAGWATCH_DATA_DIR": str(tmp_path / "data")},
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=True,
-        ).stdout
+            ["bash", "-c", f'{exports} && exec "$0" manage.py lagwatch_config export',
+             sys.executable],
+            cwd=REPO, env=bare, capture_output=True, text=True, timeout=60, check=True,
+        ).stdout  # fmt: skip
         (lab,) = parse_config(exported)  # the web server's start imported the lab cluster
         assert (lab.name, lab.kafka_bootstrap_servers, lab.zk_hosts) == (
             "lab",

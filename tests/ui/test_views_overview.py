@@ -1,6 +1,7 @@
 """The overview: empty states, counts by status, top groups, alerts, heat map, outages."""
 
 import json
+import re
 from datetime import timedelta
 
 import pytest
@@ -97,3 +98,23 @@ def test_live_update_is_json_with_the_regions_rendered(web: Client) -> None:
     assert set(doc["regions"]) == {"overview"}
     assert "STOP <strong>1</strong>" in doc["regions"]["overview"]
     json.dumps(doc)  # plain JSON all the way down
+
+
+@pytest.mark.parametrize(
+    ("statuses", "line"),
+    [
+        # Before the first status run (issue 15: it read "UNKNOWN 40, .").
+        ({"UNKNOWN": 40}, "1 groups, 40 partitions: UNKNOWN 40."),
+        ({"OK": 3, "STALL": 2}, "1 groups, 5 partitions: STALL 2, OK 3."),
+    ],
+)
+def test_partition_summary_lists_the_statuses_present(
+    web: Client, statuses: dict[str, int], line: str
+) -> None:
+    g = world.group(world.cluster(), "g", status="UNKNOWN")
+    for status, n in statuses.items():
+        world.partitions(g, n, topic=f"t-{status}", status=status)
+    text = " ".join(
+        re.sub(r"<[^>]+>", "", web.get(reverse("ui:overview")).content.decode()).split()
+    )
+    assert line in text

@@ -87,3 +87,19 @@ def test_stale_partition_is_marked(web: Client) -> None:
 
 def test_missing_partition_is_404(web: Client) -> None:
     assert web.get(reverse("ui:partition", args=[12345])).status_code == 404
+
+
+@pytest.mark.parametrize(
+    ("status", "shown"), [("OK", True), ("STALL", False), ("ERR", False), ("UNKNOWN", False)]
+)
+def test_incomplete_window_banner_only_above_an_ok_verdict(
+    web: Client, status: str, shown: bool
+) -> None:
+    """Issue 15: "Window not complete … counts as OK" stood above a STALL verdict. A stuck
+    partition is judged on the polls that watched it, with few commits in its window, so
+    an incomplete window says nothing about a non-OK verdict."""
+    g = world.group(world.cluster(), "g", status=status)
+    (p,) = world.partitions(g, 1, status=status, complete=0.3)
+    body = web.get(url(p)).content.decode()
+    assert ("Window not complete yet (30%" in body) is shown
+    assert ("counts as OK" in body) is shown

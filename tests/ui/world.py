@@ -36,6 +36,7 @@ def partitions(
 ) -> list[PartitionState]:
     now = timezone.now()
     kw.setdefault("owner", None)
+    kw.setdefault("complete", 1.0)
     kw.setdefault("last_commit_at", now - timedelta(seconds=30))
     rows = [
         PartitionState(
@@ -50,7 +51,6 @@ def partitions(
             status=status,
             sampled_at=now,
             evaluated_at=now,
-            complete=1.0,
             **{**kw, "owner": kw["owner"] or f"member-{i % 3}"},
         )  # fmt: skip
         for i in range(n)

@@ -84,6 +84,10 @@ def summary() -> dict[str, Any]:
         "clusters": sorted(clusters.values(), key=lambda c: c["name"]),
         "groups_by_status": _status_counts(by_status),
         "partitions_by_status": _status_counts(partitions_by_status),
+        # The statuses some partition has, worst first: the summary line lists only those.
+        "partitions_present": [
+            (s, n) for s, n in _status_counts(partitions_by_status).items() if n
+        ],
         "groups_total": sum(by_status.values()),
         "partitions_total": sum(partitions_by_status.values()),
         "top_lag": _rows(top_lag, groups),
