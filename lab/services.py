@@ -84,6 +84,7 @@ class ServiceSpec:
     endpoints: Callable[[Context], dict[str, str]] = _no_endpoints
     ready_timeout_s: float = 30.0
     stop_grace_s: float = 10.0
+    optional: bool = False  # started only when named (or required), never by a bare ``up``
 
 
 # --- ZooKeeper -------------------------------------------------------------------------------
@@ -379,6 +380,10 @@ def django_env(ctx: Context) -> dict[str, str]:
             env[var] = ctx.addr(port_name)
     if "storm_ui" in ctx.ports:
         env["LAGWATCH_LAB_STORM_UI"] = ctx.url("storm_ui")
+    if "spark_master" in ctx.ports:
+        # The stack's Spark cluster runs the jobs; its executors find this interpreter.
+        env["SPARK_MASTER"] = f"spark://{LOOPBACK}:{ctx.ports['spark_master']}"
+        env["PYSPARK_PYTHON"] = sys.executable
     return env
 
 

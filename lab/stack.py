@@ -36,8 +36,13 @@ from lab.services import (
     private_redis_url,
     redis_ping,
 )
+from lab.spark_cluster import SPARK_SERVICES
 
 log = logging.getLogger("lab")
+
+# Every service ``up`` knows: the optional Spark cluster first (it needs nothing; started only when
+# asked for by name; see ``ServiceSpec.optional``).
+ALL_SERVICES: dict[str, ServiceSpec] = {**{s.name: s for s in SPARK_SERVICES}, **SERVICES}
 
 STATE_VERSION = 1
 _READY_POLL_S = 0.2
@@ -100,7 +105,7 @@ class Stack:
     ) -> None:
         self.run_dir = Path(run_dir).resolve()
         self.python = python
-        self.specs: dict[str, ServiceSpec] = dict(specs if specs is not None else SERVICES)
+        self.specs: dict[str, ServiceSpec] = dict(specs if specs is not None else ALL_SERVICES)
         self._forced_redis_url = redis_url
 
     @classmethod
@@ -122,7 +127,8 @@ class Stack:
     # --- public operations --------------------------------------------------------------------
 
     def up(self, services: Sequence[str] | None = None) -> dict[str, str]:
-        """Start ``services`` (default: all) plus what they require; return the endpoints.
+        """Start ``services`` (default: all but the optional ones) plus what they require;
+        return the endpoints.
 
         Returns only once every service answers its readiness check. If one fails, the ones
         already started are stopped again, so a failed ``up`` leaves nothing behind.
@@ -248,7 +254,11 @@ class Stack:
 
     def _resolve(self, services: Sequence[str] | None) -> list[str]:
         """The requested services plus their requirements, in the table's start order."""
-        wanted = set(services if services is not None else self.specs)
+        wanted = set(
+            services
+            if services is not None
+            else (name for name, spec in self.specs.items() if not spec.optional)
+        )
         unknown = wanted - self.specs.keys()
         if unknown:
             raise StackError(
