@@ -20,12 +20,19 @@ from __future__ import annotations
 
 import logging
 import os
+import socket
 import sys
 from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-__all__ = ["DEFAULT_MASTER", "resolve_master", "spark_session"]
+__all__ = [
+    "DEFAULT_MASTER",
+    "SparkMasterUnreachable",
+    "check_master",
+    "resolve_master",
+    "spark_session",
+]
 
 DEFAULT_MASTER = "local[*]"
 _PROJECT_ROOT = Path(__file__).resolve().parent.parent
@@ -65,18 +72,75 @@ def resolve_master(master: str | None = None) -> str:
     return master or os.environ.get("SPARK_MASTER") or DEFAULT_MASTER
 
 
+class SparkMasterUnreachable(RuntimeError):
+    """No standalone master answers at the configured address."""
+
+
+# How long a standalone master may take to accept a connection before a run is given up.
+_MASTER_CONNECT_TIMEOUT_S = 5.0
+
+
+def master_addresses(master: str) -> list[tuple[str, int]]:
+    """The (host, port) pairs of a ``spark://h1:p1,h2:p2`` URL (several: masters with
+    ZooKeeper failover); empty for any other kind of master (``local``, ``yarn``, ``k8s://``)."""
+    if not master.startswith("spark://"):
+        return []
+    out = []
+    for part in master[len("spark://") :].split(","):
+        host, _, port = part.strip().rpartition(":")
+        if not host or not port.isdigit():
+            raise ValueError(f"invalid Spark master {master!r}: expected spark://host:port")
+        out.append((host.strip("[]"), int(port)))
+    return out
+
+
+def check_master(master: str, timeout_s: float = _MASTER_CONNECT_TIMEOUT_S) -> None:
+    """Raise :class:`SparkMasterUnreachable` unless some master of a ``spark://`` URL accepts a
+    connection. Why: with no master, Spark's driver retries registration three times 20 s
+    apart and then leaves a context that fails every later call, so a run due while the master
+    is down would take a minute to fail with an error naming nothing useful; this fails it in
+    seconds, naming the address."""
+    errors = []
+    for host, port in master_addresses(master):
+        try:
+            with socket.create_connection((host, port), timeout=timeout_s):
+                return
+        except OSError as exc:
+            errors.append(f"{host}:{port}: {exc}")
+    if errors:
+        raise SparkMasterUnreachable(
+            f"Spark master {master} does not answer ({'; '.join(errors)}): is it running?"
+        )
+
+
+def _usable(session: SparkSession) -> bool:
+    """False once its context is stopped (by ``stop()``, or by Spark after losing its master):
+    reusing it would fail every job until the process restarts."""
+    try:
+        return not session.sparkContext._jsc.sc().isStopped()
+    except Exception:  # noqa: BLE001 - a dead JVM gateway is as unusable as a stopped context
+        return False
+
+
 def spark_session(app_name: str, master: str | None = None) -> SparkSession:
     """The active session if there is one, else a new one configured for Lagwatch's jobs.
 
     Reusing the active session matters twice: a test suite pays the JVM start (4-9 s) once,
-    and a job called from another job does not silently get a second configuration. The
+    and a job called from another job does not silently get a second configuration. A session
+    whose context has stopped is not reused, and a ``spark://`` master that does not answer
+    fails at once (:func:`check_master`). The
     jobs themselves depend on none of the settings below for their results (times are integer
     milliseconds throughout), so a session made elsewhere gives the same answers.
     """
-    active = SparkSession.getActiveSession()
-    if active is not None:
+    # The builder reuses the process's instantiated session whether or not it is active, and
+    # Spark clears the active one when it stops a context itself: look at both.
+    active = SparkSession.getActiveSession() or SparkSession._instantiatedSession
+    if active is not None and _usable(active):
         return active
+    if active is not None:
+        active.stop()  # its context stopped: clear it, so the builder makes a new one
     master = resolve_master(master)
+    check_master(master)
     local = master.startswith("local")
     if local:
         # Workers start as PYSPARK_PYTHON, else "python3" from PATH: pin the driver's own.

@@ -2,10 +2,22 @@
 
 from __future__ import annotations
 
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 from pyspark.sql import SparkSession
 
-from spark_jobs.session import resolve_master, spark_session
+from spark_jobs.session import (
+    SparkMasterUnreachable,
+    check_master,
+    master_addresses,
+    resolve_master,
+    spark_session,
+)
 
 
 def test_the_active_session_is_reused(spark: SparkSession) -> None:
@@ -26,3 +38,80 @@ def test_master_argument_then_environment_then_local(monkeypatch: pytest.MonkeyP
     monkeypatch.setenv("SPARK_MASTER", "spark://spark-master:7077")
     assert resolve_master() == "spark://spark-master:7077"
     assert resolve_master("local[2]") == "local[2]"
+
+
+@pytest.mark.parametrize(
+    ("master", "addresses"),
+    [
+        ("spark://spark-master:7077", [("spark-master", 7077)]),
+        ("spark://m1:7077,m2:7078", [("m1", 7077), ("m2", 7078)]),  # ZooKeeper failover
+        ("spark://[::1]:7077", [("::1", 7077)]),
+        ("local[*]", []),
+        ("local[2]", []),
+        ("yarn", []),
+        ("k8s://https://api:6443", []),
+    ],
+)
+def test_master_addresses(master: str, addresses: list[tuple[str, int]]) -> None:
+    assert master_addresses(master) == addresses
+
+
+@pytest.mark.parametrize(
+    "master", ["spark://", "spark://host", "spark://host:port", "spark://:7077"]
+)
+def test_a_malformed_master_is_a_clear_error(master: str) -> None:
+    with pytest.raises(ValueError, match="expected spark://host:port"):
+        master_addresses(master)
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_a_master_that_answers_passes_and_one_that_does_not_names_itself() -> None:
+    with socket.socket() as listening:
+        listening.bind(("127.0.0.1", 0))
+        listening.listen()
+        check_master(f"spark://127.0.0.1:{listening.getsockname()[1]}")
+    port = _closed_port()
+    with pytest.raises(SparkMasterUnreachable, match=f"spark://127.0.0.1:{port} does not answer"):
+        check_master(f"spark://127.0.0.1:{port}")
+    check_master("local[*]")  # nothing to reach
+
+
+def test_a_new_session_with_its_master_down_fails_at_once_naming_it() -> None:
+    """What the worker's first run does when the master is down: without the check, Spark
+    retries for a minute and leaves a dead context behind (issue "Beyond one machine")."""
+    port = _closed_port()
+    done = subprocess.run(
+        [sys.executable, "-c",
+         "from spark_jobs.session import spark_session; "
+         f"spark_session('lagwatch-status', 'spark://127.0.0.1:{port}')"],
+        cwd=Path(__file__).resolve().parents[2], capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode != 0
+    assert f"SparkMasterUnreachable: Spark master spark://127.0.0.1:{port} does not answer" in (
+        done.stderr
+    )
+
+
+def test_a_stopped_context_is_not_reused() -> None:
+    """Spark stops a context itself when it gives up on its master; the worker's next run
+    must build a new session, not fail for as long as the process lives."""
+    code = (
+        "from spark_jobs.session import spark_session\n"
+        "first = spark_session('a', 'local[1]')\n"
+        "first.sparkContext._jsc.sc().stop()\n"
+        "second = spark_session('b', 'local[1]')\n"
+        "assert second is not first, 'reused a stopped session'\n"
+        "print(second.range(5).count())\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[2],
+        env={**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"},
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip().splitlines()[-1] == "5"
