@@ -59,6 +59,7 @@ def producer_expiry_is_shown(stack: Stack, endpoints: dict[str, str]) -> None:
     /metrics, the producers page and the page of a group reading the topic."""
     result = start_scenario(endpoints["control"], "producer-expiry", timeout=300)["details"]
     topic, client = result["topic"], result["client_id"]
+    print(f"producer-expiry: {result}")
     # The broker was paused longer than the timeout: every record produced then expired,
     # and the records before and after were delivered.
     assert result["timed_out"] >= result["produced_during_pause"] > 0, result
@@ -86,7 +87,7 @@ def producer_expiry_is_shown(stack: Stack, endpoints: dict[str, str]) -> None:
     assert api_row["expired"] == row["expired"]
     assert [e["expired"] for e in api["producer_expiry"]] == [expiry["expired"]]
     metrics = _get(web, "/metrics", token)
-    series = f'lagwatch_producer_records_expired_total{{cluster="lab",client_id="{client}",topic="{topic}"}}'
+    series = f'lagwatch_producer_records_expired_total{{client_id="{client}",cluster="lab",topic="{topic}"}}'
     assert f"{series} {float(row['expired'])}" in metrics, series
     assert f'lagwatch_topic_producer_expiry{{cluster="lab",topic="{topic}"}} 1.0' in metrics
 
