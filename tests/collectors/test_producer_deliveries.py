@@ -7,6 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from collectors.ingest_parsing import IngestError, parse_librdkafka_stats
 from collectors.producer_deliveries import (
@@ -239,3 +241,42 @@ def test_expiring_topics_sums_every_producer_of_a_hit_topic() -> None:
 )
 def test_expiry_sentence(n: int, text: str) -> None:
     assert expiry_sentence(n) == text
+
+
+# --- properties: any sequence of pushes, restarts included -------------------------------------
+
+_KEYS = st.sampled_from([T0, T0X, ("t", 1, "delivered"), ("u", -1, TIMED_OUT)])
+_PUSH = st.tuples(
+    st.dictionaries(_KEYS, st.integers(min_value=1, max_value=10**6), max_size=4),
+    st.sampled_from([None, "a", "b"]),
+)
+
+
+@given(st.lists(_PUSH, min_size=1, max_size=12))
+def test_totals_never_go_down_nor_negative(pushes) -> None:
+    """Whatever the clients push (counts going back, ids changing), a figure shown never
+    shrinks and is never negative, and each push's own counts are within the totals."""
+    state = None
+    previous: dict = {}
+    for at, (counts, instance) in enumerate(pushes):
+        state = accumulate(state, PushedDeliveries(counts, instance), at)
+        totals = state.totals()
+        assert all(n >= 0 for n in totals.values())
+        assert all(totals.get(k, 0) >= n for k, n in previous.items())
+        assert all(totals.get(k, 0) >= n for k, n in counts.items())
+        previous = totals
+        assert state_from_dict(state_to_dict(state)) == state
+
+
+@given(st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=5),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(
+        st.sampled_from(["counts", "topic", "partition", "delivered", "failed", "instance",
+                         TIMED_OUT, "x"]), inner, max_size=4),
+    max_leaves=12,
+))  # fmt: skip
+def test_any_json_is_parsed_or_refused_with_a_field(block) -> None:
+    try:
+        parse_deliveries(block)
+    except IngestError as exc:
+        assert str(exc).startswith("lagwatch_deliveries")

@@ -225,3 +225,16 @@ def test_a_real_producer_pushes_its_expired_records(client: Client, cluster) -> 
     row = orders_row(status())
     assert (row["client_id"], row["expired"], row["delivered"], row["failed"]) == (
         "expiring", 7, 0, 0)  # fmt: skip
+
+
+def test_hostile_names_are_escaped_on_the_producers_page(
+    client: Client, cluster, django_user_model
+):
+    hostile = '<script>alert("x")</script>'
+    doc = doc_with([{"topic": hostile, "partition": 0, "failed": {"_MSG_TIMED_OUT": 1}}])
+    doc["client_id"] = doc["name"] = hostile
+    assert push(client, doc).status_code == 202
+    client.force_login(django_user_model.objects.create_user("sre", password="s3cret-pass-123"))
+    page = client.get("/producers/").content.decode()
+    assert hostile not in page
+    assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;" in page
