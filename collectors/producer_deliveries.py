@@ -29,7 +29,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from collectors.client_reports import ClientReport
+from collectors.client_reports import ClientPartition, ClientReport
 from collectors.ingest_parsing import (
     MAX_NAME_LEN,
     IngestError,
@@ -215,6 +215,44 @@ class ProducerTopic:
     as_of_ms: int
     expired_grew_at_ms: int | None = None
     restarts: int = 0
+    partitions: tuple[ProducerPartition, ...] = ()
+
+
+@dataclass(frozen=True)
+class ProducerPartition:
+    """The same figures for one partition, where the producer knows it (``-1``: records that
+    failed before the partitioner placed them)."""
+
+    partition: int
+    queued: int | None
+    in_flight: int | None
+    delivered: int | None
+    failed: int | None
+    expired: int | None
+
+
+def _partition_rows(
+    parts: list[ClientPartition], totals: Counts, topic: str, counted: bool
+) -> tuple[ProducerPartition, ...]:
+    stats = {p.partition: p for p in parts}
+    numbers = sorted(set(stats) | {p for t, p, _ in totals if t == topic})
+    rows = []
+    for n in numbers:
+        mine = {o: c for (t, p, o), c in totals.items() if t == topic and p == n}
+        expired = mine.get(TIMED_OUT, 0)
+        failed = sum(c for o, c in mine.items() if o not in (DELIVERED, TIMED_OUT))
+        stat = stats.get(n)
+        rows.append(
+            ProducerPartition(
+                partition=n,
+                queued=stat.queued if stat else None,
+                in_flight=stat.in_flight if stat else None,
+                delivered=mine.get(DELIVERED, 0) if counted else None,
+                failed=failed if counted else None,
+                expired=expired if counted else None,
+            )
+        )
+    return tuple(rows)
 
 
 def _sum(values: Iterable[int | None]) -> int | None:
@@ -255,6 +293,7 @@ def producer_topics(report: ClientReport, state: DeliveryState | None) -> list[P
                 as_of_ms=report.time_ms,
                 expired_grew_at_ms=state.expired_grew_at_ms.get(topic) if state else None,
                 restarts=state.restarts if state else 0,
+                partitions=_partition_rows(parts, totals, topic, counted),
             )
         )
     return rows

@@ -627,12 +627,26 @@ SCHEMAS: dict[str, Schema] = {
                 "restarts": INTEGER,
                 "last_expired_at": nullable(TIME),
                 "as_of": TIME,
+                "partitions": {
+                    "type": "array",
+                    "items": obj(
+                        {
+                            "partition": {"type": "integer", "minimum": -1},
+                            "queued": nullable(INTEGER),
+                            "in_flight": nullable(INTEGER),
+                            "delivered": nullable(INTEGER),
+                            "failed": nullable(INTEGER),
+                            "expired": nullable(INTEGER),
+                        }
+                    ),
+                },
             }
         ),
         "description": "One producer client's figures for one topic: queued and in flight "
         "from its librdkafka statistics; delivered, failed (other than expiry) and expired "
         "(_MSG_TIMED_OUT) from its delivery-report counts, null when it pushes none "
-        "(docs/INGEST.md). Counts are summed over the client's restarts.",
+        "(docs/INGEST.md). Counts are summed over the client's restarts. `partitions`: the same "
+        "per partition where known (-1: failed before the partitioner placed the record).",
     },
     "ProducerExpiry": obj(
         {

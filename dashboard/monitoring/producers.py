@@ -11,6 +11,7 @@ consumers from offsets, and an expired record never reaches an offset.
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import UTC, datetime
 from typing import Any
 
@@ -48,6 +49,7 @@ def producer_rows(stored: list[StoredProducer]) -> list[dict[str, Any]]:
                     "restarts": t.restarts,
                     "last_expired_at": _iso_ms(t.expired_grew_at_ms),
                     "as_of": _iso_ms(t.as_of_ms),
+                    "partitions": [dataclasses.asdict(p) for p in t.partitions],
                 }
             )
     rows.sort(key=lambda r: (r["cluster"], r["client_id"], r["name"], r["host"] or "", r["topic"]))

@@ -14,6 +14,7 @@ from collectors.ingest_parsing import IngestError, parse_librdkafka_stats
 from collectors.producer_deliveries import (
     TIMED_OUT,
     DeliveryState,
+    ProducerPartition,
     ProducerTopic,
     PushedDeliveries,
     accumulate,
@@ -190,6 +191,11 @@ def test_producer_topics_joins_statistics_and_counts() -> None:
     assert (orders.delivered, orders.failed, orders.expired) == (100, 2, 5)
     assert orders.failed_by_reason == {TIMED_OUT: 5, "_MSG_SIZE_TOO_LARGE": 2}
     assert orders.as_of_ms == report.time_ms and orders.expired_grew_at_ms == 5000
+    assert orders.partitions == (
+        ProducerPartition(-1, None, None, 0, 0, 1),  # expired before the partitioner
+        ProducerPartition(0, 40, 25, 100, 2, 0),
+        ProducerPartition(1, 33, 22, 0, 0, 4),
+    )
     other = rows["other"]  # counted, but absent from the statistics
     assert (other.queued, other.in_flight, other.delivered, other.expired) == (None, None, 3, 0)
 
@@ -198,6 +204,8 @@ def test_producer_topics_without_counts_says_unknown() -> None:
     report = parse_librdkafka_stats(producer_doc(), None, RECEIVED_MS)
     (orders,) = producer_topics(report, None)
     assert (orders.delivered, orders.failed, orders.expired) == (None, None, None)
+    assert [(p.partition, p.queued, p.expired) for p in orders.partitions] == [
+        (0, 40, None), (1, 33, None)]  # fmt: skip
     assert orders.queued == 73
 
 

@@ -83,6 +83,12 @@ def test_pushed_counts_show_in_status_and_survive_a_restart(client: Client, clus
     assert (row["delivered"], row["failed"], row["expired"]) == (100, 1, 4)
     assert row["failed_by_reason"] == {"_MSG_SIZE_TOO_LARGE": 1, "_MSG_TIMED_OUT": 4}
     assert row["as_of"].endswith("Z") and row["last_expired_at"] is not None
+    assert row["partitions"] == [
+        {"partition": 0, "queued": 40, "in_flight": 25, "delivered": 100, "failed": 1,
+         "expired": 4},
+        {"partition": 1, "queued": 33, "in_flight": 22, "delivered": 0, "failed": 0,
+         "expired": 0},
+    ]  # fmt: skip
 
     # The client restarts: its counts start again from zero; nothing counted is lost.
     assert push(client, doc_with(counts(5, 1), instance="i-2")).status_code == 202
