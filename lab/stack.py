@@ -15,6 +15,7 @@ import json
 import logging
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -228,6 +229,21 @@ class Stack:
             self._mark_stopped(state, record)
         log.info("%s stopped (%s)", name, outcome)
         return outcome
+
+    def pause_service(self, name: str, paused: bool = True) -> int:
+        """SIGSTOP (``paused``) or SIGCONT one running service's process group: a broker
+        that holds its connections open and answers nothing, which a stop cannot give (the
+        producer-expiry scenario). Lab only. Returns the process group signalled."""
+        with self._locked():
+            state, record = self._find(name)
+            if record.reused:
+                raise StackError(f"{name} is reused, not started by the lab: not pausing it")
+            if self._state_of(record, state) != "running" or record.pgid is None:
+                raise StackError(f"{name} is not running")
+            pgid = record.pgid
+        os.killpg(pgid, signal.SIGSTOP if paused else signal.SIGCONT)
+        log.info("%s %s (process group %d)", name, "paused" if paused else "resumed", pgid)
+        return pgid
 
     def start_service(self, name: str) -> None:
         """Start a stopped (or dead) service again on the same port(s)."""

@@ -17,6 +17,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from collectors.producer_deliveries import PRODUCER_EXPIRY
 from dashboard.alerts import notify
 from dashboard.alerts.models import (
     OPEN_STATES,
@@ -35,8 +36,11 @@ from dashboard.alerts.rules import (
     Subject,
     silence_for,
     title_for,
+    with_topic_codes,
 )
+from dashboard.monitoring.ingest_store import stored_producers
 from dashboard.monitoring.models import PartitionState
+from dashboard.monitoring.producers import topic_expiry
 
 log = logging.getLogger(__name__)
 
@@ -86,10 +90,16 @@ def _codes(diagnosis: object) -> tuple[str, ...]:
     return tuple(str(d.get("code")) for d in diagnosis if isinstance(d, dict) and d.get("code"))
 
 
-def read_partitions() -> list[PartitionFacts]:
-    """The partitions any rule could match or hold: not OK, or with a diagnosis."""
+def read_partitions(
+    topic_codes: dict[tuple[str, str], tuple[str, ...]] | None = None,
+) -> list[PartitionFacts]:
+    """The partitions any rule could match or hold: not OK, or with a diagnosis, or of a
+    topic with a topic-level diagnosis (``topic_codes``, added to their codes)."""
+    wanted = ~Q(status="OK") | ~Q(diagnosis=[])
+    for cluster, topic in topic_codes or {}:
+        wanted |= Q(group__cluster__name=cluster, topic=topic)
     rows = (
-        PartitionState.objects.filter(~Q(status="OK") | ~Q(diagnosis=[]))
+        PartitionState.objects.filter(wanted)
         .values_list(
             "group__cluster__name",
             "group__source",
@@ -105,7 +115,7 @@ def read_partitions() -> list[PartitionFacts]:
         )
         .iterator(chunk_size=2000)
     )
-    return [
+    facts = [
         PartitionFacts(
             cluster=c,
             source=src,
@@ -121,6 +131,13 @@ def read_partitions() -> list[PartitionFacts]:
         )
         for c, src, g, t, p, st, diag, since, lag, tl, reason in rows
     ]
+    return with_topic_codes(facts, topic_codes or {})
+
+
+def producer_topic_codes(now: datetime) -> dict[tuple[str, str], tuple[str, ...]]:
+    """PRODUCER_EXPIRY per (cluster, topic), decided once by ``monitoring.producers``."""
+    expiry = topic_expiry(stored_producers(), now)
+    return {key: (PRODUCER_EXPIRY,) for key in expiry}
 
 
 def active_silences(now: datetime) -> list[SilenceSpec]:
@@ -141,7 +158,7 @@ def evaluate(now: datetime | None = None) -> EvaluationReport:
     report = EvaluationReport()
     rules = {r.pk: r for r in Rule.objects.filter(enabled=True).prefetch_related("channels")}
     specs = [rule_spec(r) for r in rules.values()]
-    partitions = read_partitions() if specs else []
+    partitions = read_partitions(producer_topic_codes(now)) if specs else []
     report.partitions_read = len(partitions)
     pending = {
         (c.rule_id, c.subject_key): Pending(c.first_matched_at, c.evaluations, c.last_matched_at)

@@ -20,6 +20,7 @@ DIAGNOSES = (
     "BACKPRESSURE", "DEAD_CONSUMER", "OUT_OF_RANGE", "PENDING_LEAK", "POISON_MESSAGE",
     "REBALANCE_STORM", "REBALANCING", "SKIPPED_DATA", "SLOW_CONSUMER", "SPOUT_ID_COLLISION",
     "TOPOLOGY_RESTARTED",
+    "PRODUCER_EXPIRY",  # a topic's, from its producers' reports (dashboard/monitoring/producers)
 )  # fmt: skip
 PATTERN_HELP = "Shell-style glob, case-sensitive: * any, ? one character, [abc] one of."
 

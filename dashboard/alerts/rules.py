@@ -12,8 +12,8 @@ neither advances nor resets.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from fnmatch import fnmatchcase
 
@@ -120,6 +120,19 @@ def condition_holds(
         return False
     time_lag_short = time_lag_s is None or time_lag_s < (rule.min_time_lag_s or 0)
     return rule.min_time_lag_s is None or not time_lag_short
+
+
+def with_topic_codes(
+    partitions: Iterable[PartitionFacts], topic_codes: Mapping[tuple[str, str], Iterable[str]]
+) -> list[PartitionFacts]:
+    """Topic-level diagnoses (PRODUCER_EXPIRY: decided from the producers' reports, not by
+    the status job) added to the codes of every partition of the topic, so a rule listing the
+    code matches them like any other diagnosis. ``topic_codes``: (cluster, topic) -> codes."""
+    out = []
+    for p in partitions:
+        extra = [c for c in topic_codes.get((p.cluster, p.topic), ()) if c not in p.codes]
+        out.append(replace(p, codes=(*p.codes, *extra)) if extra else p)
+    return out
 
 
 def partition_subject(p: PartitionFacts) -> Subject:

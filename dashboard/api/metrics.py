@@ -37,6 +37,7 @@ from prometheus_client.core import (
 )
 
 from collectors.rebalance import LIFECYCLE_CAUSES
+from dashboard.monitoring.ingest_store import stored_producers
 from dashboard.monitoring.membership import group_type
 from dashboard.monitoring.models import (
     CollectionError,
@@ -48,6 +49,7 @@ from dashboard.monitoring.models import (
     SparkJobOutcome,
     SparkJobRun,
 )
+from dashboard.monitoring.producers import topic_expiry
 from dashboard.monitoring.spark_runs import JOBS
 
 STATUS_CODES = {"UNKNOWN": 0, "OK": 1, "WARN": 2, "ERR": 3, "STOP": 4, "STALL": 5, "REWIND": 6}
@@ -90,6 +92,7 @@ class LagwatchCollector:
         yield from self._sources(now)
         yield from self._spark_jobs(now)
         yield from self._heartbeats(now)
+        yield from self._producers(now)
         took = _gauge(
             "lagwatch_metrics_collect_seconds",
             "Time this scrape spent reading the database and building the series.",
@@ -322,6 +325,63 @@ class LagwatchCollector:
         for name, at in ServiceHeartbeat.objects.order_by("name").values_list("name", "at"):
             age.add_metric([name], max((now - at).total_seconds(), 0.0))
         yield age
+
+    @staticmethod
+    def _producers(now) -> Iterator[Metric]:
+        """Per cluster, producer ``client.id`` and topic, summed over the instances sharing a
+        client id (labels must be unique). Counters are the stored totals, kept across client
+        restarts (``producer_deliveries.accumulate``), so they only drop when a long silent
+        client's row is pruned; unknown figures (no delivery counts pushed) are left out."""
+        stored = stored_producers()
+        sums: dict[tuple[str, str, str], dict[str, int]] = defaultdict(lambda: defaultdict(int))
+        reasons: dict[tuple[str, str, str, str], int] = defaultdict(int)
+        for producer in stored:
+            for t in producer.topics:
+                key = (producer.cluster, t.client_id, t.topic)
+                sums[key]  # noqa: B018 - a client with no figure yet still has its key
+                for figure in ("queued", "in_flight", "delivered", "failed", "expired"):
+                    value = getattr(t, figure)
+                    if value is not None:
+                        sums[key][figure] += value
+                for reason, n in t.failed_by_reason.items():
+                    reasons[(*key, reason)] += n
+        labels = ["cluster", "client_id", "topic"]
+        families = {
+            "queued": _gauge("lagwatch_producer_records_queued",
+                             "Records in the producer's queues, not yet sent.", labels),
+            "in_flight": _gauge("lagwatch_producer_records_in_flight",
+                                "Records sent, awaiting the broker's acknowledgement.", labels),
+            "delivered": CounterMetricFamily("lagwatch_producer_records_delivered",
+                                             "Records the broker acknowledged.", labels=labels),
+            "failed": CounterMetricFamily(
+                "lagwatch_producer_records_failed",
+                "Records whose delivery failed for a reason other than expiry.", labels=labels),
+            "expired": CounterMetricFamily(
+                "lagwatch_producer_records_expired",
+                "Records expired by delivery.timeout.ms (_MSG_TIMED_OUT) before the broker "
+                "acknowledged them: no consumer will ever see them.", labels=labels),
+        }  # fmt: skip
+        for key, figures in sorted(sums.items()):
+            for figure, value in figures.items():
+                families[figure].add_metric(list(key), value)
+        yield from families.values()
+        by_reason = CounterMetricFamily(
+            "lagwatch_producer_records_failed_by_reason",
+            "Records whose delivery failed, by librdkafka error name (expiry included).",
+            labels=[*labels, "reason"],
+        )
+        for key, n in sorted(reasons.items()):
+            by_reason.add_metric(list(key), n)
+        yield by_reason
+        expiry = _gauge(
+            "lagwatch_topic_producer_expiry",
+            "1 while the topic's producers' expired count grew within the expiry window "
+            "(diagnosis PRODUCER_EXPIRY).",
+            ["cluster", "topic"],
+        )
+        for (cluster, topic), _n in sorted(topic_expiry(stored, now).items()):
+            expiry.add_metric([cluster, topic], 1)
+        yield expiry
 
 
 def build_registry(partitions: bool = True) -> CollectorRegistry:

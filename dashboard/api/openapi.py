@@ -610,6 +610,59 @@ SCHEMAS: dict[str, Schema] = {
     },
     "StatusChangePage": _page(ref("StatusChange")),
     "RebalancePage": _page(ref("Rebalance")),
+    "ProducerTopic": {
+        **obj(
+            {
+                "cluster": STRING,
+                "client_id": STRING,
+                "name": STRING,
+                "host": nullable(STRING),
+                "topic": STRING,
+                "queued": nullable(INTEGER),
+                "in_flight": nullable(INTEGER),
+                "delivered": nullable(INTEGER),
+                "failed": nullable(INTEGER),
+                "expired": nullable(INTEGER),
+                "failed_by_reason": COUNTS,
+                "restarts": INTEGER,
+                "last_expired_at": nullable(TIME),
+                "as_of": TIME,
+                "partitions": {
+                    "type": "array",
+                    "items": obj(
+                        {
+                            "partition": {"type": "integer", "minimum": -1},
+                            "queued": nullable(INTEGER),
+                            "in_flight": nullable(INTEGER),
+                            "delivered": nullable(INTEGER),
+                            "failed": nullable(INTEGER),
+                            "expired": nullable(INTEGER),
+                        }
+                    ),
+                },
+            }
+        ),
+        "description": "One producer client's figures for one topic: queued and in flight "
+        "from its librdkafka statistics; delivered, failed (other than expiry) and expired "
+        "(_MSG_TIMED_OUT) from its delivery-report counts, null when it pushes none "
+        "(docs/INGEST.md). Counts are summed over the client's restarts. `partitions`: the same "
+        "per partition where known (-1: failed before the partitioner placed the record).",
+    },
+    "ProducerExpiry": obj(
+        {
+            "cluster": STRING,
+            "topic": STRING,
+            "diagnosis": {"type": "string", "enum": ["PRODUCER_EXPIRY"]},
+            "expired": INTEGER,
+            "reason": STRING,
+        }
+    ),
+    "Producers": obj(
+        {
+            "producers": {"type": "array", "items": ref("ProducerTopic")},
+            "producer_expiry": {"type": "array", "items": ref("ProducerExpiry")},
+        }
+    ),
     "AlertPage": _page(ref("Alert")),
     "ReportPage": _page(ref("Report")),
 }
@@ -971,6 +1024,16 @@ PATHS: dict[str, Schema] = {
             ],
             {"200": ok(ref("RebalancePage"))},
             "400",
+        )
+    },
+    "/producers/": {
+        "get": get(
+            "listProducers",
+            "Producer clients per topic, and the topics under PRODUCER_EXPIRY",
+            p("cluster", "topic"),
+            {"200": ok(ref("Producers"))},
+            "400",
+            description="Not paginated: one row per producer client and topic.",
         )
     },
     "/alerts/": {

@@ -11,6 +11,7 @@ from dashboard.api.views import (
     index,
     openapi,
     partitions,
+    producers,
     reports,
     status,
 )
@@ -35,6 +36,7 @@ urlpatterns = [
     path("status/", status.status_list, name="status"),
     path("status/changes/", status.status_changes, name="status-changes"),
     path("rebalances/", events.rebalance_list, name="rebalances"),
+    path("producers/", producers.producer_list, name="producers"),
     path("alerts/", alerts.alert_list, name="alerts"),
     path("alerts/<int:alert_id>/", alerts.alert_detail, name="alert"),
     path("alerts/<int:alert_id>/acknowledge", alerts.alert_acknowledge, name="alert-acknowledge"),

@@ -25,7 +25,10 @@ from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 
+from collectors.client_reports import PRODUCER
 from collectors.ingest_parsing import IngestError, parse_librdkafka_stats, parse_spout_report
+from collectors.producer_deliveries import FIELD as DELIVERIES_FIELD
+from collectors.producer_deliveries import parse_deliveries
 from dashboard.monitoring.ingest_store import store_client_report, store_spout_report
 from dashboard.monitoring.models import Cluster
 
@@ -133,7 +136,13 @@ def _librdkafka(cluster: Cluster, doc: object, request: HttpRequest, now: dateti
         int(now.timestamp() * 1000),
         host=host or None,
     )
-    store_client_report(cluster, report, now)
+    # A producer's own delivery-report counts ride in the same document (docs/INGEST.md):
+    # validated before anything is stored, so a bad block leaves the stored counts alone.
+    block = cast(Mapping[str, Any], doc).get(DELIVERIES_FIELD)
+    deliveries = None
+    if report.kind == PRODUCER and block is not None:
+        deliveries = parse_deliveries(block)
+    store_client_report(cluster, report, now, deliveries)
     return 1
 
 

@@ -8,6 +8,7 @@ pushing is not reporting.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.db import IntegrityError, transaction
@@ -19,6 +20,15 @@ from collectors.client_reports import (
     client_report_to_dict,
     spout_figures_from_dict,
     spout_figures_to_dict,
+)
+from collectors.producer_deliveries import (
+    DeliveryState,
+    ProducerTopic,
+    PushedDeliveries,
+    accumulate,
+    producer_topics,
+    state_from_dict,
+    state_to_dict,
 )
 from collectors.records import SpoutFigures
 from dashboard.monitoring.models import ClientReportRow, Cluster, IngestKind
@@ -34,17 +44,45 @@ def spout_key(topology_id: str, spout_id: str) -> str:
     return f"{topology_id}/{spout_id}"
 
 
-def store_client_report(cluster: Cluster, report: ClientReport, received_at: datetime) -> None:
+def store_client_report(
+    cluster: Cluster,
+    report: ClientReport,
+    received_at: datetime,
+    deliveries: PushedDeliveries | None = None,
+) -> None:
+    """A producer's delivery counts are merged into what its row already holds
+    (``producer_deliveries.accumulate``: a restart neither loses nor negates counts); a push
+    without them keeps the row's counts as they were."""
     consumer = report.kind == CONSUMER
     kind = IngestKind.LIBRDKAFKA_CONSUMER if consumer else IngestKind.LIBRDKAFKA_PRODUCER
-    _upsert(
-        cluster,
-        kind,
-        client_key(report),
-        group=report.group or "",
-        received_at=received_at,
-        payload=client_report_to_dict(report),
-    )
+    payload = client_report_to_dict(report)
+    key = client_key(report)
+    if consumer:
+        _upsert(cluster, kind, key, group=report.group or "", received_at=received_at,
+                payload=payload)  # fmt: skip
+        return
+    for attempt in range(2):
+        try:
+            with transaction.atomic():
+                row = (
+                    ClientReportRow.objects.select_for_update()
+                    .filter(cluster=cluster, kind=kind, key=key)
+                    .first()
+                )
+                state = state_from_dict(row.payload.get("deliveries")) if row else None
+                if deliveries is not None:
+                    state = accumulate(state, deliveries, report.time_ms)
+                if state is not None:
+                    payload["deliveries"] = state_to_dict(state)
+                ClientReportRow.objects.update_or_create(
+                    cluster=cluster, kind=kind, key=key,
+                    defaults={"group": report.group or "", "received_at": received_at,
+                              "payload": payload},
+                )  # fmt: skip
+            return
+        except IntegrityError:  # two first pushes raced: the loser merges into the winner's
+            if attempt:
+                raise
 
 
 def store_spout_report(
@@ -101,6 +139,34 @@ def recent_reports(
         else:
             clients.append(client_report_from_dict(row.payload))
     return clients, spouts
+
+
+@dataclass(frozen=True)
+class StoredProducer:
+    """One stored producer row as readers need it: its cluster and its per-topic figures."""
+
+    cluster: str
+    key: str
+    received_at: datetime
+    topics: list[ProducerTopic]
+
+
+def stored_producers(cluster: str | None = None) -> list[StoredProducer]:
+    """Every stored producer client's per-topic figures, by cluster and client. All rows, not
+    only recent ones: a producer that stopped pushing still shows what it last said, with its
+    ``as_of``; ``prune_reports`` removes the long silent."""
+    rows = ClientReportRow.objects.filter(kind=IngestKind.LIBRDKAFKA_PRODUCER).select_related(
+        "cluster"
+    )
+    if cluster is not None:
+        rows = rows.filter(cluster__name=cluster)
+    out = []
+    for row in rows.order_by("cluster__name", "key"):
+        report = client_report_from_dict(row.payload)
+        state: DeliveryState | None = state_from_dict(row.payload.get("deliveries"))
+        topics = producer_topics(report, state)
+        out.append(StoredProducer(row.cluster.name, row.key, row.received_at, topics))
+    return out
 
 
 def prune_reports(before: datetime) -> int:

@@ -29,6 +29,7 @@ from dashboard.monitoring.models import (
     SparkJobOutcome,
     SparkJobRun,
 )
+from dashboard.monitoring.producers import producers_document
 from dashboard.monitoring.spark_runs import JOBS
 
 
@@ -149,6 +150,8 @@ def status_document(
             for e in errors
         ],
         "spark_jobs": spark_job_runs(),
+        # Per producer client and topic, and the topics under PRODUCER_EXPIRY (DOMAIN §4).
+        **producers_document(cluster),
     }
 
 

@@ -118,6 +118,8 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("LAGWATCH_MAX_REQUEST_BYTES", 1024 * 1024)
 LAGWATCH_INGEST_TOKEN = env_str("LAGWATCH_INGEST_TOKEN", "")
 # librdkafka documents grow with the partitions a client knows; refused (413) before reading.
 LAGWATCH_INGEST_MAX_BYTES = env_int("LAGWATCH_INGEST_MAX_BYTES", 1024 * 1024)
+# PRODUCER_EXPIRY (docs/INGEST.md): a topic whose producers' expired count grew this recently.
+LAGWATCH_PRODUCER_EXPIRY_WINDOW_S = env_int("LAGWATCH_PRODUCER_EXPIRY_WINDOW_S", 900)
 
 REDIS_URL = env_str("REDIS_URL", "redis://127.0.0.1:6379/0")
 CELERY_BROKER_URL = REDIS_URL

@@ -8,6 +8,7 @@ from dashboard.ui.views.groups import groups
 from dashboard.ui.views.health import jobs, sources
 from dashboard.ui.views.overview import overview
 from dashboard.ui.views.partition import partition
+from dashboard.ui.views.producers import producers
 
 app_name = "ui"
 urlpatterns = [
@@ -17,4 +18,5 @@ urlpatterns = [
     path("partitions/<int:pk>/", partition, name="partition"),
     path("sources/", sources, name="sources"),
     path("jobs/", jobs, name="jobs"),
+    path("producers/", producers, name="producers"),
 ]

@@ -61,5 +61,6 @@ DEMO_WORLD = WorldSpec(
         retention_topic="audit",
         quiet_topic="quiet",
         quiet_group="quiet-reader",
+        expiry_topic="orders",
     ),
 )

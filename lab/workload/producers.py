@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from confluent_kafka import KafkaError, Producer
 
 from lab.workload.clients import base_config
+from lab.workload.delivery_counts import DeliveryCounts
 from lab.workload.spec import TopicSpec
 
 log = logging.getLogger(__name__)
@@ -45,10 +46,19 @@ class Producers:
         statistics_interval_ms: int = 5000,
     ) -> None:
         conf = base_config(bootstrap, "lab-workload-producer")
+        # Delivery-report counts (docs/INGEST.md's snippet): the expired records librdkafka's
+        # statistics do not count (DOMAIN §4).
+        self.deliveries = DeliveryCounts()
         if stats_sink is not None:
-            # Producer statistics carry queued and in-flight records and expired batches
-            # (DOMAIN §4); they go to the same ingest endpoint as the consumers'.
-            conf.update({"statistics.interval.ms": statistics_interval_ms, "stats_cb": stats_sink})
+            # Producer statistics carry queued and in-flight records; with the counts attached
+            # they go to the same ingest endpoint as the consumers'.
+            sink = stats_sink
+            conf.update(
+                {
+                    "statistics.interval.ms": statistics_interval_ms,
+                    "stats_cb": lambda stats: sink(self.deliveries.attach(stats)),
+                }
+            )
         conf.update(
             {
                 # Bounded queue and timeout so an outage costs dropped records, not memory.
@@ -140,7 +150,8 @@ class Producers:
         value = json.dumps({"seq": state.seq, "ts_ms": int(time.time() * 1000)})
         state.seq += 1
 
-        def delivered(err: KafkaError | None, _msg: object) -> None:
+        def delivered(err: KafkaError | None, msg: object) -> None:
+            self.deliveries.on_delivery(err, msg)
             if err is None:
                 state.delivered += 1
             else:

@@ -489,6 +489,168 @@ class SourceOutage(Scenario):
         self._thread.join(timeout=60)
 
 
+class ProducerExpiry(Scenario):
+    """Pauses the broker (SIGSTOP, then SIGCONT: lab only) longer than a small
+    `delivery.timeout.ms` while a short-lived producer of its own (`lab-expiry-producer`)
+    writes `count` records to `topic`, so every one of them expires before the broker
+    acknowledges it. The producer counts its delivery reports with docs/INGEST.md's snippet
+    and pushes them with its statistics: Lagwatch shows "N records expired before reaching the
+    broker: no consumer will ever see them" on the producers page and on the topic's groups,
+    the diagnosis PRODUCER_EXPIRY on the topic, and the count in the API and /metrics; lag
+    alone shows nothing (the records never reached the log). The result states the records
+    produced during the pause and the `_MSG_TIMED_OUT` reports the producer saw. Pausing the
+    broker stalls every client of the stack for the pause: run it where that does no harm."""
+
+    name = "producer-expiry"
+    params = (
+        Param("topic", str, "topic to write (default: the world's expiry topic)"),
+        Param("count", int, "records produced while the broker is paused", default=50, minimum=1),
+        Param("timeout_ms", int, "delivery.timeout.ms", default=3000, minimum=1000),
+    )
+    CLIENT_ID = "lab-expiry-producer"
+    WARMUP = 20  # delivered before the pause: the producer knows the topic's leader
+    AFTER = 10  # delivered after it: the broker is back
+
+    def start(
+        self, world: World, topic: str | None = None, count: int = 50, timeout_ms: int = 3000
+    ) -> dict:
+        if world.run_dir is None:
+            raise ScenarioError("the workload was started without --run-dir: no broker to pause")
+        from lab.stack import Stack, StackError  # only the outage scenarios need the stack
+
+        name = _target(topic, world.spec.roles.expiry_topic, "expiry topic")
+        partitions = world.spec.topic(name).partitions
+        run = _ExpiryRun(world, name, partitions, timeout_ms)
+        try:
+            run.produce(self.WARMUP)
+            if run.flush(60) or run.delivered < self.WARMUP:
+                raise ScenarioError(f"the warm-up records were not delivered: {run.summary()}")
+            stack = Stack.load(world.run_dir)
+            paused_at = time.monotonic()
+            stack.pause_service("kafka")
+            try:
+                run.produce(count)
+                # Every record produced during the pause gets its delivery report: an expiry.
+                run.wait_reports(self.WARMUP + count, timeout_s=timeout_ms / 1000 * 5 + 30)
+            finally:
+                stack.pause_service("kafka", paused=False)
+            paused_s = time.monotonic() - paused_at
+            run.produce(self.AFTER)
+            run.flush(120)
+            run.push_final(timeout_s=30)
+        except StackError as exc:
+            raise ScenarioError(f"cannot pause the broker: {exc}") from exc
+        finally:
+            run.close()
+        log.info("producer-expiry: %s", run.summary())
+        return {
+            "topic": name,
+            "client_id": self.CLIENT_ID,
+            "timeout_ms": timeout_ms,
+            "paused_s": round(paused_s, 1),
+            "produced_during_pause": count,
+            **run.summary(),
+        }
+
+    def running(self) -> bool:
+        return False  # done when start returns: the expired records stay counted
+
+
+class _ExpiryRun:
+    """The producer-expiry scenario's own producer: its delivery reports counted twice, by the
+    snippet that pushes them (``DeliveryCounts``) and here, so the test compares the ingest's
+    figure with what the producer saw."""
+
+    def __init__(self, world: World, topic: str, partitions: int, timeout_ms: int) -> None:
+        from confluent_kafka import KafkaError, Producer
+
+        from lab.workload.clients import base_config
+        from lab.workload.delivery_counts import DeliveryCounts
+
+        self._timed_out_code = KafkaError._MSG_TIMED_OUT
+        self.topic = topic
+        self.partitions = partitions
+        self.deliveries = DeliveryCounts()
+        self.reports = self.delivered = self.timed_out = self.failed_other = 0
+        self.sent = 0
+        self._pushed_after: int | None = None
+        self._stats_seen = 0
+        self._lock = threading.Lock()
+        sink = world.stats_sink
+        conf = base_config(world.bootstrap, ProducerExpiry.CLIENT_ID)
+        conf.update(
+            {
+                "message.timeout.ms": timeout_ms,  # librdkafka's name for delivery.timeout.ms
+                "linger.ms": 5,
+                "statistics.interval.ms": 1000,
+            }
+        )
+        if sink is not None:
+            conf["stats_cb"] = lambda stats: self._stats(sink, stats)
+        self.pushing = sink is not None
+        self._producer = Producer(conf)
+
+    def _stats(self, sink: Any, stats: str) -> None:
+        sink(self.deliveries.attach(stats))
+        with self._lock:
+            self._stats_seen += 1
+
+    def _report(self, err: Any, msg: Any) -> None:
+        self.deliveries.on_delivery(err, msg)
+        with self._lock:
+            self.reports += 1
+            if err is None:
+                self.delivered += 1
+            elif err.code() == self._timed_out_code:
+                self.timed_out += 1
+            else:
+                self.failed_other += 1
+
+    def produce(self, count: int) -> None:
+        for _ in range(count):
+            value = f'{{"seq": {self.sent}, "ts_ms": {int(time.time() * 1000)}}}'.encode()
+            self._producer.produce(
+                self.topic, value=value, partition=self.sent % self.partitions,
+                on_delivery=self._report,
+            )  # fmt: skip
+            self.sent += 1
+        self._producer.poll(0)
+
+    def flush(self, timeout_s: float) -> int:
+        return self._producer.flush(timeout_s)
+
+    def wait_reports(self, total: int, timeout_s: float) -> None:
+        deadline = time.monotonic() + timeout_s
+        while self.reports < total:
+            if time.monotonic() > deadline:
+                raise ScenarioError(f"delivery reports missing after {timeout_s:.0f}s: "
+                                    f"{self.summary()}")  # fmt: skip
+            self._producer.poll(0.2)
+
+    def push_final(self, timeout_s: float) -> None:
+        """Poll until librdkafka has handed over two statistics documents after the last
+        delivery report (the first may have been cut before it), each pushed with the counts."""
+        if not self.pushing:
+            return
+        with self._lock:
+            wanted = self._stats_seen + 2
+        deadline = time.monotonic() + timeout_s
+        while self._stats_seen < wanted and time.monotonic() < deadline:
+            self._producer.poll(0.2)
+
+    def summary(self) -> dict[str, int]:
+        with self._lock:
+            return {
+                "sent": self.sent,
+                "delivered": self.delivered,
+                "timed_out": self.timed_out,
+                "failed_other": self.failed_other,
+            }
+
+    def close(self) -> None:
+        self._producer.flush(5)
+
+
 SCENARIOS: dict[str, type[Scenario]] = {
     cls.name: cls
     for cls in (
@@ -503,5 +665,6 @@ SCENARIOS: dict[str, type[Scenario]] = {
         SpoutIdCollision,
         QuietTopic,
         SourceOutage,
+        ProducerExpiry,
     )
 }

@@ -97,6 +97,7 @@ class Roles:
     retention_topic: str | None = None
     quiet_topic: str | None = None
     quiet_group: str | None = None
+    expiry_topic: str | None = None
 
 
 @dataclass(frozen=True)

@@ -45,6 +45,7 @@ class World:
         self.bootstrap = bootstrap
         self.zk_hosts = zk_hosts
         self.run_dir = run_dir
+        self.stats_sink = stats_sink
         self.admin = TopicAdmin(bootstrap)
         self.producers = Producers(bootstrap, spec.topics, stats_sink)
         self.groups = {

@@ -213,3 +213,36 @@ def test_firing_what_another_evaluation_opened_meanwhile_skips_only_that(mworld)
     assert len(firings) == 3  # as a stale plan would have it
     assert _fire_all({rule.pk: rule}, firings, [], mworld.now) == 1
     assert sorted(Alert.objects.values_list("partition", flat=True)) == [0, 1, 2]
+
+
+def test_producer_expiry_rule_fires_for_the_topic_and_resolves_after_the_window(mworld, settings):
+    """PRODUCER_EXPIRY is no status run's: it comes from a producer's pushed counts, and a
+    rule listing it matches the OK partitions of the topic (docs/ALERTS.md)."""
+    from collectors.ingest_parsing import parse_librdkafka_stats
+    from collectors.producer_deliveries import parse_deliveries
+    from dashboard.monitoring.ingest_store import store_client_report
+    from tests.collectors.ingest_documents import producer_doc
+
+    settings.LAGWATCH_PRODUCER_EXPIRY_WINDOW_S = 60
+    Rule.objects.update(enabled=False)
+    Rule.objects.create(name="expired", statuses=[], diagnoses=["PRODUCER_EXPIRY"],
+                        level="group", min_evaluations=1)  # fmt: skip
+    mworld.set("orders-processor", "orders", 0, "OK")
+    mworld.set("orders-processor", "orders", 1, "OK")
+    mworld.set("audit-reader", "audit", 0, "OK")
+    mworld.apply()
+    assert not Alert.objects.exists()
+
+    doc = producer_doc()
+    doc["time"] = int(mworld.now.timestamp())
+    report = parse_librdkafka_stats(doc, None, 0)
+    block = {"counts": [{"topic": "orders", "partition": 1, "failed": {"_MSG_TIMED_OUT": 7}}]}
+    store_client_report(mworld.cluster, report, mworld.now, parse_deliveries(block))
+    mworld.apply()
+    alert = Alert.objects.get()
+    assert (alert.state, alert.group, alert.status) == ("firing", "orders-processor", "OK")
+    assert alert.diagnosis == ["PRODUCER_EXPIRY"]
+    assert alert.details["partitions"] == [["orders", 0], ["orders", 1]]
+    mworld.apply(step_s=120)  # no new expiry within the window
+    alert.refresh_from_db()
+    assert alert.state == "resolved"

@@ -1,5 +1,6 @@
 """Rule matching, case by case (pure functions, no database)."""
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -19,6 +20,7 @@ from dashboard.alerts.rules import (
     silence_for,
     subject_key,
     title_for,
+    with_topic_codes,
 )
 
 T0 = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
@@ -213,3 +215,45 @@ def test_silence_of_a_group_subject_needs_every_topic_covered():
 def test_title_names_subject_and_diagnosis():
     s = partition_subject(facts("STALL", ("POISON_MESSAGE",), group="orders-spout", topic="orders"))
     assert title_for("r", s) == "STALL orders-spout orders/0 on c (POISON_MESSAGE)"
+
+
+# --- topic-level diagnoses (PRODUCER_EXPIRY) ---------------------------------------------------
+
+EXPIRY_RULE = RuleSpec(id=9, name="expiry", statuses=frozenset(), diagnoses=frozenset({"PRODUCER_EXPIRY"}))  # fmt: skip
+EXPIRING = {("c", "t"): ("PRODUCER_EXPIRY",)}
+
+
+@pytest.mark.parametrize(
+    ("p", "topic_codes", "codes"),
+    [
+        (facts("OK"), EXPIRING, ("PRODUCER_EXPIRY",)),  # an OK partition of the topic
+        (facts("WARN", ["SLOW_CONSUMER"]), EXPIRING, ("SLOW_CONSUMER", "PRODUCER_EXPIRY")),
+        (facts("OK", ["PRODUCER_EXPIRY"]), EXPIRING, ("PRODUCER_EXPIRY",)),  # not twice
+        (facts("OK", topic="u"), EXPIRING, ()),  # another topic
+        (facts("OK", cluster="d"), EXPIRING, ()),  # same topic name, another cluster
+        (facts("OK"), {}, ()),
+    ],
+)
+def test_with_topic_codes(p, topic_codes, codes):
+    (out,) = with_topic_codes([p], topic_codes)
+    assert out.codes == codes
+
+
+@pytest.mark.parametrize(
+    ("rule", "p", "matches"),
+    [
+        (EXPIRY_RULE, facts("OK"), True),
+        (EXPIRY_RULE, facts("OK", topic="u"), False),
+        (EXPIRY_RULE, facts("UNKNOWN"), False),  # held: nothing known of the consumer
+        (replace(EXPIRY_RULE, topic_pattern="orders*"), facts("OK"), False),
+        (replace(EXPIRY_RULE, statuses=frozenset({"STALL"})), facts("OK"), False),
+        (replace(EXPIRY_RULE, level=GROUP), facts("OK"), True),
+        (DEFAULT, facts("OK"), False),  # a status rule ignores the diagnosis
+    ],
+)
+def test_a_rule_matches_producer_expiry(rule, p, matches):
+    matched = match_rule(rule, with_topic_codes([p], EXPIRING))
+    assert bool(matched.matching) is matches
+    if matches:
+        (subject,) = matched.matching.values()
+        assert "PRODUCER_EXPIRY" in subject.codes

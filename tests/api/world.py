@@ -13,6 +13,9 @@ from datetime import datetime, timedelta
 
 from django.utils import timezone
 
+from collectors.ingest_parsing import parse_librdkafka_stats
+from collectors.producer_deliveries import parse_deliveries
+from dashboard.monitoring.ingest_store import store_client_report
 from dashboard.monitoring.models import (
     Cluster,
     CollectionError,
@@ -26,6 +29,7 @@ from dashboard.monitoring.models import (
     SparkJobRun,
     StatusChange,
 )
+from tests.collectors.ingest_documents import producer_doc
 
 HOSTILE = 'evil"group\\with\nnewline{}</script>é'
 HOSTILE_TOPIC = 'topic"=\\x'
@@ -165,6 +169,16 @@ def build_world(now: datetime | None = None) -> World:
                                error="boom")  # fmt: skip
     SparkJobRun.objects.create(job="status", started_at=now, window_s=3600)  # running
     ServiceHeartbeat.objects.create(name="celery", at=now - timedelta(seconds=3))
+    # A producer with delivery counts: some expired (PRODUCER_EXPIRY on invoices).
+    doc = producer_doc()
+    doc["time"] = int(now.timestamp())
+    report = parse_librdkafka_stats(doc, None, int(now.timestamp() * 1000), host="10.0.0.5")
+    deliveries = parse_deliveries(
+        {"instance": "i-1", "counts": [
+            {"topic": "invoices", "partition": 0, "delivered": 10,
+             "failed": {"_MSG_TIMED_OUT": 2, "_MSG_SIZE_TOO_LARGE": 1}}]}
+    )  # fmt: skip
+    store_client_report(world.clusters["prod"], report, now, deliveries)
     return world
 
 

@@ -9,12 +9,18 @@ reads the result the way a user would, through ``manage.py lagwatch_status --jso
 
 from __future__ import annotations
 
+import http.cookiejar
+import json
+import subprocess
+import sys
 import time
+import urllib.parse
+import urllib.request
 from pathlib import Path
 
 import pytest
 
-from lab.stack import Stack
+from lab.stack import REPO, Stack
 from lab.workload.control import start_scenario
 from tests.lab_world import lagwatch_status
 from tests.waiting import wait_for
@@ -45,6 +51,83 @@ def everyone_reported(doc: dict) -> bool:
         and all(p["owner"] for p in kafka.values())
         and all(p["pending"] is not None for p in spouts.values())
     )
+
+
+def producer_expiry_is_shown(stack: Stack, endpoints: dict[str, str]) -> None:
+    """producer-expiry: its producer's `_MSG_TIMED_OUT` reports, counted by the client, arrive
+    exactly as the ingest's expired count, and show in lagwatch_status, /api/v1/producers/,
+    /metrics, the producers page and the page of a group reading the topic."""
+    result = start_scenario(endpoints["control"], "producer-expiry", timeout=300)["details"]
+    topic, client = result["topic"], result["client_id"]
+    print(f"producer-expiry: {result}")
+    # The broker was paused longer than the timeout: every record produced then expired,
+    # and the records before and after were delivered.
+    assert result["timed_out"] >= result["produced_during_pause"] > 0, result
+    assert result["failed_other"] == 0, result
+    assert result["delivered"] + result["timed_out"] == result["sent"], result
+
+    def pushed(doc: dict) -> dict | None:
+        rows = [p for p in doc["producers"] if p["client_id"] == client and p["topic"] == topic]
+        return rows[0] if rows and rows[0]["delivered"] == result["delivered"] else None
+
+    row = wait_for(lambda: pushed(lagwatch_status(stack.run_dir)), 120, "the final counts pushed")
+    assert row["expired"] == result["timed_out"], (row, result)
+    assert row["failed"] == 0 and row["failed_by_reason"] == {"_MSG_TIMED_OUT": row["expired"]}
+    doc = lagwatch_status(stack.run_dir)
+    (expiry,) = [e for e in doc["producer_expiry"] if e["topic"] == topic]
+    assert expiry["diagnosis"] == "PRODUCER_EXPIRY" and expiry["expired"] >= row["expired"]
+    sentence = f"{expiry['expired']} records expired before reaching the broker"
+    assert expiry["reason"].startswith(sentence)
+
+    env = stack.django_env()
+    token = _manage(env, "api_token", "create", "expiry-test", "--quiet").strip()
+    web = endpoints["web"].rstrip("/")
+    api = json.loads(_get(web, f"/api/v1/producers/?topic={topic}", token))
+    (api_row,) = [r for r in api["producers"] if r["client_id"] == client]
+    assert api_row["expired"] == row["expired"]
+    assert [e["expired"] for e in api["producer_expiry"]] == [expiry["expired"]]
+    metrics = _get(web, "/metrics", token)
+    series = f'lagwatch_producer_records_expired_total{{client_id="{client}",cluster="lab",topic="{topic}"}}'
+    assert f"{series} {float(row['expired'])}" in metrics, series
+    assert f'lagwatch_topic_producer_expiry{{cluster="lab",topic="{topic}"}} 1.0' in metrics
+
+    user = "lab"
+    password = _manage(env, "demo_user", user).strip()
+    opener = _logged_in(web, user, password)
+    page = opener.open(f"{web}/producers/", timeout=30).read().decode()
+    assert sentence in page and client in page
+    groups = json.loads(_get(web, "/api/v1/groups/?name=orders-processor", token))["results"]
+    group_page = opener.open(f"{web}/groups/{groups[0]['id']}/", timeout=30).read().decode()
+    assert sentence in group_page and "PRODUCER_EXPIRY" in group_page
+
+
+def _manage(env: dict[str, str], *args: str) -> str:
+    done = subprocess.run(
+        [sys.executable, "manage.py", *args], cwd=REPO, env=env, capture_output=True,
+        text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout
+
+
+def _get(web: str, path: str, token: str) -> str:
+    request = urllib.request.Request(web + path, headers={"Authorization": f"Bearer {token}"})
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return response.read().decode()
+
+
+def _logged_in(web: str, user: str, password: str) -> urllib.request.OpenerDirector:
+    jar = http.cookiejar.CookieJar()
+    opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
+    opener.open(f"{web}/accounts/login/", timeout=30).read()
+    csrf = next(c.value for c in jar if c.name == "csrftoken")
+    form = {"username": user, "password": password, "csrfmiddlewaretoken": csrf}
+    request = urllib.request.Request(
+        f"{web}/accounts/login/", data=urllib.parse.urlencode(form).encode(),
+        headers={"Referer": f"{web}/accounts/login/"},
+    )  # fmt: skip
+    opener.open(request, timeout=30).read()
+    return opener
 
 
 def test_scenarios_show_up_in_lagwatch_status(tmp_path: Path) -> None:
@@ -108,5 +191,9 @@ def test_scenarios_show_up_in_lagwatch_status(tmp_path: Path) -> None:
         assert causes & {"member_joined", "member_left"}, later["rebalances"]
         assert any(r["group"] == "payments-ledger" for r in later["rebalances"])
         assert later["errors"] == []
+
+        # Last, because it pauses the broker under every client of this stack: nothing is
+        # asserted about the other scenarios after it.
+        producer_expiry_is_shown(stack, endpoints)
     finally:
         stack.down()

@@ -18,6 +18,7 @@ ENDPOINTS = (
     ("status", "api:status"),
     ("status_changes", "api:status-changes"),
     ("rebalances", "api:rebalances"),
+    ("producers", "api:producers"),
     ("alerts", "api:alerts"),
     ("reports", "api:reports"),
     ("openapi", "api:openapi"),

@@ -10,7 +10,9 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
+from dashboard.monitoring.ingest_store import stored_producers
 from dashboard.monitoring.models import ConsumerGroup
+from dashboard.monitoring.producers import expiry_rows, topic_expiry
 from dashboard.ui import charts
 from dashboard.ui.params import PARTITION_SORTS, RANGES, STATUSES_WORST_FIRST, BadParam, group_view
 from dashboard.ui.queries import group as q
@@ -51,6 +53,14 @@ def _figures(g: ConsumerGroup, view, rows, now) -> dict[str, Any]:
     return {"figures": figs, "series_kind": s["kind"], "members": members, "events": events}
 
 
+def _producer_expiry(g: ConsumerGroup, rows) -> list[dict[str, Any]]:
+    """PRODUCER_EXPIRY of each topic the group reads: records it will never see, which its
+    lag cannot show."""
+    topics = {r["topic"] for r in rows}
+    stored = stored_producers(g.cluster.name)
+    return [e for e in expiry_rows(topic_expiry(stored)) if e["topic"] in topics]
+
+
 def _live(g: ConsumerGroup, view, rows) -> dict[str, Any]:
     t = q.table(rows, view)
     return page_context(
@@ -60,6 +70,7 @@ def _live(g: ConsumerGroup, view, rows) -> dict[str, Any]:
         membership=q.membership(g),
         table=t,
         unreachable=unreachable_sources([g.cluster_id]),
+        producer_expiry=_producer_expiry(g, rows),
         sorts=[
             {
                 "key": k,
