@@ -30,3 +30,23 @@ class BrokerPurgatory(models.Model):
 
     def __str__(self) -> str:
         return f"{self.cluster_id}/{self.broker}"
+
+    def document(self) -> dict:
+        """The broker as ``/api/v1/clusters/<name>/`` and ``lagwatch_status --json`` show it."""
+
+        def iso(at):  # the API's form: UTC with a Z
+            return None if at is None else at.isoformat().replace("+00:00", "Z")
+
+        return {
+            "broker": self.broker,
+            "url": self.url,
+            "fetch_purgatory": self.fetch_purgatory,
+            "produce_purgatory": self.produce_purgatory,
+            "fetch_watched": self.fetch_watched,
+            "produce_watched": self.produce_watched,
+            "fetch_expirations_per_s": self.fetch_expires_per_s,
+            "produce_expirations_per_s": self.produce_expires_per_s,
+            "as_of": iso(self.as_of),
+            "checked_at": iso(self.checked_at),
+            "error": self.error or None,
+        }
