@@ -11,8 +11,9 @@ UNKNOWN 0, OK 1, WARN 2, ERR 3, STOP 4, STALL 5, REWIND 6. Groups also get one-h
 Label values (group, topic names) are escaped by ``prometheus_client``.
 
 Brokers (DOMAIN §5): ``lagwatch_broker_purgatory_size{cluster,broker,operation}`` (fetch,
-produce), ``lagwatch_broker_purgatory_watched``, ``lagwatch_broker_purgatory_expirations_per_second``
-and ``lagwatch_broker_metrics_up{cluster,broker}``, from ``BrokerPurgatory``.
+produce), ``lagwatch_broker_purgatory_watched``,
+``lagwatch_broker_purgatory_expirations_per_second`` and
+``lagwatch_broker_metrics_up{cluster,broker}``, from ``BrokerPurgatory``.
 
 Membership: ``lagwatch_group_generation`` (labelled with Kafka's group type, ``""`` where not
 Kafka or unknown), ``lagwatch_group_last_commit_timestamp_seconds`` and the counter

@@ -14,8 +14,8 @@ from datetime import datetime, timedelta
 from django.utils import timezone
 
 from dashboard.monitoring.models import (
-    Cluster,
     BrokerPurgatory,
+    Cluster,
     CollectionError,
     ConsumerGroup,
     LagRollup,
