@@ -82,7 +82,7 @@ def test_fetch_purgatory_shows_on_the_page_the_api_and_metrics(lab_world) -> Non
 
     started = lab_world.start_scenario("fetch-purgatory", consumers=CONSUMERS)
     try:
-        assert started["consumers"] == CONSUMERS
+        assert started["details"]["consumers"] == CONSUMERS
         parked = lab_world.wait_until(
             lambda d: (b := _broker(d)) and (b["fetch_purgatory"] or 0) >= CONSUMERS and b,
             PARKED_TIMEOUT_S, f"lagwatch_status: fetch purgatory >= {CONSUMERS}",

@@ -69,3 +69,12 @@ def test_overview_links_the_cluster_page(web: Client) -> None:
     world.partitions(world.group(world.cluster("b"), "g"), 1)
     body = web.get(reverse("ui:overview")).content.decode()
     assert reverse("ui:cluster", args=["prod"]) in body
+
+
+def test_a_broker_metrics_outage_banner_says_lag_is_not_affected(web: Client) -> None:
+    c = world.cluster()
+    world.health(c, "broker_metrics", reachable=False, error="Connection refused")
+    body = web.get(reverse("ui:overview")).content.decode()
+    assert "Broker metrics of cluster prod unreachable" in body
+    assert "consumer lag and statuses do not depend on them" in body
+    assert "not a stuck consumer" not in body
