@@ -18,6 +18,7 @@ KRaft) on free local ports. The Kafka cycle reads the first one, filled as
 from __future__ import annotations
 
 import argparse
+import shutil
 import statistics
 import sys
 import tempfile
@@ -41,11 +42,14 @@ def main() -> int:
     args = parser.parse_args()
     from lab.stack import Stack
 
+    runs: list[str] = []
     with ExitStack() as cleanup:
         endpoints = []
         t0 = time.perf_counter()
         for i in range(BROKERS):
-            tmp = cleanup.enter_context(tempfile.TemporaryDirectory(prefix=f"bench-purg-{i}-"))
+            # Kept when the run fails (the brokers' logs say why); removed after a good run.
+            tmp = tempfile.mkdtemp(prefix=f"bench-purg-{i}-")
+            runs.append(tmp)
             stack = Stack(Path(tmp))
             endpoints.append(stack.up(["kafka"]))
             cleanup.callback(stack.down)
@@ -81,6 +85,8 @@ def main() -> int:
             with_scrape.broker_metrics.collect(int(time.time() * 1000))
             scrape_only.append(time.perf_counter() - t)
 
+    for tmp in runs:
+        shutil.rmtree(tmp, ignore_errors=True)
     med = {k: statistics.median(v) for k, v in timings.items()}
     print(f"\nKafka cycle, {args.groups} groups x 50 partitions, {args.reps} alternating runs each")
     print(f"{'variant':<34}{'median s':>10}{'min s':>9}{'max s':>9}")

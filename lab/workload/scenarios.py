@@ -431,14 +431,16 @@ class FetchPurgatory(Scenario):
     with `fetch.min.bytes` 1 MiB and `fetch.wait.max.ms` 30000 (DOMAIN §5). Nothing is
     produced there, so each fetch they send waits in the broker's fetch purgatory until it
     expires 30 s later, and the next one takes its place at once. Lagwatch shows it on the
-    cluster page (`/clusters/lab/`, Brokers: fetch purgatory >= `consumers`), in
+    cluster page (`/clusters/lab/`, Brokers: the fetch purgatory up by `consumers` over what
+    the world's other clients keep parked for up to 500 ms each), in
     `/api/v1/clusters/lab/` (`brokers[].fetch_purgatory`), in `/metrics`
     (`lagwatch_broker_purgatory_size{operation="fetch"}`) and in `lagwatch_status --json`
     (`brokers`), with fetch expirations at about `consumers`/30 per second once two cycles
     have been scraped. No group status changes: the consumers are assigned their partitions
     by hand (no group membership) and never commit. Stop closes them: the fetch purgatory
-    goes back to about 0 within a cycle (Kafka's own `PurgatorySize`, shown as "watched" in
-    the API, keeps completed fetches until its next purge)."""
+    goes back where it was once their last fetches expire (within 30 s; Kafka's own
+    `PurgatorySize`, shown as "watched" in the API, keeps completed fetches until its next
+    purge)."""
 
     name = "fetch-purgatory"
     params = (
