@@ -76,6 +76,7 @@ def assemble_cycle(
         if result.source is Source.KAFKA and result.groups:
             result = _with_groups(result, apply_client_reports(result.groups, reports))
         outcome.groups.extend(result.groups)
+        outcome.brokers.extend(result.brokers)
         outcome.rebalances.extend(memory.tracker.observe(result, now_ms))
 
     commits = [c for r in results if r.reachable for c in r.commits]

@@ -1,7 +1,8 @@
 """The adapters of one monitored cluster, read in parallel once per cycle. No Django.
 
-A cycle's wall time is the slowest source's, not the sum: ZooKeeper, Kafka and the Storm UI
-are read on their own threads at once. Topics that only ZooKeeper consumers or Storm spouts
+A cycle's wall time is the slowest source's, not the sum: ZooKeeper, Kafka, the Storm UI and
+the brokers' metrics endpoints (purgatory figures, ``collectors.broker_metrics``) are read on
+their own threads at once. Topics that only ZooKeeper consumers or Storm spouts
 read need broker offsets too (the Kafka cycle's own call covers group topics). Which topics
 those are, only the ZooKeeper walk says; but they rarely change, so their ListOffsets is
 issued at the start of the cycle, on the previous cycle's topics, beside the walk, and a
@@ -32,6 +33,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from collectors.broker_metrics import BrokerMetricsSource
 from collectors.kafka import KafkaSource
 from collectors.records import CollectionResult, PartitionOffsets, Source, SourceError
 from collectors.storm_ui import StormUISource
@@ -60,6 +62,7 @@ class ClusterSettings:
     storm_spout_roots: tuple[str, ...] = ()
     zk_consumers: bool = False
     storm_ui_url: str | None = None
+    broker_metrics_urls: tuple[str, ...] = ()
     timeout_s: float = 10.0
 
     def fingerprint(self) -> tuple:
@@ -67,7 +70,7 @@ class ClusterSettings:
         return (
             self.kafka_bootstrap_servers, tuple(sorted(self.kafka_config.items())),
             self.read_consumer_offsets_topic, self.zk_hosts, self.storm_spout_roots,
-            self.zk_consumers, self.storm_ui_url, self.timeout_s,
+            self.zk_consumers, self.storm_ui_url, self.broker_metrics_urls, self.timeout_s,
         )  # fmt: skip
 
 
@@ -77,6 +80,7 @@ class ClusterSources:
         self.kafka: KafkaSource | None = None
         self.zookeeper: ZooKeeperSource | None = None
         self.storm_ui: StormUISource | None = None
+        self.broker_metrics: BrokerMetricsSource | None = None
         if settings.kafka_bootstrap_servers:
             self.kafka = KafkaSource(
                 settings.kafka_bootstrap_servers,
@@ -93,8 +97,12 @@ class ClusterSources:
             )
         if settings.storm_ui_url:
             self.storm_ui = StormUISource(settings.storm_ui_url, settings.timeout_s)
+        if settings.broker_metrics_urls:
+            self.broker_metrics = BrokerMetricsSource(
+                settings.broker_metrics_urls, settings.timeout_s
+            )
         self._pool = ThreadPoolExecutor(
-            max_workers=3, thread_name_prefix=f"collect-{settings.name}"
+            max_workers=4, thread_name_prefix=f"collect-{settings.name}"
         )
         # Topics only ZooKeeper consumers or spouts read, as of the last cycle that read
         # ZooKeeper: the early ListOffsets of the next cycle.
@@ -102,7 +110,7 @@ class ClusterSources:
         self._kafka_reachable = False  # the last cycle reached the broker
 
     def close(self) -> None:
-        for adapter in (self.kafka, self.zookeeper):
+        for adapter in (self.kafka, self.zookeeper, self.broker_metrics):
             if adapter is not None:
                 adapter.close()
         self._pool.shutdown(wait=False)
@@ -116,6 +124,8 @@ class ClusterSources:
             adapters.append((Source.ZOOKEEPER, self.zookeeper.collect))
         if self.storm_ui is not None:
             adapters.append((Source.STORM, self.storm_ui.collect))
+        if self.broker_metrics is not None:
+            adapters.append((Source.BROKER_METRICS, self.broker_metrics.collect))
         futures = [
             (source, self._pool.submit(_guarded, source, fn, now_ms)) for source, fn in adapters
         ]

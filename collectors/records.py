@@ -18,6 +18,9 @@ class Source(StrEnum):
     KAFKA = "kafka"
     ZOOKEEPER = "zookeeper"
     STORM = "storm"
+    # A broker's Prometheus JMX exporter (purgatory figures, DOMAIN §5). Its outage hides no
+    # consumer's figures: it is a warning about the brokers, never a stale partition.
+    BROKER_METRICS = "broker_metrics"
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,6 +149,30 @@ class RecordedDeletion:
 
 
 @dataclass(frozen=True, slots=True)
+class BrokerFigures:
+    """One broker's delayed operations as its metrics endpoint said (DOMAIN §5).
+
+    ``broker`` is the endpoint's ``host:port`` (the exporter does not name the broker id).
+    ``*_purgatory``: operations parked now (Kafka's ``NumDelayedOperations``); ``*_watched``:
+    Kafka's ``PurgatorySize`` (watcher entries, completed operations included until the next
+    purge). ``*_expires_per_s``: expirations per second between this scrape and the previous
+    one (None on the first scrape, after a counter reset, or when the broker has not created
+    the meter yet). ``error`` set: the scrape failed and every figure is None.
+    """
+
+    broker: str
+    url: str
+    as_of_ms: int
+    fetch_purgatory: int | None = None
+    produce_purgatory: int | None = None
+    fetch_watched: int | None = None
+    produce_watched: int | None = None
+    fetch_expires_per_s: float | None = None
+    produce_expires_per_s: float | None = None
+    error: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class SourceError:
     """A problem confined to one place of one source; the cycle goes on."""
 
@@ -176,3 +203,5 @@ class CollectionResult:
     generation_changes: list[GenerationChange] = field(default_factory=list)
     # Groups and commits the source recorded as removed (``__consumer_offsets`` tombstones).
     deletions: list[RecordedDeletion] = field(default_factory=list)
+    # Brokers' purgatory figures (``Source.BROKER_METRICS`` only), one per endpoint.
+    brokers: list[BrokerFigures] = field(default_factory=list)

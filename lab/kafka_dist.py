@@ -8,6 +8,14 @@ only reads the folder and says how to fill it when it is missing.
 
 The broker runs in KRaft combined mode (one process, broker and controller), formatted and
 configured by ``lab.services``; this module only knows where the jars are.
+
+The Prometheus JMX exporter agent (``io.prometheus.jmx:jmx_prometheus_javaagent``, scope
+``provided`` in the pom) is copied into a folder of its own beside ``libs``: it is loaded with
+``-javaagent``, never put on the broker's classpath. The cache folder is shared by every
+checkout on a machine, so an older cache (fetched before the agent was pinned) is completed
+*additively*: the agent is copied into a temporary folder and renamed into place, ``libs`` is
+never touched, and ``.complete`` (which lists what the folder holds) is replaced atomically.
+A concurrent reader of the old cache keeps working throughout.
 """
 
 from __future__ import annotations
@@ -17,6 +25,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 POM = Path(__file__).resolve().parent / "kafka" / "pom.xml"
@@ -24,12 +33,24 @@ POM = Path(__file__).resolve().parent / "kafka" / "pom.xml"
 _COMPLETE = ".complete"
 
 
+AGENT_ARTIFACT = "jmx_prometheus_javaagent"
+
+
+def _pinned(prop: str) -> str:
+    match = re.search(rf"<{re.escape(prop)}>([^<]+)</{re.escape(prop)}>", POM.read_text())
+    if match is None:
+        raise RuntimeError(f"no <{prop}> in {POM}")
+    return match.group(1).strip()
+
+
 def kafka_version() -> str:
     """The pinned version, read from the pom (the one place it is written)."""
-    match = re.search(r"<kafka\.version>([^<]+)</kafka\.version>", POM.read_text())
-    if match is None:
-        raise RuntimeError(f"no <kafka.version> in {POM}")
-    return match.group(1).strip()
+    return _pinned("kafka.version")
+
+
+def agent_version() -> str:
+    """The pinned JMX exporter agent version (the pom's ``jmx.exporter.version``)."""
+    return _pinned("jmx.exporter.version")
 
 
 def cache_root() -> Path:
@@ -44,6 +65,32 @@ def libs_dir(version: str | None = None) -> Path:
     return cache_root() / f"kafka-{version or kafka_version()}" / "libs"
 
 
+def agent_jar(version: str | None = None) -> Path:
+    """Where the JMX exporter agent jar is (or will be) in the cache."""
+    v = version or agent_version()
+    return (
+        cache_root()
+        / f"kafka-{kafka_version()}"
+        / f"jmx-exporter-{v}"
+        / f"{AGENT_ARTIFACT}-{v}.jar"
+    )
+
+
+def _marker_lines() -> list[str]:
+    return [kafka_version(), f"{AGENT_ARTIFACT} {agent_version()}"]
+
+
+def installed_agent() -> Path:
+    """The agent jar, or a FileNotFoundError that says how to get it."""
+    jar = agent_jar()
+    if not jar.exists():
+        raise FileNotFoundError(
+            f"the Prometheus JMX exporter agent {agent_version()} is not in {jar.parent}: run "
+            "scripts/setup (or `python -m lab.kafka_dist`), which fetches it from Maven Central"
+        )
+    return jar
+
+
 def installed_libs() -> Path:
     """The jars' folder, or a FileNotFoundError that says how to get them."""
     libs = libs_dir()
@@ -55,27 +102,66 @@ def installed_libs() -> Path:
     return libs
 
 
-def fetch(quiet: bool = True) -> Path:
-    """Copy the broker's jars into the cache (idempotent: a complete folder is kept)."""
-    libs = libs_dir()
-    done = libs.parent / _COMPLETE
-    if done.exists():
-        return libs
+def _copy_dependencies(scope: str, into: Path, quiet: bool) -> None:
     mvn = shutil.which("mvn")
     if mvn is None:
         raise FileNotFoundError("mvn not found (apt-get install -y maven)")
-    shutil.rmtree(libs, ignore_errors=True)
-    libs.mkdir(parents=True)
     command = [
         mvn, "-B", "-Dstyle.color=never", "-f", str(POM), "dependency:copy-dependencies",
-        "-DincludeScope=runtime", f"-DoutputDirectory={libs}",
+        f"-DincludeScope={scope}", f"-DoutputDirectory={into}",
     ]  # fmt: skip
     if quiet:
         command.insert(1, "-q")
     subprocess.run(command, check=True, stdin=subprocess.DEVNULL)
-    if not any(libs.glob(f"kafka_2.13-{kafka_version()}.jar")):
-        raise RuntimeError(f"Maven did not bring kafka_2.13-{kafka_version()}.jar into {libs}")
-    done.write_text(kafka_version() + "\n")
+
+
+def _fetch_agent(quiet: bool) -> Path:
+    """Copy the agent into a temporary folder, then rename it into place: additive, and a
+    reader never sees a half-copied jar."""
+    jar = agent_jar()
+    if jar.exists():
+        return jar
+    tmp = Path(tempfile.mkdtemp(prefix=".jmx-exporter-", dir=jar.parent.parent))
+    try:
+        # "provided" holds the agent alone (the broker's jars are "compile"/"runtime").
+        _copy_dependencies("provided", tmp, quiet)
+        if not (tmp / jar.name).exists():
+            raise RuntimeError(f"Maven did not bring {jar.name} into {tmp}")
+        for other in tmp.iterdir():
+            if other.name != jar.name:
+                other.unlink()
+        tmp.chmod(0o755)  # mkdtemp's 0700 would hide the agent from other users' brokers
+        try:
+            tmp.rename(jar.parent)
+        except OSError:
+            if not jar.exists():  # not a concurrent fetch that won the race
+                raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return jar
+
+
+def fetch(quiet: bool = True) -> Path:
+    """Copy the broker's jars and the agent into the cache (idempotent: what is complete is
+    kept; a cache from before the agent gets the agent added, ``libs`` untouched)."""
+    libs = libs_dir()
+    done = libs.parent / _COMPLETE
+    if (
+        done.exists()
+        and done.read_text().split("\n")[:2] == _marker_lines()
+        and agent_jar().exists()
+    ):
+        return libs
+    if not done.exists():
+        shutil.rmtree(libs, ignore_errors=True)
+        libs.mkdir(parents=True)
+        _copy_dependencies("runtime", libs, quiet)
+        if not any(libs.glob(f"kafka_2.13-{kafka_version()}.jar")):
+            raise RuntimeError(f"Maven did not bring kafka_2.13-{kafka_version()}.jar into {libs}")
+    _fetch_agent(quiet)
+    tmp_marker = libs.parent / f"{_COMPLETE}.{os.getpid()}"
+    tmp_marker.write_text("\n".join(_marker_lines()) + "\n")
+    os.replace(tmp_marker, done)  # atomic: a reader sees the old marker or the new one
     return libs
 
 

@@ -264,8 +264,22 @@ def _kafka_prepare(ctx: Context, env: dict[str, str], log: Path) -> None:
         )  # fmt: skip
 
 
+JMX_EXPORTER_CONFIG = REPO / "lab" / "kafka" / "jmx-exporter.yaml"
+
+
+def broker_metrics_url(ctx: Context) -> str:
+    """The lab broker's Prometheus JMX exporter endpoint (its purgatory figures)."""
+    return f"{ctx.url('kafka_metrics')}/metrics"
+
+
 def _kafka_argv(ctx: Context) -> list[str]:
-    return [*_kafka_java(ctx), "kafka.Kafka", str(_kafka_dir(ctx) / "server.properties")]
+    """The broker with the Prometheus JMX exporter agent on the stack's ``kafka_metrics`` port
+    (bound to loopback: ``host:port`` in the agent's argument)."""
+    from lab.kafka_dist import installed_agent
+
+    java = _kafka_java(ctx)
+    agent = f"-javaagent:{installed_agent()}={ctx.addr('kafka_metrics')}:{JMX_EXPORTER_CONFIG}"
+    return [java[0], agent, *java[1:], "kafka.Kafka", str(_kafka_dir(ctx) / "server.properties")]
 
 
 def _kafka_ready(ctx: Context, log: str) -> bool:
@@ -517,12 +531,15 @@ SERVICES: dict[str, ServiceSpec] = {
         ),
         ServiceSpec(
             name="kafka",
-            ports=("kafka", "kafka_controller"),
+            ports=("kafka", "kafka_controller", "kafka_metrics"),
             reset=_kafka_reset,
             prepare=_kafka_prepare,
             argv=_kafka_argv,
             ready=_kafka_ready,
-            endpoints=lambda ctx: {"kafka": ctx.addr("kafka")},
+            endpoints=lambda ctx: {
+                "kafka": ctx.addr("kafka"),
+                "kafka_metrics": broker_metrics_url(ctx),
+            },
             ready_timeout_s=90.0,
             stop_grace_s=30.0,  # a controlled shutdown: logs flushed, leadership handed over
         ),

@@ -33,6 +33,7 @@ from lab.services import (
     SERVICES,
     Context,
     ServiceSpec,
+    broker_metrics_url,
     django_env,
     private_redis_url,
     redis_ping,
@@ -601,4 +602,6 @@ def clusters_yaml(ctx: Context) -> str:
     ]
     storm_ui = ctx.url("storm_ui") if "storm_ui" in ctx.ports else None
     lines.append(f"    storm_ui_url: {json.dumps(storm_ui)}")  # JSON's null is YAML's null
+    if "kafka_metrics" in ctx.ports:  # the broker's JMX exporter agent (purgatory figures)
+        lines.append(f"    broker_metrics_urls: [{json.dumps(broker_metrics_url(ctx))}]")
     return "\n".join(lines) + "\n"

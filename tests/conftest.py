@@ -40,6 +40,8 @@ class LabServices:
         endpoints = stack.endpoints()
         self.zk_hosts: str = endpoints["zookeeper"]
         self.bootstrap: str = endpoints["kafka"]
+        # The broker's Prometheus JMX exporter agent (purgatory figures).
+        self.broker_metrics_url: str = endpoints["kafka_metrics"]
 
     @property
     def run_dir(self) -> Path:

@@ -5,7 +5,8 @@ fixture for the whole suite; test modules must not import it (a second import wo
 second session fixture, and a second stack).
 
 Each test owns the scenario and the groups it touches (the browser test: ``dead-consumer`` on
-payments-ledger and an XSS-named group; alerts: ``poison-message`` on orders-spout) and
+payments-ledger and an XSS-named group; alerts: ``poison-message`` on orders-spout; broker
+purgatory: ``fetch-purgatory``, whose consumers are group-less and commit nothing) and
 asserts only about those. ``tests/lab/test_lab_verdicts.py`` keeps a stack of its own: it
 checks that untouched groups stay OK for its whole run.
 

@@ -19,11 +19,13 @@ __all__ = ["STALE_WHEN_UNREACHABLE", "Staleness", "hidden_by"]
 
 # Whose figures go stale when an adapter cannot reach its system: a ZooKeeper outage hides
 # both ZooKeeper consumers and Storm spouts (spouts keep their offsets there); a Storm UI
-# outage only loses spout counts, the offsets still come from ZooKeeper.
+# outage only loses spout counts, the offsets still come from ZooKeeper; a broker metrics
+# endpoint down loses only purgatory figures.
 STALE_WHEN_UNREACHABLE: dict[Source, tuple[Source, ...]] = {
     Source.KAFKA: (Source.KAFKA,),
     Source.ZOOKEEPER: (Source.ZOOKEEPER, Source.STORM),
     Source.STORM: (),
+    Source.BROKER_METRICS: (),  # brokers' purgatory figures: no consumer's lag depends on them
 }
 
 

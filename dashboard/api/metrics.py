@@ -10,6 +10,11 @@ UNKNOWN 0, OK 1, WARN 2, ERR 3, STOP 4, STALL 5, REWIND 6. Groups also get one-h
 ``lagwatch_group_status_is{status="…"}`` (1 for the current status, 0 for the others).
 Label values (group, topic names) are escaped by ``prometheus_client``.
 
+Brokers (DOMAIN §5): ``lagwatch_broker_purgatory_size{cluster,broker,operation}`` (fetch,
+produce), ``lagwatch_broker_purgatory_watched``,
+``lagwatch_broker_purgatory_expirations_per_second`` and
+``lagwatch_broker_metrics_up{cluster,broker}``, from ``BrokerPurgatory``.
+
 Membership: ``lagwatch_group_generation`` (labelled with Kafka's group type, ``""`` where not
 Kafka or unknown), ``lagwatch_group_last_commit_timestamp_seconds`` and the counter
 ``lagwatch_group_rebalances_total``. The counter counts the group's stored rebalance events:
@@ -40,6 +45,7 @@ from collectors.rebalance import LIFECYCLE_CAUSES
 from dashboard.monitoring.ingest_store import stored_producers
 from dashboard.monitoring.membership import group_type
 from dashboard.monitoring.models import (
+    BrokerPurgatory,
     CollectionError,
     ConsumerGroup,
     PartitionState,
@@ -90,6 +96,7 @@ class LagwatchCollector:
         yield from self._lag(groups)
         yield from self._membership(groups)
         yield from self._sources(now)
+        yield from self._brokers()
         yield from self._spark_jobs(now)
         yield from self._heartbeats(now)
         yield from self._producers(now)
@@ -267,6 +274,43 @@ class LagwatchCollector:
         ):
             errors.add_metric([cluster, source], n)
         yield from (up, age, last, duration, failures, errors)
+
+    def _brokers(self) -> Iterator[Metric]:
+        """Brokers' delayed operations (DOMAIN §5), from their metrics endpoints. A broker
+        whose latest scrape failed keeps its last figures here, with ``up`` 0 and the time
+        they were read, as the pages show them."""
+        broker = ["cluster", "broker"]
+        operation = [*broker, "operation"]
+        size = _gauge("lagwatch_broker_purgatory_size",
+                      "Delayed operations waiting in the broker's purgatory "
+                      "(Kafka's NumDelayedOperations).", operation)  # fmt: skip
+        watched = _gauge("lagwatch_broker_purgatory_watched",
+                         "Kafka's PurgatorySize: watcher entries, completed operations "
+                         "included until the next purge.", operation)  # fmt: skip
+        expirations = _gauge("lagwatch_broker_purgatory_expirations_per_second",
+                             "Delayed operations that expired per second, between the last "
+                             "two scrapes.", operation)  # fmt: skip
+        up = _gauge("lagwatch_broker_metrics_up",
+                    "1 if the broker's metrics endpoint answered at the last cycle.",
+                    broker)  # fmt: skip
+        as_of = _gauge("lagwatch_broker_metrics_last_success_timestamp_seconds",
+                       "When the broker's figures were read (Unix time).", broker)  # fmt: skip
+        for b in BrokerPurgatory.objects.select_related("cluster").order_by(
+            "cluster__name", "broker"
+        ):
+            labels = [b.cluster.name, b.broker]
+            up.add_metric(labels, 0.0 if b.error else 1.0)
+            if b.as_of is not None:
+                as_of.add_metric(labels, b.as_of.timestamp())
+            for op in ("fetch", "produce"):
+                for family, value in (
+                    (size, getattr(b, f"{op}_purgatory")),
+                    (watched, getattr(b, f"{op}_watched")),
+                    (expirations, getattr(b, f"{op}_expires_per_s")),
+                ):
+                    if value is not None:
+                        family.add_metric([*labels, op], value)
+        yield from (size, watched, expirations, up, as_of)
 
     def _spark_jobs(self, now) -> Iterator[Metric]:
         job = ["job"]

@@ -343,6 +343,34 @@ SCHEMAS: dict[str, Schema] = {
                 "type": "array",
                 "items": obj({"source": STRING, "where": STRING, "error": STRING, "at": TIME}),
             },
+            "brokers": {
+                "type": "array",
+                "description": "Each broker's delayed operations (purgatory), as its metrics "
+                "endpoint (broker_metrics_urls) last said. error set: the latest scrape "
+                "failed and the figures are those of as_of.",
+                "items": obj(
+                    {
+                        "broker": {**STRING, "description": "The endpoint's host:port."},
+                        "url": STRING,
+                        "fetch_purgatory": {
+                            **nullable(INTEGER),
+                            "description": "Delayed fetches waiting now (NumDelayedOperations).",
+                        },
+                        "produce_purgatory": nullable(INTEGER),
+                        "fetch_watched": {
+                            **nullable(INTEGER),
+                            "description": "Kafka's PurgatorySize: watcher entries, completed "
+                            "operations included until the next purge.",
+                        },
+                        "produce_watched": nullable(INTEGER),
+                        "fetch_expirations_per_s": nullable(NUMBER),
+                        "produce_expirations_per_s": nullable(NUMBER),
+                        "as_of": nullable(TIME),
+                        "checked_at": nullable(TIME),
+                        "error": nullable(STRING),
+                    }
+                ),
+            },
         }
     ),
     "MemberDetail": MEMBER_DETAIL,
@@ -874,7 +902,8 @@ PATHS: dict[str, Schema] = {
     "/clusters/{name}/": {
         "get": get(
             "getCluster",
-            "One cluster, with source health and the latest collection errors",
+            "One cluster, with source health, the latest collection errors and its brokers' "
+            "purgatory figures",
             [path_param("name", STRING, "Cluster name.")],
             {"200": ok(ref("ClusterDetail"))},
             "400",

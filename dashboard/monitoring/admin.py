@@ -1,6 +1,7 @@
 from django.contrib import admin
 
 from dashboard.monitoring.models import (
+    BrokerPurgatory,
     Cluster,
     CollectionError,
     ServiceHeartbeat,
@@ -12,6 +13,7 @@ from dashboard.monitoring.models import (
 @admin.register(Cluster)
 class ClusterAdmin(admin.ModelAdmin):
     list_display = ("name", "enabled", "kafka_bootstrap_servers", "zk_hosts", "poll_interval_s")
+    # broker_metrics_urls is edited as JSON (a list of URLs); its validator names the bad one.
     list_filter = ("enabled",)
     search_fields = ("name", "kafka_bootstrap_servers", "zk_hosts")
 
@@ -37,6 +39,13 @@ class SourceHealthAdmin(ReadOnlyAdmin):
     list_display = ("cluster", "source", "reachable", "last_success_at", "last_error_at",
                     "last_duration_s", "consecutive_failures")  # fmt: skip
     list_filter = ("reachable", "source")
+
+
+@admin.register(BrokerPurgatory)
+class BrokerPurgatoryAdmin(ReadOnlyAdmin):
+    list_display = ("cluster", "broker", "fetch_purgatory", "produce_purgatory",
+                    "fetch_expires_per_s", "as_of", "error")  # fmt: skip
+    list_filter = ("cluster",)
 
 
 @admin.register(CollectionError)

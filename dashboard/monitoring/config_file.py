@@ -10,13 +10,38 @@ import math
 import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
 import yaml
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 # The columns' lengths (``Cluster``): PostgreSQL refuses a longer value, so the file does too.
 MAX_HOSTS = 1000  # kafka.bootstrap_servers, zookeeper.hosts
-MAX_URL = 200  # storm_ui_url
+MAX_URL = 200  # storm_ui_url, each of broker_metrics_urls
+MAX_BROKER_METRICS_URLS = 100
+
+
+def metrics_url_problem(value: object) -> str | None:
+    """Why ``value`` is not a broker metrics URL (None: it is one). Shared by the file and
+    the model's validator, so the admin and an import refuse the same things."""
+    if not isinstance(value, str) or not value.strip():
+        return "expected a non-empty string"
+    url = value.strip()
+    if len(url) > MAX_URL:
+        return f"at most {MAX_URL} characters"
+    split = urlsplit(url)
+    if split.scheme not in ("http", "https"):
+        return "expected an http:// or https:// URL"
+    try:
+        host = split.hostname
+        split.port  # noqa: B018 - raises on a port that is not a number or out of range
+    except ValueError as exc:
+        return f"not a valid URL: {exc}"
+    if not host:
+        return "the URL names no host"
+    if any(c.isspace() for c in url):
+        return "a URL has no spaces"
+    return None
 
 
 class ConfigError(ValueError):
@@ -40,6 +65,8 @@ class ClusterConfig:
     storm_spout_roots: list[str] = field(default_factory=list)
     zk_consumers: bool = False
     storm_ui_url: str | None = None
+    # The brokers' Prometheus JMX exporter endpoints (purgatory figures, DOMAIN §5).
+    broker_metrics_urls: list[str] = field(default_factory=list)
 
     def as_file_entry(self) -> dict[str, Any]:
         """The cluster in the file's nested shape (export is the inverse of import)."""
@@ -57,6 +84,8 @@ class ClusterConfig:
                 "zk_consumers": self.zk_consumers,
             }
         entry["storm_ui_url"] = self.storm_ui_url
+        if self.broker_metrics_urls:
+            entry["broker_metrics_urls"] = list(self.broker_metrics_urls)
         return entry
 
     def as_fields(self) -> dict[str, Any]:
@@ -190,7 +219,9 @@ def parse_config(text: str) -> list[ClusterConfig]:
 
 
 def _cluster(reader: _Reader) -> ClusterConfig:
-    keys = reader.mapping({"name", "poll_interval_s", "kafka", "zookeeper", "storm_ui_url"})
+    keys = reader.mapping(
+        {"name", "poll_interval_s", "kafka", "zookeeper", "storm_ui_url", "broker_metrics_urls"}
+    )
     if "name" not in keys:
         raise reader.fail("missing 'name'")
     name = keys["name"].string()
@@ -238,6 +269,19 @@ def _cluster(reader: _Reader) -> ClusterConfig:
         if url is not None and not url.startswith(("http://", "https://")):
             raise keys["storm_ui_url"].fail("expected an http:// or https:// URL")
         fields["storm_ui_url"] = url
+    if "broker_metrics_urls" in keys:
+        items = keys["broker_metrics_urls"].sequence()
+        if len(items) > MAX_BROKER_METRICS_URLS:
+            raise keys["broker_metrics_urls"].fail(f"at most {MAX_BROKER_METRICS_URLS} URLs")
+        urls: list[str] = []
+        for item in items:
+            value = item.plain()
+            if (problem := metrics_url_problem(value)) is not None:
+                raise item.fail(problem)
+            if value.strip() in urls:
+                raise item.fail("listed twice")
+            urls.append(value.strip())
+        fields["broker_metrics_urls"] = urls
     if "kafka" not in keys and "zookeeper" not in keys:
         raise reader.fail(f"cluster {name!r} has neither 'kafka' nor 'zookeeper'")
     return ClusterConfig(**fields)

@@ -51,6 +51,7 @@ def cluster_settings(cluster: Cluster) -> ClusterSettings:
         storm_spout_roots=tuple(cluster.storm_spout_roots or ()),
         zk_consumers=cluster.zk_consumers,
         storm_ui_url=cluster.storm_ui_url or None,
+        broker_metrics_urls=tuple(cluster.broker_metrics_urls or ()),
         # A cycle must finish within its interval, or the next one is skipped.
         timeout_s=float(min(settings.LAGWATCH_SOURCE_TIMEOUT_S, max(1, cluster.poll_interval_s))),
     )

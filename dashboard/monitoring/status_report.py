@@ -4,7 +4,10 @@ Read-only, a handful of queries whatever the number of partitions. Group totals 
 from the partitions' latest figures, so they agree with the partition rows printed beside them.
 Statuses, diagnoses, reasons and ``complete`` are the status job's (SPEC §4, §6), as of its
 ``evaluated_at``; UNKNOWN with no ``evaluated_at`` means no status run has judged it yet.
-``spark_jobs`` lists each job's latest finished run and when it last succeeded.
+``spark_jobs`` lists each job's latest finished run and when it last succeeded. ``brokers``
+lists each broker's delayed operations (purgatory, DOMAIN §5) from its metrics endpoint, with
+``as_of`` (when they were read) and ``error`` (the latest scrape failed: the figures are the
+last known).
 
 A group's ``last_commit_at`` is the newest of its partitions' (so a group whose consumers all
 stopped shows when they last committed), ``type`` and ``member_details`` are read through
@@ -22,6 +25,7 @@ from django.utils import timezone
 
 from dashboard.monitoring.membership import group_type, member_details
 from dashboard.monitoring.models import (
+    BrokerPurgatory,
     CollectionError,
     ConsumerGroup,
     PartitionState,
@@ -57,7 +61,9 @@ def status_document(
     events = RebalanceEvent.objects.filter(at__gte=now - rebalances_since).select_related(
         "group__cluster"
     )
+    brokers = BrokerPurgatory.objects.select_related("cluster").order_by("cluster__name", "broker")
     if cluster is not None:
+        brokers = brokers.filter(cluster__name=cluster)
         groups = groups.filter(cluster__name=cluster)
         partitions = partitions.filter(group__cluster__name=cluster)
         errors = errors.filter(cluster__name=cluster)
@@ -149,6 +155,7 @@ def status_document(
             {"cluster": e.cluster.name, "source": e.source, "where": e.where, "error": e.error}
             for e in errors
         ],
+        "brokers": [{"cluster": b.cluster.name, **b.document()} for b in brokers],
         "spark_jobs": spark_job_runs(),
         # Per producer client and topic, and the topics under PRODUCER_EXPIRY (DOMAIN §4).
         **producers_document(cluster),

@@ -19,6 +19,7 @@ from collectors.outcome import CycleOutcome
 from collectors.records import GroupMember, Source
 from dashboard.monitoring.models import (
     BrokerOffsetSample,
+    BrokerPurgatory,
     Cluster,
     CollectionError,
     ConsumerGroup,
@@ -99,6 +100,7 @@ def store_cycle(cluster: Cluster, outcome: CycleOutcome, stale: Staleness | None
         if stale.hidden:
             _mark_stale(cluster, stale.hidden)
         _record_health(cluster, outcome, at)
+        _record_brokers(cluster, outcome)
 
 
 def _upsert_groups(cluster: Cluster, outcome: CycleOutcome, at: datetime) -> dict:
@@ -331,6 +333,38 @@ def _record_health(cluster: Cluster, outcome: CycleOutcome, at: datetime) -> Non
         CollectionError(cluster=cluster, source=str(e.source), where=e.where, error=e.error, at=at)
         for e in outcome.errors
     )
+
+
+PURGATORY_FIGURES = (
+    "fetch_purgatory", "produce_purgatory", "fetch_watched", "produce_watched",
+    "fetch_expires_per_s", "produce_expires_per_s",
+)  # fmt: skip
+
+
+def _record_brokers(cluster: Cluster, outcome: CycleOutcome) -> None:
+    """The latest purgatory figures per broker. A failed scrape keeps the broker's last
+    figures and their ``as_of`` (only ``error`` and ``checked_at`` change); a broker whose
+    URL left the configuration is dropped, but only when the scrape itself ran, so that an
+    adapter failure loses nothing."""
+    ran = any(s.source == Source.BROKER_METRICS for s in outcome.sources)
+    if not ran:
+        BrokerPurgatory.objects.filter(cluster=cluster).delete()  # no URLs configured
+        return
+    if not outcome.brokers:
+        return
+    names = [b.broker for b in outcome.brokers]
+    BrokerPurgatory.objects.filter(cluster=cluster).exclude(broker__in=names).delete()
+    rows = {r.broker: r for r in BrokerPurgatory.objects.filter(cluster=cluster)}
+    for b in outcome.brokers:
+        row = rows.get(b.broker) or BrokerPurgatory(cluster=cluster, broker=b.broker)
+        row.url = b.url
+        row.checked_at = ms_to_dt(b.as_of_ms)
+        row.error = b.error
+        if not b.error:
+            row.as_of = row.checked_at
+            for name in PURGATORY_FIGURES:
+                setattr(row, name, getattr(b, name))
+        row.save()
 
 
 def prune_history(older_than: timedelta, now: datetime) -> int:

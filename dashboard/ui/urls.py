@@ -3,6 +3,7 @@ from monitored systems may hold any character, and a number survives every reloa
 
 from django.urls import path
 
+from dashboard.ui.views.cluster import cluster
 from dashboard.ui.views.group import group
 from dashboard.ui.views.groups import groups
 from dashboard.ui.views.health import jobs, sources
@@ -13,6 +14,7 @@ from dashboard.ui.views.producers import producers
 app_name = "ui"
 urlpatterns = [
     path("", overview, name="overview"),
+    path("clusters/<str:name>/", cluster, name="cluster"),
     path("groups/", groups, name="groups"),
     path("groups/<int:pk>/", group, name="group"),
     path("partitions/<int:pk>/", partition, name="partition"),

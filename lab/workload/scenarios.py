@@ -426,6 +426,72 @@ class QuietTopic(Scenario):
         return {"topic": name, "group": group or world.spec.roles.quiet_group}
 
 
+class FetchPurgatory(Scenario):
+    """Starts `consumers` (default 3) plain consumers of the quiet topic (default `quiet`)
+    with `fetch.min.bytes` 1 MiB and `fetch.wait.max.ms` 30000 (DOMAIN §5). Nothing is
+    produced there, so each fetch they send waits in the broker's fetch purgatory until it
+    expires 30 s later, and the next one takes its place at once. Lagwatch shows it on the
+    cluster page (`/clusters/lab/`, Brokers: the fetch purgatory up by `consumers` over what
+    the world's other clients keep parked for up to 500 ms each), in
+    `/api/v1/clusters/lab/` (`brokers[].fetch_purgatory`), in `/metrics`
+    (`lagwatch_broker_purgatory_size{operation="fetch"}`) and in `lagwatch_status --json`
+    (`brokers`), with fetch expirations at about `consumers`/30 per second once two cycles
+    have been scraped. No group status changes: the consumers are assigned their partitions
+    by hand (no group membership) and never commit. Stop closes them: the fetch purgatory
+    goes back where it was once their last fetches expire (within 30 s; Kafka's own
+    `PurgatorySize`, shown as "watched" in the API, keeps completed fetches until its next
+    purge)."""
+
+    name = "fetch-purgatory"
+    params = (
+        Param("consumers", int, "how many waiting consumers", default=3, minimum=1),
+        Param("topic", str, "the quiet topic (default: the world's)"),
+    )
+    MIN_BYTES = 1024 * 1024
+    MAX_WAIT_MS = 30_000
+
+    def start(self, world: World, consumers: int = 3, topic: str | None = None) -> dict:
+        from confluent_kafka import OFFSET_END, Consumer, TopicPartition
+
+        from lab.workload.clients import base_config
+
+        name = _target(topic, world.spec.roles.quiet_topic, "quiet topic")
+        partitions = world.topic_spec(name).partitions
+        self._stop = threading.Event()
+        self._clients: list[Consumer] = []
+        for i in range(consumers):
+            conf = {
+                **base_config(world.bootstrap, f"fetch-purgatory-{i}"),
+                "group.id": f"lagwatch-lab-fetch-purgatory-{i}",
+                "enable.auto.commit": False,
+                "fetch.min.bytes": self.MIN_BYTES,
+                "fetch.wait.max.ms": self.MAX_WAIT_MS,
+                # librdkafka refuses a socket timeout below the fetch wait.
+                "socket.timeout.ms": self.MAX_WAIT_MS + 30_000,
+            }
+            client = Consumer(conf)
+            client.assign([TopicPartition(name, p, OFFSET_END) for p in range(partitions)])
+            self._clients.append(client)
+        self._thread = threading.Thread(target=self._poll, name="fetch-purgatory", daemon=True)
+        self._thread.start()
+        return {"topic": name, "consumers": consumers, "fetch.min.bytes": self.MIN_BYTES,
+                "fetch.wait.max.ms": self.MAX_WAIT_MS}  # fmt: skip
+
+    def _poll(self) -> None:
+        # poll() only hands over messages: librdkafka's fetcher thread keeps one fetch
+        # outstanding per broker whatever the poll rate; polling keeps the clients serviced.
+        while not self._stop.is_set():
+            for client in self._clients:
+                client.poll(0.1)
+
+    def stop(self, world: World) -> None:  # noqa: B027 - a deliberate no-op default
+        self._stop.set()
+        self._thread.join(timeout=30)
+        for client in self._clients:
+            client.close()
+        self._clients = []
+
+
 class SourceOutage(Scenario):
     """Stops ZooKeeper or the broker for `seconds`, then starts it again on the same port
     (through the lab stack). During the outage Lagwatch must show SOURCE_UNREACHABLE for
@@ -664,6 +730,7 @@ SCENARIOS: dict[str, type[Scenario]] = {
         TopologyRestart,
         SpoutIdCollision,
         QuietTopic,
+        FetchPurgatory,
         SourceOutage,
         ProducerExpiry,
     )

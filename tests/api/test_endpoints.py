@@ -46,6 +46,15 @@ def test_cluster_detail_has_source_health_and_errors(api, world: World) -> None:
     assert body["collection_errors"][0]["where"] == "/spouts/x"
 
 
+def test_cluster_detail_has_its_brokers_purgatory(api, world: World) -> None:
+    b1, b2 = api.get("/api/v1/clusters/prod/")["brokers"]
+    assert (b1["broker"], b1["fetch_purgatory"], b1["produce_purgatory"]) == ("b1:7071", 12, 1)
+    assert b1["fetch_expirations_per_s"] == 0.5 and b1["produce_expirations_per_s"] is None
+    assert b1["error"] is None and b1["as_of"].endswith("Z")
+    assert (b2["fetch_purgatory"], b2["as_of"], b2["error"]) == (None, None, "Connection refused")
+    assert api.get("/api/v1/clusters/staging/")["brokers"] == []
+
+
 def test_unknown_cluster_is_404_in_the_error_shape(api, world: World) -> None:
     body = api.get("/api/v1/clusters/nope/", expect=404)
     assert body == {"error": {"message": "cluster 'nope' not found"}}

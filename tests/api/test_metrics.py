@@ -72,6 +72,22 @@ def test_collector_health_series(client: Client, world: World) -> None:
     assert 0 <= m["lagwatch_heartbeat_age_seconds"][labels(process="celery")] < 60
 
 
+def test_broker_purgatory_series(client: Client, world: World) -> None:
+    m = scrape(client)
+    b1, b2 = labels(cluster="prod", broker="b1:7071"), labels(cluster="prod", broker="b2:7071")
+    fetch = labels(cluster="prod", broker="b1:7071", operation="fetch")
+    produce = labels(cluster="prod", broker="b1:7071", operation="produce")
+    assert m["lagwatch_broker_purgatory_size"][fetch] == 12
+    assert m["lagwatch_broker_purgatory_size"][produce] == 1
+    assert m["lagwatch_broker_purgatory_watched"][fetch] == 40
+    assert m["lagwatch_broker_purgatory_expirations_per_second"][fetch] == 0.5
+    assert produce not in m["lagwatch_broker_purgatory_expirations_per_second"]  # not known
+    assert m["lagwatch_broker_metrics_up"] == {b1: 1, b2: 0}
+    # b2 never answered: no figure is made up for it.
+    assert not any(dict(k)["broker"] == "b2:7071" for k in m["lagwatch_broker_purgatory_size"])
+    assert b1 in m["lagwatch_broker_metrics_last_success_timestamp_seconds"]
+
+
 def test_spark_job_series_describe_the_last_finished_run(client: Client, world: World) -> None:
     m = scrape(client)
     job = labels(job="status")

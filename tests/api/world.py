@@ -17,6 +17,7 @@ from collectors.ingest_parsing import parse_librdkafka_stats
 from collectors.producer_deliveries import parse_deliveries
 from dashboard.monitoring.ingest_store import store_client_report
 from dashboard.monitoring.models import (
+    BrokerPurgatory,
     Cluster,
     CollectionError,
     ConsumerGroup,
@@ -159,6 +160,13 @@ def build_world(now: datetime | None = None) -> World:
                                 last_duration_s=10.0, consecutive_failures=4)  # fmt: skip
     CollectionError.objects.create(cluster=prod, source="zookeeper", where="/spouts/x",
                                    error="not JSON", at=now)  # fmt: skip
+    # Brokers' purgatory figures: one answered, one whose latest scrape failed.
+    BrokerPurgatory.objects.create(cluster=prod, broker="b1:7071", url="http://b1:7071/metrics",
+                                   fetch_purgatory=12, produce_purgatory=1, fetch_watched=40,
+                                   produce_watched=1, fetch_expires_per_s=0.5,
+                                   produce_expires_per_s=None, as_of=now, checked_at=now)  # fmt: skip
+    BrokerPurgatory.objects.create(cluster=prod, broker="b2:7071", url="http://b2:7071/metrics",
+                                   checked_at=now, error="Connection refused")  # fmt: skip
     SparkJobRun.objects.create(job="status", started_at=now - timedelta(minutes=2),
                                finished_at=now - timedelta(minutes=2) + timedelta(seconds=12),
                                duration_s=12.0, window_s=3600, input_rows=4321, output_rows=9,

@@ -22,6 +22,7 @@ clusters:
       storm_spout_roots: ["/kafka-spout"]
       zk_consumers: true
     storm_ui_url: null
+    broker_metrics_urls: ["http://127.0.0.1:7071/metrics", "https://b2.example:7071/metrics"]
   - name: zk-only
     zookeeper:
       hosts: "zk1:2181,zk2:2181/chroot"
@@ -50,6 +51,10 @@ def test_import_creates_then_is_idempotent(tmp_path: Path) -> None:
     assert local.storm_spout_roots == ["/kafka-spout"]
     assert local.zk_consumers is True
     assert local.storm_ui_url == ""
+    assert local.broker_metrics_urls == [
+        "http://127.0.0.1:7071/metrics", "https://b2.example:7071/metrics"
+    ]
+    assert Cluster.objects.get(name="zk-only").broker_metrics_urls == []
     stamp = local.updated_at
     assert "unchanged: local, zk-only" in run("import", path)
     assert Cluster.objects.get(name="local").updated_at == stamp
@@ -125,6 +130,31 @@ def test_an_unreadable_file_is_a_clear_error(tmp_path: Path) -> None:
             "storm_ui_url: expected an http",
         ),
         (
+            "clusters:\n  - name: a\n    zookeeper: {hosts: x}\n    broker_metrics_urls: http://b\n",
+            r"clusters\[0\]\.broker_metrics_urls: expected a list \(line 4\)",
+        ),
+        (
+            "clusters:\n  - name: a\n    zookeeper: {hosts: x}\n"
+            "    broker_metrics_urls: [http://b:1/m, ftp://b:2/m]\n",
+            r"broker_metrics_urls\[1\]: expected an http:// or https:// URL \(line 4\)",
+        ),
+        (
+            "clusters:\n  - name: a\n    zookeeper: {hosts: x}\n    broker_metrics_urls: [7071]\n",
+            r"broker_metrics_urls\[0\]: expected a non-empty string",
+        ),
+        (
+            "clusters:\n  - name: a\n    zookeeper: {hosts: x}\n    broker_metrics_urls: ['http:///m']\n",
+            r"broker_metrics_urls\[0\]: the URL names no host",
+        ),
+        (
+            "clusters:\n  - name: a\n    zookeeper: {hosts: x}\n    broker_metrics_urls: ['http://b:99999/']\n",
+            r"broker_metrics_urls\[0\]: not a valid URL",
+        ),
+        (
+            "clusters:\n  - name: a\n    zookeeper: {hosts: x}\n    broker_metrics_urls: [http://b/, http://b/]\n",
+            r"broker_metrics_urls\[1\]: listed twice",
+        ),
+        (
             "clusters:\n  - name: a\n    zookeeper: {hosts: x}\n  - name: a\n    zookeeper: {hosts: y}\n",
             r"clusters\[1\]\.name: duplicate cluster name \(line 4\)",
         ),
@@ -139,3 +169,21 @@ def test_bad_input_names_the_key_and_line(text: str, message: str) -> None:
 def test_non_ascii_and_punctuated_names_parse() -> None:
     clusters = parse_config("clusters:\n  - name: prod-eu_1.a\n    kafka: {bootstrap_servers: k}\n")
     assert clusters[0].name == "prod-eu_1.a"
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("http://b/", "a list of http"),
+        (["javascript:alert(1)"], r"broker_metrics_urls\[0\]: expected an http"),
+        (["http://b/", "http://b/"], "listed twice"),
+        (["http://b/", None], r"broker_metrics_urls\[1\]: expected a non-empty string"),
+    ],
+)
+def test_the_admin_refuses_bad_broker_metrics_urls_naming_the_key(value, message) -> None:
+    from django.core.exceptions import ValidationError
+
+    cluster = Cluster(name="c", zk_hosts="x", broker_metrics_urls=value)
+    with pytest.raises(ValidationError, match=message):
+        cluster.full_clean()

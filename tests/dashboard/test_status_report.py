@@ -147,3 +147,30 @@ def test_one_cluster_only_and_the_query_count_stays_fixed(
     assert len(doc["groups"]) == 24
     assert by_name(doc)["g3"]["type"] == "classic"
     assert by_name(doc)["g3"]["last_commit_at"] == iso(NOW - timedelta(seconds=3))
+
+
+def test_brokers_purgatory_with_as_of_and_error(groups) -> None:
+    from dashboard.monitoring.models import BrokerPurgatory
+
+    prod, other = Cluster.objects.get(name="prod"), Cluster.objects.create(name="other")
+    BrokerPurgatory.objects.create(
+        cluster=prod, broker="b1:7071", url="http://b1:7071/metrics", fetch_purgatory=4,
+        produce_purgatory=0, fetch_expires_per_s=1.25, as_of=NOW, checked_at=NOW,
+    )  # fmt: skip
+    BrokerPurgatory.objects.create(
+        cluster=other, broker=XSS, url="http://x/", checked_at=NOW, error="Connection refused"
+    )
+    doc = status()
+    first, second = doc["brokers"]
+    assert first == {
+        "cluster": "other", "broker": XSS, "url": "http://x/", "fetch_purgatory": None,
+        "produce_purgatory": None, "fetch_watched": None, "produce_watched": None,
+        "fetch_expirations_per_s": None, "produce_expirations_per_s": None, "as_of": None,
+        "checked_at": iso(NOW), "error": "Connection refused",
+    }  # fmt: skip
+    assert (second["cluster"], second["fetch_purgatory"], second["produce_purgatory"]) == (
+        "prod", 4, 0,
+    )  # fmt: skip
+    assert second["fetch_expirations_per_s"] == 1.25 and second["as_of"] == iso(NOW)
+    assert second["error"] is None
+    assert [b["broker"] for b in status("--cluster", "prod")["brokers"]] == ["b1:7071"]

@@ -212,3 +212,60 @@ def test_a_member_is_stored_with_everything_the_broker_said() -> None:
     }  # fmt: skip
     classic = member_document(GroupMember("m-2"))
     assert classic["subscription"] is None and classic["target_assignment"] is None
+
+
+def _scraped(cycle_ms: int, *brokers, reachable: bool = True) -> CycleOutcome:
+    from collectors.records import BrokerFigures
+
+    rows = [b if isinstance(b, BrokerFigures) else BrokerFigures(**b) for b in brokers]
+    kafka = SourceOutcome("kafka", True, cycle_ms, cycle_ms + 10)
+    scrape = SourceOutcome("broker_metrics", reachable, cycle_ms, cycle_ms + 5,
+                           "" if reachable else "refused")  # fmt: skip
+    return CycleOutcome(cluster="c", cycle_ms=cycle_ms, figures=[figure(10, 15)],
+                        sources=[kafka, scrape], brokers=rows)  # fmt: skip
+
+
+def test_broker_purgatory_kept_per_broker_and_a_failed_scrape_loses_nothing(
+    cluster: Cluster,
+) -> None:
+    from dashboard.monitoring.models import BrokerPurgatory
+
+    b1 = {"broker": "b1:7071", "url": "http://b1:7071/metrics"}
+    b2 = {"broker": "b2:7071", "url": "http://b2:7071/metrics"}
+    store_cycle(cluster, _scraped(
+        1_000_000,
+        {**b1, "as_of_ms": 1_000_001, "fetch_purgatory": 4, "produce_purgatory": 0,
+         "fetch_expires_per_s": 0.5},
+        {**b2, "as_of_ms": 1_000_002, "fetch_purgatory": 1},
+    ))  # fmt: skip
+    store_cycle(cluster, _scraped(
+        1_010_000,
+        {**b1, "as_of_ms": 1_010_001, "error": "Connection refused"},
+        {**b2, "as_of_ms": 1_010_002, "fetch_purgatory": 0},
+        reachable=False,
+    ))  # fmt: skip
+    rows = {r.broker: r for r in BrokerPurgatory.objects.filter(cluster=cluster)}
+    assert set(rows) == {"b1:7071", "b2:7071"}
+    down = rows["b1:7071"]
+    assert (down.fetch_purgatory, down.fetch_expires_per_s) == (4, 0.5)  # the last figures
+    assert down.as_of.timestamp() == 1_000.001 and down.checked_at.timestamp() == 1_010.001
+    assert down.error == "Connection refused"
+    assert (rows["b2:7071"].fetch_purgatory, rows["b2:7071"].error) == (0, "")
+    health = SourceHealth.objects.get(cluster=cluster, source="broker_metrics")
+    assert not health.reachable and health.last_error == "refused"
+    # The lag itself is not touched by a broker metrics outage.
+    assert not PartitionState.objects.filter(stale=True).exists()
+    assert PartitionState.objects.get().lag == 5
+
+
+def test_a_broker_left_out_of_the_configuration_is_dropped(cluster: Cluster) -> None:
+    from dashboard.monitoring.models import BrokerPurgatory
+
+    b1 = {"broker": "b1:7071", "url": "http://b1:7071/metrics", "fetch_purgatory": 2}
+    b2 = {"broker": "b2:7071", "url": "http://b2:7071/metrics", "fetch_purgatory": 3}
+    store_cycle(cluster, _scraped(1_000_000, {**b1, "as_of_ms": 1}, {**b2, "as_of_ms": 1}))
+    store_cycle(cluster, _scraped(1_010_000, {**b2, "as_of_ms": 2}))
+    assert list(BrokerPurgatory.objects.values_list("broker", flat=True)) == ["b2:7071"]
+    # No scrape in the cycle (no URLs configured any more): nothing left.
+    store_cycle(cluster, outcome(1_020_000, figure(10, 15)))
+    assert not BrokerPurgatory.objects.exists()

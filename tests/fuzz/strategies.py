@@ -602,6 +602,12 @@ def cluster_entries(draw: st.DrawFn, name: str) -> dict[str, Any]:
                 r"https?://[a-z0-9.-]{1,30}(:[0-9]{2,5})?(/[a-z0-9/]{0,20})?", fullmatch=True
             )  # fmt: skip
         )
+    if draw(st.booleans()):
+        entry["broker_metrics_urls"] = draw(st.lists(
+            st.from_regex(r"https?://[a-z0-9-]{1,20}(:[1-9][0-9]{1,3})?/[a-z0-9/]{0,20}",
+                          fullmatch=True),
+            max_size=3, unique=True,
+        ))  # fmt: skip
     return entry
 
 

@@ -95,7 +95,11 @@ def _processes_mentioning(text: str) -> list[int]:
 
 def test_up_starts_real_services_that_answer(stack3: Stack) -> None:
     endpoints = stack3.endpoints()
-    assert set(endpoints) == {"zookeeper", "kafka", "redis"}
+    assert set(endpoints) == {"zookeeper", "kafka", "kafka_metrics", "redis"}
+    # The broker runs with the Prometheus JMX exporter agent, which serves its purgatory.
+    with urllib.request.urlopen(endpoints["kafka_metrics"], timeout=30) as answer:
+        exported = answer.read().decode()
+    assert 'kafka_server_purgatory_delayed_operations{operation="Fetch"}' in exported
 
     zk = _kazoo(endpoints["zookeeper"])
     try:
@@ -150,6 +154,7 @@ def test_up_starts_real_services_that_answer(stack3: Stack) -> None:
                     "zk_consumers": True,
                 },
                 "storm_ui_url": None,
+                "broker_metrics_urls": [endpoints["kafka_metrics"]],
             }
         ]
     }

@@ -1,4 +1,5 @@
-"""``/api/v1/clusters/``: the monitored clusters, their groups by status and source health."""
+"""``/api/v1/clusters/``: the monitored clusters, their groups by status and source health;
+one cluster also with its brokers' purgatory figures."""
 
 from __future__ import annotations
 
@@ -13,7 +14,13 @@ from dashboard.api.errors import not_found
 from dashboard.api.pagination import PAGE_PARAMS, paginate
 from dashboard.api.responses import ApiJsonResponse
 from dashboard.api.serializers import cluster_dict, iso, source_health_dict
-from dashboard.monitoring.models import Cluster, CollectionError, ConsumerGroup, SourceHealth
+from dashboard.monitoring.models import (
+    BrokerPurgatory,
+    Cluster,
+    CollectionError,
+    ConsumerGroup,
+    SourceHealth,
+)
 
 
 def _groups_by_status(cluster_ids: list[int]) -> dict[int, dict[str, int]]:
@@ -55,5 +62,8 @@ def cluster_detail(request: HttpRequest, name: str) -> ApiJsonResponse:
     body["collection_errors"] = [
         {"source": e.source, "where": e.where, "error": e.error, "at": iso(e.at)}
         for e in CollectionError.objects.filter(cluster=cluster).order_by("-at")[:100]
+    ]
+    body["brokers"] = [
+        b.document() for b in BrokerPurgatory.objects.filter(cluster=cluster).order_by("broker")
     ]
     return ApiJsonResponse(body)

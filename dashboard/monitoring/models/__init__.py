@@ -1,5 +1,6 @@
 """Models of the monitoring app, one module per concern."""
 
+from dashboard.monitoring.models.brokers import BrokerPurgatory
 from dashboard.monitoring.models.config import Cluster
 from dashboard.monitoring.models.health import CollectionError, ServiceHeartbeat, SourceHealth
 from dashboard.monitoring.models.ingest import ClientReportRow, IngestKind
@@ -18,6 +19,7 @@ from dashboard.monitoring.models.state import (
 
 __all__ = [
     "BrokerOffsetSample",
+    "BrokerPurgatory",
     "ClientReportRow",
     "Cluster",
     "CollectionError",

@@ -4,7 +4,12 @@ from django.core.exceptions import ValidationError
 from django.core.validators import MinValueValidator, RegexValidator
 from django.db import models
 
-from dashboard.monitoring.config_file import NAME_RE, ClusterConfig
+from dashboard.monitoring.config_file import (
+    MAX_BROKER_METRICS_URLS,
+    NAME_RE,
+    ClusterConfig,
+    metrics_url_problem,
+)
 
 
 def _validate_spout_roots(value: object) -> None:
@@ -12,6 +17,18 @@ def _validate_spout_roots(value: object) -> None:
         isinstance(r, str) and r.startswith("/") for r in value
     ):
         raise ValidationError("a list of ZooKeeper paths, each starting with '/'")
+
+
+def _validate_metrics_urls(value: object) -> None:
+    if not isinstance(value, list):
+        raise ValidationError("broker_metrics_urls: a list of http:// or https:// URLs")
+    if len(value) > MAX_BROKER_METRICS_URLS:
+        raise ValidationError(f"broker_metrics_urls: at most {MAX_BROKER_METRICS_URLS} URLs")
+    for i, url in enumerate(value):
+        if (problem := metrics_url_problem(url)) is not None:
+            raise ValidationError(f"broker_metrics_urls[{i}]: {problem}")
+    if len(set(value)) != len(value):
+        raise ValidationError("broker_metrics_urls: a URL is listed twice")
 
 
 class Cluster(models.Model):
@@ -31,6 +48,14 @@ class Cluster(models.Model):
     )
     zk_consumers = models.BooleanField("ZooKeeper-based consumers", default=False)
     storm_ui_url = models.URLField("Storm UI URL", blank=True, default="")
+    broker_metrics_urls = models.JSONField(
+        "broker metrics URLs",
+        default=list,
+        blank=True,
+        validators=[_validate_metrics_urls],
+        help_text="The brokers' Prometheus JMX exporter endpoints, e.g. "
+        '["http://broker1:7071/metrics"]: delayed fetch and produce (purgatory) figures.',
+    )
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
@@ -50,4 +75,5 @@ class Cluster(models.Model):
             storm_spout_roots=list(self.storm_spout_roots or []),
             zk_consumers=self.zk_consumers,
             storm_ui_url=self.storm_ui_url or None,
+            broker_metrics_urls=list(self.broker_metrics_urls or []),
         )

@@ -17,7 +17,12 @@ FED_BY = {
     "zookeeper": ("zookeeper", "kafka"),
     "storm": ("zookeeper", "storm", "kafka"),
 }
-SOURCE_LABEL = {"kafka": "Kafka", "zookeeper": "ZooKeeper", "storm": "Storm UI"}
+SOURCE_LABEL = {
+    "kafka": "Kafka",
+    "zookeeper": "ZooKeeper",
+    "storm": "Storm UI",
+    "broker_metrics": "Broker metrics",
+}
 
 
 def severity() -> Case:
