@@ -12,6 +12,7 @@ from dashboard.monitoring.models.state import (
     PartitionState,
     RebalanceEvent,
     SourceKind,
+    SpoutSample,
     Status,
     StatusChange,
 )
@@ -32,6 +33,7 @@ __all__ = [
     "SourceHealth",
     "SourceKind",
     "SparkJobOutcome",
+    "SpoutSample",
     "SparkJobRun",
     "Status",
     "StatusChange",
