@@ -60,7 +60,8 @@ def spout_totals(spouts: Iterable[SpoutFigures]) -> list[SpoutTotals]:
             counts = (whole.emitted, whole.acked, whole.failed)
             latency = whole.complete_latency_ms
         else:
-            counts = tuple(_sum(getattr(p, f) for p in parts) for f in ("emitted", "acked", "failed"))
+            fields = ("emitted", "acked", "failed")
+            counts = tuple(_sum(getattr(p, f) for p in parts) for f in fields)
             latency = None
         rows.append(SpoutTotals(*key, *counts, latency, pending, cap))
     return rows

@@ -135,7 +135,9 @@ def spout_figures(
         for key, what in (("emitted_per_s", "emitted/s"), ("acked_per_s", "acked/s"),
                           ("failed_per_s", "failed/s")):  # fmt: skip
             rates.append((name(spout_id, what), x, h[key], "solid"))
-        latency.append((name(spout_id, "complete latency (ms)"), x, h["complete_latency_ms"], "solid"))
+        latency.append(
+            (name(spout_id, "complete latency (ms)"), x, h["complete_latency_ms"], "solid")
+        )
         pending.append((name(spout_id, "in flight"), x, h["pending"], "solid"))
         pending.append((name(spout_id, "max.spout.pending"), x, h["max_spout_pending"], "dash"))
     return {
