@@ -4,7 +4,10 @@ Read-only, a handful of queries whatever the number of partitions. Group totals 
 from the partitions' latest figures, so they agree with the partition rows printed beside them.
 Statuses, diagnoses, reasons and ``complete`` are the status job's (SPEC §4, §6), as of its
 ``evaluated_at``; UNKNOWN with no ``evaluated_at`` means no status run has judged it yet.
-``spark_jobs`` lists each job's latest finished run and when it last succeeded.
+``spark_jobs`` lists each job's latest finished run and when it last succeeded. ``spouts``
+holds each Storm spout's latest whole figures (Storm UI's emitted, acked, failed and complete
+latency; the task's tuples in flight and ``max_spout_pending`` from its push), by cluster and
+topology instance: a spout group's ``topology_id`` finds its own.
 
 A group's ``last_commit_at`` is the newest of its partitions' (so a group whose consumers all
 stopped shows when they last committed), ``type`` and ``member_details`` are read through
@@ -30,6 +33,7 @@ from dashboard.monitoring.models import (
     SparkJobRun,
 )
 from dashboard.monitoring.spark_runs import JOBS
+from dashboard.monitoring.spouts import latest_spouts, spout_document
 
 
 def _iso(at: datetime | None) -> str | None:
@@ -147,6 +151,11 @@ def status_document(
         "errors": [
             {"cluster": e.cluster.name, "source": e.source, "where": e.where, "error": e.error}
             for e in errors
+        ],
+        "spouts": [
+            {"cluster": row["cluster__name"], **spout_document(row)}
+            for row in latest_spouts(now)
+            if cluster is None or row["cluster__name"] == cluster
         ],
         "spark_jobs": spark_job_runs(),
     }
