@@ -7,8 +7,9 @@ log-normal with 10 % quiet groups; 80 % of groups keep up, 15 % are slow, 5 % ar
 dead. Offsets grow by what was produced, commit times land anywhere in the cycle, retention
 moves ``earliest`` once an hour, Storm spouts carry pending/failed/acked/emitted counts, their
 settings (``max_spout_pending``, ``max_offset_behind``), the task's tuples in flight (one figure
-per spout and cycle) and, when stuck, the smallest failed offset; the other sources nulls there. It is generated with pyarrow compute (numpy is not a dependency) and the
-generation is not timed.
+per spout and cycle) and, when stuck, the smallest failed offset; the other sources nulls
+there. It is generated with pyarrow compute (numpy is not a dependency) and the generation is
+not timed.
 
 Run from the repository root::
 

@@ -255,7 +255,11 @@ class Backpressure(Scenario):
     with `topology.max.spout.pending` set to `max_spout_pending`. The bolt acks every tuple,
     just late: the spout's tuples in flight sit at the cap, so `nextTuple` is not called
     until an ack frees a slot, the spout emits only as fast as the bolt acks, and the lag
-    climbs on every partition while the committed offsets keep moving. The spout pushes its
+    climbs on every partition while the committed offsets keep moving. Fetches are small
+    (`fetch_max_messages`, 1): KafkaSpout keeps emitting from one partition while its last
+    fetch has messages left, so with large fetches a throttled spout serves its partitions
+    in turns of a whole fetch each, and the others' commits stand still meanwhile (STALL,
+    then catching up, in turn); small fetches spread the throttled pace evenly. The spout pushes its
     in-flight count and its cap (docs/INGEST.md): Lagwatch shows WARN (lag rising) with
     diagnoses SLOW_CONSUMER and BACKPRESSURE (pending at max.spout.pending in most of the
     window's samples). The other spouts, not at their cap, show no BACKPRESSURE. Stop
@@ -266,6 +270,7 @@ class Backpressure(Scenario):
         Param("topology", str, "topology whose bolt slows down (default: the world's)"),
         Param("process_ms", float, "the bolt's time per tuple", default=500.0, minimum=1),
         Param("max_spout_pending", int, "topology.max.spout.pending", default=20, minimum=1),
+        Param("fetch_max_messages", int, "messages per fetch", default=1, minimum=1),
     )
 
     def start(
@@ -274,6 +279,7 @@ class Backpressure(Scenario):
         topology: str | None = None,
         process_ms: float = 500.0,
         max_spout_pending: int = 20,
+        fetch_max_messages: int = 1,
     ) -> dict:
         name = _target(topology, world.spec.roles.backpressure_topology, "backpressure topology")
         rate = world.producers.rate(world.topologies.spec(name).topic)
@@ -286,7 +292,10 @@ class Backpressure(Scenario):
             )
         self._topology = name
         topology_id = world.topologies.restart(
-            name, process_ms=process_ms, max_spout_pending=max_spout_pending
+            name,
+            process_ms=process_ms,
+            max_spout_pending=max_spout_pending,
+            fetch_max_messages=fetch_max_messages,
         )
         return {
             "topology": name,

@@ -71,9 +71,22 @@ def test_backpressure_fires_on_the_slow_spout_only_and_shows_everywhere(lab_worl
     details = lab_world.start_scenario("backpressure")["details"]
     try:
         assert details["topology"] == TOPOLOGY and details["max_spout_pending"] == CAP
-        pressed = lab_world.wait_until(
-            check, DEADLINE_S, "every audit-spout partition WARN with BACKPRESSURE"
-        )
+        seen: list[dict[str, Any]] = []
+
+        def judged(doc: dict[str, Any]) -> list[dict[str, Any]] | None:
+            seen[:] = [doc]
+            return check(doc)
+
+        try:
+            pressed = lab_world.wait_until(
+                judged, DEADLINE_S, "every audit-spout partition WARN with BACKPRESSURE"
+            )
+        except AssertionError as exc:  # say what it was instead, for the post-mortem
+            last = [
+                (p["partition"], p["status"], codes(p), p["reason"], p["pending"])
+                for p in (spout_partitions(seen[0], SPOUT) if seen else [])
+            ]
+            raise AssertionError(f"{exc}; audit-spout at the last read: {last}") from None
         took = time.time() - started
         print(f"backpressure: BACKPRESSURE after {took:.0f} s (target {TARGET_S} s)", flush=True)
         (lab_world.run_dir / "backpressure_timing.json").write_text(
