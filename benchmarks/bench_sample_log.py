@@ -5,9 +5,11 @@ The workload is one cluster-hour of a realistic deployment: 10,000 partitions po
 20 % Storm spouts, 10 % ZooKeeper consumers) on topics of 1-64 partitions; produce rates are
 log-normal with 10 % quiet groups; 80 % of groups keep up, 15 % are slow, 5 % are stuck and
 dead. Offsets grow by what was produced, commit times land anywhere in the cycle, retention
-moves ``earliest`` once an hour, Storm spouts carry pending/failed/acked counts and the other
-sources nulls there. It is generated with pyarrow compute (numpy is not a dependency) and the
-generation is not timed.
+moves ``earliest`` once an hour, Storm spouts carry pending/failed/acked/emitted counts, their
+settings (``max_spout_pending``, ``max_offset_behind``), the task's tuples in flight (one figure
+per spout and cycle) and, when stuck, the smallest failed offset; the other sources nulls
+there. It is generated with pyarrow compute (numpy is not a dependency) and the generation is
+not timed.
 
 Run from the repository root::
 
@@ -97,6 +99,14 @@ def workload(
     owner, topology = column("owner", pa.string()), column("topology_id", pa.string())
     rate, kind = column("rate", pa.float64()), column("kind", pa.string())
     is_kafka, is_storm = pc.equal(source, "kafka"), pc.equal(source, "storm")
+    # A spout's figures that are the same for all its partitions: its cap (a few spouts have
+    # none) and, each cycle, its task's tuples in flight.
+    group_ids = sorted({p.group for p in parts})
+    group_index = pa.array([group_ids.index(p.group) for p in parts], pa.int32())
+    caps = [rnd.choice([None, 500, 1000, 1000, 2000]) for _ in group_ids]
+    cap = pc.if_else(is_storm, pc.take(pa.array(caps, pa.int64()), group_index), None)
+    behind = pc.if_else(is_storm, pa.scalar(100_000, pa.int64()), None)
+    stuck_storm = pc.and_(is_storm, pc.equal(kind, "stuck"))
     healthy, slow = pc.equal(kind, "healthy"), pc.equal(kind, "slow")
     alive = pc.not_equal(kind, "stuck")
     null_int = pa.scalar(None, pa.int64())
@@ -141,6 +151,11 @@ def workload(
         lag = pc.subtract(latest, committed)
         seconds_behind = pc.divide(pc.cast(lag, pa.float64()), pc.max_element_wise(rate, 0.01))
         time_lag = pc.if_else(pc.equal(lag, 0), 0.0, pc.add(seconds_behind, u[3]))
+        pending = pc.if_else(is_storm, floor(pc.multiply(u[4], 500)), null_int)
+        in_flight = pa.array([rnd.randrange(0, 2000) for _ in group_ids], pa.int64())
+        spout_pending = pc.if_else(
+            is_storm, pc.min_element_wise(pc.take(in_flight, group_index), cap), null_int
+        )
         yield (
             ts,
             pa.table(
@@ -161,10 +176,17 @@ def workload(
                     "owner": owner,
                     "topology_id": topology,
                     "alive": alive,
-                    "pending": pc.if_else(is_storm, floor(pc.multiply(u[4], 500)), null_int),
+                    "pending": pending,
                     "failed": pc.if_else(is_storm, failed, null_int),
                     "acked": pc.if_else(is_storm, acked, null_int),
                     "stale": pa.array([False] * n),
+                    "emitted": pc.if_else(
+                        is_storm, pc.add(pc.add(acked, failed), pending), null_int
+                    ),
+                    "max_spout_pending": cap,
+                    "spout_pending": spout_pending,
+                    "smallest_failed_offset": pc.if_else(stuck_storm, committed, null_int),
+                    "max_offset_behind": behind,
                 }
             ),
         )

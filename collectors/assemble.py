@@ -156,17 +156,17 @@ def _liveness(
         if source is kafka:
             owner = owners.get((c.group, c.topic, c.partition))
             if owner is not None:
-                return c.owner or owner, True, None, None, None
+                return c.owner or owner, True, None
             if c.group in not_alive:
-                return c.owner, False, None, None, None
+                return c.owner, False, None
         elif source is zookeeper:
-            return c.owner, c.owner is not None, None, None, None
+            return c.owner, c.owner is not None, None
         elif source is storm:
             spout = by_partition.get((c.group, c.topic, c.partition))
             if spout is not None:
-                return c.owner, True, spout.pending, spout.failed, spout.acked
+                return c.owner, True, spout
             if listed is not None and c.topology_id:
-                return c.owner, c.topology_id in listed, None, None, None
-        return c.owner, None, None, None, None
+                return c.owner, c.topology_id in listed, None
+        return c.owner, None, None
 
     return liveness

@@ -8,13 +8,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from collectors.records import CommittedOffset, PartitionOffsets, Source
+from collectors.records import CommittedOffset, PartitionOffsets, Source, SpoutFigures
 from collectors.timelag import OffsetTimeTable, time_lag
 
 # What the cycle's assembly adds to a commit's figure (SPEC §4), in this order: owner, alive,
-# pending, failed, acked. ``partition_figures`` takes a function giving them per commit, so
-# that each figure is built once, with them, rather than built and then copied.
-Liveness = tuple[str | None, bool | None, int | None, int | None, int | None]
+# and the spout's pushed figures for the partition (None: none pushed). ``partition_figures``
+# takes a function giving them per commit, so that each figure is built once, with them,
+# rather than built and then copied.
+Liveness = tuple[str | None, bool | None, SpoutFigures | None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +41,13 @@ class PartitionFigure:
     pending: int | None = None
     failed: int | None = None
     acked: int | None = None
+    # The spout's pushed figures beyond the counts (DOMAIN §1-§2), for the status job's
+    # BACKPRESSURE and POISON_MESSAGE: the sample log carries them.
+    emitted: int | None = None
+    smallest_failed_offset: int | None = None
+    max_offset_behind: int | None = None
+    max_spout_pending: int | None = None
+    spout_pending: int | None = None
 
 
 def lag_of(
@@ -96,10 +104,7 @@ def partition_figures(
     by_tp = {(o.topic, o.partition): o for o in offsets}
     figures = []
     for c in commits:
-        if liveness is None:
-            owner, alive, pending, failed, acked = c.owner, None, None, None, None
-        else:
-            owner, alive, pending, failed, acked = liveness(c)
+        owner, alive, spout = (c.owner, None, None) if liveness is None else liveness(c)
         broker = by_tp.get((c.topic, c.partition))
         earliest = broker.earliest if broker else None
         latest = broker.latest if broker else None
@@ -128,9 +133,16 @@ def partition_figures(
                 topology_id=c.topology_id,
                 where=c.where,
                 alive=alive,
-                pending=pending,
-                failed=failed,
-                acked=acked,
+                **(_spout_fields(spout) if spout is not None else {}),
             )
         )
     return figures
+
+
+def _spout_fields(s: SpoutFigures) -> dict[str, int | None]:
+    return {
+        "pending": s.pending, "failed": s.failed, "acked": s.acked, "emitted": s.emitted,
+        "smallest_failed_offset": s.smallest_failed_offset,
+        "max_offset_behind": s.max_offset_behind, "max_spout_pending": s.max_spout_pending,
+        "spout_pending": s.spout_pending,
+    }  # fmt: skip

@@ -294,12 +294,14 @@ def parse_spout_report(doc: object, received_ms: int) -> list[SpoutFigures]:
 
         {"topology_id": str, "spout_id": str, "topology_name"?: str, "time_ms"?: int,
          "max_spout_pending": int | null, "max_offset_behind"?: int | null,
+         "pending"?: int | null,
          "partitions": [{"topic": str, "partition": int, "pending": int, "failed": int,
                          "acked": int, "emitted"?: int, "smallest_failed_offset": int | null,
                          "max_offset_behind"?: int | null}]}
 
     Counts are non-negative integers; a partition's ``max_offset_behind`` overrides the
-    spout's. ``time_ms`` defaults to the receive time.
+    spout's. ``time_ms`` defaults to the receive time. The top-level ``pending`` is the spout
+    task's tuples in flight, what ``max_spout_pending`` caps (BACKPRESSURE compares the two).
     """
     d = _object(doc, "document")
     topology_id = _name(d.get("topology_id"), "topology_id")
@@ -307,6 +309,7 @@ def parse_spout_report(doc: object, received_ms: int) -> list[SpoutFigures]:
     _opt_name(d, "topology_name", "")
     time_ms = _opt_int(d, "time_ms", "", minimum=0) or received_ms
     max_pending = _opt_int(d, "max_spout_pending", "", minimum=0)
+    spout_pending = _opt_int(d, "pending", "", minimum=0)
     default_behind = _opt_int(d, "max_offset_behind", "", minimum=0)
     parts = d.get("partitions")
     if not isinstance(parts, list):
@@ -337,6 +340,7 @@ def parse_spout_report(doc: object, received_ms: int) -> list[SpoutFigures]:
                 smallest_failed_offset=_opt_int(p, "smallest_failed_offset", path, minimum=0),
                 max_offset_behind=behind if behind is not None else default_behind,
                 max_spout_pending=max_pending,
+                spout_pending=spout_pending,
                 time_ms=time_ms,
             )
         )

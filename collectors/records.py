@@ -97,7 +97,13 @@ class GroupSnapshot:
 
 @dataclass(frozen=True, slots=True)
 class SpoutFigures:
-    """Pending / failed / acked counts of one Storm spout (partition=None: whole spout)."""
+    """Pending / failed / acked counts of one Storm spout (partition=None: whole spout).
+
+    ``pending`` is the partition's (storm-kafka's ``_pending`` set); ``spout_pending`` is the
+    spout task's tuples in flight, the figure ``topology.max.spout.pending`` caps (DOMAIN §2).
+    They differ: offsets a pending leak keeps in ``_pending`` are no longer in flight, and a
+    task reading several partitions is capped on their sum.
+    """
 
     topology_id: str
     spout_id: str
@@ -111,6 +117,7 @@ class SpoutFigures:
     smallest_failed_offset: int | None = None
     max_offset_behind: int | None = None
     max_spout_pending: int | None = None
+    spout_pending: int | None = None
     time_ms: int | None = None  # when the figures were true (ingest: pushed or received)
 
 

@@ -24,6 +24,13 @@ a commit are the sample's (a commit beyond the end of a re-created log shows the
 applied), and the rest of the evidence comes from the samples since the one that first saw the
 window's first commit: the spout's pending/failed/acked series and the topology ids.
 
+**The spout's settings and task figures** come from the same samples: ``max_spout_pending`` is
+the latest value the window's samples give (a setting: the newest is the one in force, and a
+push without it says nothing about it), ``spout_pending`` the task's tuples in flight at each
+of them (what the cap counts, for BACKPRESSURE), and ``smallest_failed_offset`` the latest
+the spout named: a failed tuple leaves the failed set each time it is re-emitted, so the last
+sample alone would often miss the poison message POISON_MESSAGE must name.
+
 **Broker offsets for rule 3** are Burrow's ring of *recent* broker offsets: the latest offsets
 polled since the sample that first saw the window's *last* commit, at most ``config.window`` of
 them (Burrow keeps ``intervals`` broker offsets). Rule 3 reads a broker offset at or below the
@@ -79,7 +86,8 @@ __all__ = [
 # The sample columns a window is built from (the key columns come along).
 WINDOW_COLUMNS = (
     "ts_ms", "committed", "earliest", "latest", "lag", "commit_time_ms", "commit_version",
-    "topology_id", "alive", "pending", "failed", "acked", "stale",
+    "topology_id", "alive", "pending", "failed", "acked", "stale", "max_spout_pending",
+    "spout_pending", "smallest_failed_offset",
 )  # fmt: skip
 
 
@@ -163,6 +171,8 @@ def window_from_samples(
     failed = _present(recent("failed"))
     acked = _present(recent("acked"))
     spout = SpoutSeries(pending, failed, acked) if pending or failed or acked else None
+    # A cap of 0 is no cap Storm knows (null is "unbounded"): not evidence of back-pressure.
+    cap = _last_known([c if c is not None and c > 0 else None for c in recent("max_spout_pending")])
     topology_ids: list[str] = []
     for topology in _present(recent("topology_id")):
         if not topology_ids or topology_ids[-1] != topology:
@@ -189,6 +199,9 @@ def window_from_samples(
         latest=samples["latest"][last],
         alive=samples["alive"][last],
         spout=spout,
+        max_spout_pending=cap,
+        spout_pending=_present(recent("spout_pending")),
+        smallest_failed_offset=_last_known(recent("smallest_failed_offset")),
         stale=stale,
         stale_since_ms=stale_since,
         rebalances_ms=tuple(rebalances_ms),

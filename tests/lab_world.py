@@ -6,9 +6,10 @@ second session fixture, and a second stack).
 
 Each test owns the scenario and the groups it touches (the browser test: ``dead-consumer`` on
 payments-ledger and an XSS-named group; alerts: ``poison-message`` on orders-spout; broker
-purgatory: ``fetch-purgatory``, whose consumers are group-less and commit nothing) and
-asserts only about those. ``tests/lab/test_lab_verdicts.py`` keeps a stack of its own: it
-checks that untouched groups stay OK for its whole run.
+purgatory: ``fetch-purgatory``, whose consumers are group-less and commit nothing;
+``backpressure`` on audit-spout) and asserts only about those.
+``tests/lab/test_lab_verdicts.py`` keeps a stack of its own: it checks that untouched groups
+stay OK for its whole run.
 
 The stack polls the lab cluster every 5 s and runs the status job every 15 s, as the verdicts
 test does: a window of 10 commits then lasts about 50 s.
@@ -16,10 +17,13 @@ test does: a window of 10 commits then lasts about 50 s.
 
 from __future__ import annotations
 
+import http.cookiejar
 import json
 import os
 import subprocess
 import sys
+import urllib.parse
+import urllib.request
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -97,6 +101,33 @@ class LabWorld:
     ) -> Any:
         """The first truthy ``predicate(status document)``, read every few seconds."""
         return wait_for(lambda: predicate(self.status()), timeout_s, what, every=3.0)
+
+
+class Browser:
+    """A cookie-keeping HTTP client that logs in and posts forms with their CSRF token (pages
+    and, with the session, ``/api/v1``)."""
+
+    def __init__(self, base: str) -> None:
+        self.base = base
+        self.jar = http.cookiejar.CookieJar()
+        self.opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(self.jar))
+
+    def get(self, path: str) -> tuple[int, bytes, Any]:
+        with self.opener.open(self.base + path, timeout=30) as response:
+            return response.status, response.read(), response.headers
+
+    def post(self, path: str, form: dict[str, str]) -> tuple[int, bytes]:
+        token = next(c.value for c in self.jar if c.name == "csrftoken")
+        data = urllib.parse.urlencode({**form, "csrfmiddlewaretoken": token}).encode()
+        request = urllib.request.Request(
+            self.base + path, data=data, headers={"Referer": self.base + path}
+        )
+        with self.opener.open(request, timeout=30) as response:
+            return response.status, response.read()
+
+    def login(self, user: str, password: str) -> None:
+        self.get("/accounts/login/")
+        self.post("/accounts/login/", {"username": user, "password": password})
 
 
 def _judged(doc: dict[str, Any]) -> bool:

@@ -106,6 +106,11 @@ def sample_columns(
         "failed": [f.failed for f in figures],
         "acked": [f.acked for f in figures],
         "stale": flags,
+        "emitted": [f.emitted for f in figures],
+        "max_spout_pending": [f.max_spout_pending for f in figures],
+        "spout_pending": [f.spout_pending for f in figures],
+        "smallest_failed_offset": [f.smallest_failed_offset for f in figures],
+        "max_offset_behind": [f.max_offset_behind for f in figures],
     }
 
 

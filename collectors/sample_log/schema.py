@@ -9,6 +9,11 @@ micro-batches (see ``benchmarks/bench_sample_log.py``): rows sorted by partition
 strings dictionary-encoded, counters and times DELTA_BINARY_PACKED, zstd. ``time_lag_s`` is
 rounded to the millisecond on write: every clock it derives from has millisecond resolution,
 and the interpolation's noise below that would cost ~4 bytes per sample.
+
+The spout columns (``emitted`` .. ``max_offset_behind``) are null on every Kafka and ZooKeeper
+row, which costs a bit per row; on a spout's rows the settings repeat (dictionary/RLE) and
+the counters move by small steps (delta). Files written before they existed read with them
+null (:func:`evolve`), so the log never needs rewriting for a new nullable column.
 """
 
 from __future__ import annotations
@@ -61,6 +66,13 @@ SAMPLE_SCHEMA: Final = pa.schema(
         pa.field("failed", pa.int64()),
         pa.field("acked", pa.int64()),
         pa.field("stale", pa.bool_(), nullable=False),
+        # The spout's pushed figures beyond the counts (null for every other source, and in
+        # files written before they were added: a reader fills a missing column with nulls).
+        pa.field("emitted", pa.int64()),
+        pa.field("max_spout_pending", pa.int64()),
+        pa.field("spout_pending", pa.int64()),
+        pa.field("smallest_failed_offset", pa.int64()),
+        pa.field("max_offset_behind", pa.int64()),
     ]
 )
 COLUMNS: Final = tuple(SAMPLE_SCHEMA.names)
@@ -91,7 +103,7 @@ DICT_FORMAT: Final = ds.ParquetFileFormat(
 # repeated strings, the partition number and flags through dictionary/RLE.
 _DELTA_COLUMNS: Final = (
     "ts_ms", "committed", "earliest", "latest", "lag", "commit_time_ms", "commit_version",
-    "pending", "failed", "acked",
+    "pending", "failed", "acked", "emitted", "spout_pending",
 )  # fmt: skip
 _PLAIN_COLUMNS: Final = ("time_lag_s",)
 ROW_GROUP_ROWS: Final = 1 << 20

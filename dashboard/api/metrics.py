@@ -24,6 +24,13 @@ group's ``first_seen_at`` so that a group deleted and seen again reads as a new 
 rebalance events ever get a retention, this count must come from a running total kept when
 they are written instead: a count that drops reads as a counter reset, and ``increase()``
 would then count every kept event again.
+
+Storm spouts (``collectors.spout_totals``, the latest row of each spout reported lately):
+``lagwatch_spout_emitted_total``, ``_acked_total``, ``_failed_total`` (Storm UI's counters,
+which start again when a worker restarts: a reset to ``rate()``),
+``lagwatch_spout_complete_latency_ms``, and from the spout's push ``lagwatch_spout_pending``
+(the task's tuples in flight) and ``lagwatch_spout_max_pending`` (its cap): BACKPRESSURE is the
+first sitting at the second.
 """
 
 from __future__ import annotations
@@ -57,11 +64,13 @@ from dashboard.monitoring.models import (
 )
 from dashboard.monitoring.producers import topic_expiry
 from dashboard.monitoring.spark_runs import JOBS
+from dashboard.monitoring.spouts import latest_spouts
 
 STATUS_CODES = {"UNKNOWN": 0, "OK": 1, "WARN": 2, "ERR": 3, "STOP": 4, "STALL": 5, "REWIND": 6}
 GROUP = ["cluster", "source", "group"]
 PARTITION = [*GROUP, "topic", "partition"]
 SOURCE = ["cluster", "source"]
+SPOUT = ["cluster", "topology_id", "spout_id"]
 OUTCOMES = (SparkJobOutcome.OK, SparkJobOutcome.FAILED, SparkJobOutcome.SKIPPED)
 GROUP_COLUMNS = (
     "id", "cluster__name", "source", "name", "status", "complete", "stale", "members",
@@ -95,6 +104,7 @@ class LagwatchCollector:
         groups = self._groups()
         yield from self._lag(groups)
         yield from self._membership(groups)
+        yield from self._spouts(now)
         yield from self._sources(now)
         yield from self._brokers()
         yield from self._spark_jobs(now)
@@ -238,6 +248,35 @@ class LagwatchCollector:
                     labels, counts.get(group_id, 0), created=first_seen.timestamp()
                 )
         yield from (generation, last_commit, rebalances)
+
+    def _spouts(self, now) -> Iterator[Metric]:
+        """Each Storm spout's latest whole figures (one query; spouts reported within the
+        last ``FRESH`` only): Storm UI's counters and complete latency, the task's tuples in
+        flight and its ``max.spout.pending`` from the push."""
+        counters = {
+            key: CounterMetricFamily(f"lagwatch_spout_{key}", doc, labels=SPOUT)
+            for key, doc in (
+                ("emitted", "Tuples the spout emitted (Storm UI; restarts with the worker)."),
+                ("acked", "Tuples fully processed (Storm UI; restarts with the worker)."),
+                ("failed", "Tuples failed or timed out (Storm UI; restarts with the worker)."),
+            )
+        }
+        latency = _gauge("lagwatch_spout_complete_latency_ms",
+                         "Storm UI's complete latency of the spout, milliseconds.", SPOUT)
+        pending = _gauge("lagwatch_spout_pending",
+                         "The spout task's tuples in flight (its push).", SPOUT)
+        cap = _gauge("lagwatch_spout_max_pending",
+                     "topology.max.spout.pending of the spout (its push).", SPOUT)  # fmt: skip
+        for row in latest_spouts(now):
+            labels = [row["cluster__name"], row["topology_id"], row["spout_id"]]
+            for key, family in counters.items():
+                if row[key] is not None:
+                    family.add_metric(labels, row[key])
+            for family, key in ((latency, "complete_latency_ms"), (pending, "pending"),
+                                (cap, "max_spout_pending")):  # fmt: skip
+                if row[key] is not None:
+                    family.add_metric(labels, row[key])
+        yield from (*counters.values(), latency, pending, cap)
 
     def _sources(self, now) -> Iterator[Metric]:
         up = _gauge("lagwatch_source_up", "1 if the source answered at its last poll.", SOURCE)

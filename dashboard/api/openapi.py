@@ -396,6 +396,25 @@ SCHEMAS: dict[str, Schema] = {
             "what_if_subscriptions": nullable(
                 {"type": "string", "enum": ["reported", "inferred", "partly reported"]}
             ),
+            "spouts": {
+                "type": "array",
+                "items": ref("SpoutFigures"),
+                "description": "A Storm spout group: the latest figures of its topology's "
+                "spouts (Storm UI and the spout's push); empty for other groups.",
+            },
+        }
+    ),
+    "SpoutFigures": obj(
+        {
+            "topology_id": STRING,
+            "spout_id": STRING,
+            "at": TIME,
+            "emitted": nullable(INTEGER),
+            "acked": nullable(INTEGER),
+            "failed": nullable(INTEGER),
+            "complete_latency_ms": nullable(NUMBER),
+            "pending": nullable(INTEGER),
+            "max_spout_pending": nullable(INTEGER),
         }
     ),
     "Balance": obj(

@@ -7,7 +7,9 @@ Statuses, diagnoses, reasons and ``complete`` are the status job's (SPEC §4, §
 ``spark_jobs`` lists each job's latest finished run and when it last succeeded. ``brokers``
 lists each broker's delayed operations (purgatory, DOMAIN §5) from its metrics endpoint, with
 ``as_of`` (when they were read) and ``error`` (the latest scrape failed: the figures are the
-last known).
+last known). ``spouts`` holds each Storm spout's latest whole figures (Storm UI's emitted,
+acked, failed and complete latency; the task's tuples in flight and ``max_spout_pending`` from
+its push), by cluster and topology instance: a spout group's ``topology_id`` finds its own.
 
 A group's ``last_commit_at`` is the newest of its partitions' (so a group whose consumers all
 stopped shows when they last committed), ``type`` and ``member_details`` are read through
@@ -35,6 +37,7 @@ from dashboard.monitoring.models import (
 )
 from dashboard.monitoring.producers import producers_document
 from dashboard.monitoring.spark_runs import JOBS
+from dashboard.monitoring.spouts import latest_spouts, spout_document
 
 
 def _iso(at: datetime | None) -> str | None:
@@ -156,6 +159,11 @@ def status_document(
             for e in errors
         ],
         "brokers": [{"cluster": b.cluster.name, **b.document()} for b in brokers],
+        "spouts": [
+            {"cluster": row["cluster__name"], **spout_document(row)}
+            for row in latest_spouts(now)
+            if cluster is None or row["cluster__name"] == cluster
+        ],
         "spark_jobs": spark_job_runs(),
         # Per producer client and topic, and the topics under PRODUCER_EXPIRY (DOMAIN §4).
         **producers_document(cluster),

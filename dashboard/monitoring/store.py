@@ -17,6 +17,7 @@ from collectors.cycle.stale import Staleness, hidden_by
 from collectors.figures import PartitionFigure
 from collectors.outcome import CycleOutcome
 from collectors.records import GroupMember, Source
+from collectors.spout_totals import spout_totals
 from dashboard.monitoring.models import (
     BrokerOffsetSample,
     BrokerPurgatory,
@@ -27,6 +28,7 @@ from dashboard.monitoring.models import (
     PartitionState,
     RebalanceEvent,
     SourceHealth,
+    SpoutSample,
 )
 
 GROUP_FIELDS = [
@@ -96,6 +98,7 @@ def store_cycle(cluster: Cluster, outcome: CycleOutcome, stale: Staleness | None
         _upsert_partitions(groups, outcome.figures, at, stale)
         _insert_samples(cluster, at)
         _insert_broker_offsets(cluster, outcome, at)
+        _insert_spout_samples(cluster, outcome, at)
         _insert_rebalances(groups, outcome)
         if stale.hidden:
             _mark_stale(cluster, stale.hidden)
@@ -230,6 +233,20 @@ def _insert_broker_offsets(cluster: Cluster, outcome: CycleOutcome, at: datetime
     ]
     columns = ["cluster", "topic", "partition", "at", "earliest", "latest"]
     _insert_rows(BrokerOffsetSample, columns, rows, ["cluster", "topic", "partition", "at"])
+
+
+def _insert_spout_samples(cluster: Cluster, outcome: CycleOutcome, at: datetime) -> None:
+    """Each spout's whole figures of the cycle (Storm UI's joined with its push), kept as a
+    short history like the partitions' samples; a retried cycle writes nothing new."""
+    db_at = _db_datetime(at)
+    rows = [
+        (cluster.id, s.topology_id, s.spout_id, db_at, s.emitted, s.acked, s.failed,
+         s.complete_latency_ms, s.pending, s.max_spout_pending)
+        for s in spout_totals(outcome.spouts)
+    ]  # fmt: skip
+    columns = ["cluster", "topology_id", "spout_id", "at", "emitted", "acked", "failed",
+               "complete_latency_ms", "pending", "max_spout_pending"]  # fmt: skip
+    _insert_rows(SpoutSample, columns, rows, ["cluster", "topology_id", "spout_id", "at"])
 
 
 def _insert_rows(
@@ -372,4 +389,5 @@ def prune_history(older_than: timedelta, now: datetime) -> int:
     cutoff = now - older_than
     deleted, _ = OffsetSample.objects.filter(at__lt=cutoff).delete()
     deleted_b, _ = BrokerOffsetSample.objects.filter(at__lt=cutoff).delete()
-    return deleted + deleted_b
+    deleted_s, _ = SpoutSample.objects.filter(at__lt=cutoff).delete()
+    return deleted + deleted_b + deleted_s

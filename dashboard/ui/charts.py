@@ -92,6 +92,64 @@ def series_figure(
     return _dict(fig)
 
 
+def _lines_figure(
+    title: str,
+    lines: Sequence[tuple[str, Sequence[datetime], Sequence[float | None], str]],
+    y_title: str,
+) -> dict[str, Any]:
+    """Lines with x values of their own; ``dash`` per line ("solid", "dash", ...). Names are
+    escaped here, as in ``series_figure``."""
+    fig = go.Figure(layout=_layout(escape(title), escape(y_title)))
+    for i, (name, x, ys, dash) in enumerate(lines):
+        fig.add_trace(
+            go.Scatter(
+                x=[t(a) for a in x],
+                y=list(ys),
+                name=escape(name),
+                mode="lines",
+                line={"color": LINE_COLORS[i % len(LINE_COLORS)], "width": 2, "dash": dash},
+                connectgaps=False,
+            )
+        )
+    return _dict(fig)
+
+
+def spout_figures(
+    label: str, history: dict[str, dict[str, Sequence[Any]]]
+) -> dict[str, dict[str, Any] | None]:
+    """A Storm spout's own charts from ``queries.series.spout_history``: Storm UI's emitted,
+    acked and failed rates; its complete latency; the task's tuples in flight against
+    ``max.spout.pending`` (BACKPRESSURE is in flight at the cap). A chart with nothing to
+    draw is None. With several spouts in the topology each line names its spout."""
+    several = len(history) > 1
+
+    def name(spout_id: str, what: str) -> str:
+        return f"{spout_id} {what}" if several else what
+
+    def known(lines: list) -> bool:
+        return any(v is not None for line in lines for v in line[2])
+
+    rates, latency, pending = [], [], []
+    for spout_id, h in sorted(history.items()):
+        x = h["x"]
+        for key, what in (("emitted_per_s", "emitted/s"), ("acked_per_s", "acked/s"),
+                          ("failed_per_s", "failed/s")):  # fmt: skip
+            rates.append((name(spout_id, what), x, h[key], "solid"))
+        latency.append(
+            (name(spout_id, "complete latency (ms)"), x, h["complete_latency_ms"], "solid")
+        )
+        pending.append((name(spout_id, "in flight"), x, h["pending"], "solid"))
+        pending.append((name(spout_id, "max.spout.pending"), x, h["max_spout_pending"], "dash"))
+    return {
+        "spout_rates": _lines_figure(f"Storm UI throughput of {label}", rates, "tuples/s")
+        if known(rates) else None,
+        "spout_latency": _lines_figure(f"Complete latency of {label}", latency, "ms")
+        if known(latency) else None,
+        "spout_pending": _lines_figure(f"Tuples in flight of {label}", pending, "tuples")
+        if known(pending) else None,
+    }  # fmt: skip
+
+
 def heatmap_figure(
     rows: Sequence[tuple[str, Sequence[tuple[str, str]]]], title: str
 ) -> dict[str, Any] | None:

@@ -42,6 +42,7 @@ DEMO_WORLD = WorldSpec(
         TopologySpec("clicks-sessionizer", spout_id="clicks-spout", topic="clicks"),
         # The third spout exists for the retention scenario: once retention has moved the log
         # start of `audit` past its stored offsets, this spout jumps to the latest offset.
+        # The backpressure scenario slows its bolt (no other scenario uses it by default).
         TopologySpec(
             "audit-archiver",
             spout_id="audit-spout",
@@ -55,6 +56,7 @@ DEMO_WORLD = WorldSpec(
         storm_group="clicks-aggregator",
         poison_topology="orders-enricher",
         leak_topology="clicks-sessionizer",
+        backpressure_topology="audit-archiver",
         restart_topology="orders-enricher",
         collision_topology="orders-enricher",
         collision_topic="payments",

@@ -249,6 +249,66 @@ class PendingLeak(Scenario):
         world.topologies.restart(self._topology, reset=True)
 
 
+class Backpressure(Scenario):
+    """Restarts a spout (default `audit-spout` of `audit-archiver`, same topology id) behind
+    a slow bolt: `process_ms` per tuple on one executor, slower than the topic is produced,
+    with `topology.max.spout.pending` set to `max_spout_pending`. The bolt acks every tuple,
+    just late: the spout's tuples in flight sit at the cap, so `nextTuple` is not called
+    until an ack frees a slot, the spout emits only as fast as the bolt acks, and the lag
+    climbs on every partition while the committed offsets keep moving. Fetches are small
+    (`fetch_max_messages`, 1): KafkaSpout keeps emitting from one partition while its last
+    fetch has messages left, so with large fetches a throttled spout serves its partitions
+    in turns of a whole fetch each, and the others' commits stand still meanwhile (STALL,
+    then catching up, in turn); small fetches spread the throttled pace evenly. The spout pushes its
+    in-flight count and its cap (docs/INGEST.md): Lagwatch shows WARN (lag rising) with
+    diagnoses SLOW_CONSUMER and BACKPRESSURE (pending at max.spout.pending in most of the
+    window's samples). The other spouts, not at their cap, show no BACKPRESSURE. Stop
+    restarts the spout with its normal settings; the backlog drains."""
+
+    name = "backpressure"
+    params = (
+        Param("topology", str, "topology whose bolt slows down (default: the world's)"),
+        Param("process_ms", float, "the bolt's time per tuple", default=500.0, minimum=1),
+        Param("max_spout_pending", int, "topology.max.spout.pending", default=20, minimum=1),
+        Param("fetch_max_messages", int, "messages per fetch", default=1, minimum=1),
+    )
+
+    def start(
+        self,
+        world: World,
+        topology: str | None = None,
+        process_ms: float = 500.0,
+        max_spout_pending: int = 20,
+        fetch_max_messages: int = 1,
+    ) -> dict:
+        name = _target(topology, world.spec.roles.backpressure_topology, "backpressure topology")
+        rate = world.producers.rate(world.topologies.spec(name).topic)
+        # A tuple waits for the ones ahead of it: past the message timeout it would fail, and
+        # the spout would show failures, not back-pressure.
+        wait_s = max_spout_pending * process_ms / 1000.0
+        if wait_s >= 30.0:
+            raise ScenarioError(
+                f"max_spout_pending x process_ms = {wait_s:.0f} s: tuples would time out (30 s)"
+            )
+        self._topology = name
+        topology_id = world.topologies.restart(
+            name,
+            process_ms=process_ms,
+            max_spout_pending=max_spout_pending,
+            fetch_max_messages=fetch_max_messages,
+        )
+        return {
+            "topology": name,
+            "topology_id": topology_id,
+            "max_spout_pending": max_spout_pending,
+            "max_ack_rate": 1000.0 / process_ms,
+            "produce_rate": rate,
+        }
+
+    def stop(self, world: World) -> None:  # noqa: B027 - a deliberate no-op default
+        world.topologies.restart(self._topology, reset=True)
+
+
 class RebalanceStorm(Scenario):
     """A member of a Kafka group (default `clicks-aggregator`; any group of either protocol,
     e.g. `shipments-tracker` for KIP-848) joins, then leaves, then joins again, every
@@ -725,6 +785,7 @@ SCENARIOS: dict[str, type[Scenario]] = {
         DeadConsumer,
         PoisonMessage,
         PendingLeak,
+        Backpressure,
         RebalanceStorm,
         Retention,
         TopologyRestart,

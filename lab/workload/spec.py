@@ -91,6 +91,7 @@ class Roles:
     storm_group: str | None = None
     poison_topology: str | None = None
     leak_topology: str | None = None
+    backpressure_topology: str | None = None
     restart_topology: str | None = None
     collision_topology: str | None = None
     collision_topic: str | None = None

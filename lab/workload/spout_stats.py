@@ -27,7 +27,10 @@ def spout_report(spout: KafkaSpoutSim, time_ms: int | None = None) -> dict[str, 
 
     ``pending`` is storm-kafka's per-partition pending set (emitted, not yet acked,
     failed-and-waiting included), the figure ``max_offset_behind`` and commits depend on;
-    emitted/acked/failed are what the executor saw, as Storm UI counts them.
+    emitted/acked/failed are what the executor saw, as Storm UI counts them. The top-level
+    ``pending`` is the spout task's tuples in flight, what ``max_spout_pending`` caps: the
+    figure BACKPRESSURE compares with the cap (a leaked offset stays in a partition's pending
+    set, but its tuple is long gone from the task).
     """
     stats = spout.stats()
     if not stats.partitions:
@@ -38,6 +41,7 @@ def spout_report(spout: KafkaSpoutSim, time_ms: int | None = None) -> dict[str, 
         "topology_name": spout.topology_name,
         "time_ms": time_ms if time_ms is not None else int(time.time() * 1000),
         "max_spout_pending": stats.max_spout_pending,
+        "pending": stats.pending,
         "max_offset_behind": spout.pm_config.max_offset_behind,
         "partitions": [
             {

@@ -75,9 +75,12 @@ def state_diagnoses(
             )
         )
     cap = window.max_spout_pending
-    if cap is not None and pending:
-        at_cap = sum(1 for p in pending if p >= cap)
-        share = at_cap / len(pending)
+    # What the cap counts: the task's tuples in flight when the spout says so, else the
+    # partition's pending (a task reading one partition: the same figure).
+    capped = window.spout_pending or pending
+    if cap is not None and capped:
+        at_cap = sum(1 for p in capped if p >= cap)
+        share = at_cap / len(capped)
         if share >= config.backpressure_share:
             found.append(
                 Diagnosis(
@@ -85,7 +88,7 @@ def state_diagnoses(
                     {
                         "max_spout_pending": cap,
                         "share_at_cap": round(share, 3),
-                        "samples": len(pending),
+                        "samples": len(capped),
                     },
                 )
             )

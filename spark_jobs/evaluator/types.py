@@ -106,6 +106,9 @@ class PartitionWindow:
 
     - ``stale``/``stale_since_ms``: the source was unreachable; the figures are the last known;
     - ``max_spout_pending``: ``topology.max.spout.pending``, for BACKPRESSURE;
+    - ``spout_pending``: the spout task's tuples in flight at each sample, oldest first: what
+      ``max_spout_pending`` caps (the task's partitions together, DOMAIN §2). BACKPRESSURE
+      reads it, or the partition's own ``spout.pending`` when it is not given;
     - ``smallest_failed_offset``: the offset a spout keeps retrying, for POISON_MESSAGE;
     - ``rebalances_ms``: times of the group's rebalances (generation changes) seen lately;
     - ``rebalancing``: the group is rebalancing now (nobody owning the partition is expected);
@@ -128,6 +131,7 @@ class PartitionWindow:
     stale_since_ms: int | None = None
     max_spout_pending: int | None = None
     smallest_failed_offset: int | None = None
+    spout_pending: tuple[int, ...] = ()
     rebalances_ms: tuple[int, ...] = ()
     rebalancing: bool | None = None
     topology_ids: tuple[str, ...] = ()

@@ -175,6 +175,7 @@ _PARTITION_FIELDS = frozenset(
         "stale_since_ms",
         "max_spout_pending",
         "smallest_failed_offset",
+        "spout_pending",
         "rebalances_ms",
         "rebalancing",
         "topology_ids",
@@ -272,6 +273,7 @@ def parse_partition(value: object, path: str = "partition") -> PartitionWindow:
         smallest_failed_offset=_int(
             doc.get("smallest_failed_offset"), f"{path}.smallest_failed_offset", nullable=True
         ),
+        spout_pending=_ints(doc.get("spout_pending"), f"{path}.spout_pending", nullable=True),
         rebalances_ms=_ints(doc.get("rebalances_ms"), f"{path}.rebalances_ms", nullable=True),
         rebalancing=_bool(doc.get("rebalancing"), f"{path}.rebalancing"),
         topology_ids=_strings(doc.get("topology_ids"), f"{path}.topology_ids"),

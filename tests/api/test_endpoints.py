@@ -116,6 +116,19 @@ def test_group_detail_with_partitions_and_members(api, world: World) -> None:
     }  # fmt: skip
 
 
+def test_a_spout_groups_detail_has_its_topologys_latest_spout_figures(api, world: World) -> None:
+    body = api.get(f"/api/v1/groups/{world.groups['orders-spout'].pk}/")
+    assert body["spouts"] == [
+        {
+            "topology_id": "orders-topo-1-1700000000", "spout_id": "orders-spout",
+            "at": body["spouts"][0]["at"], "emitted": 1000, "acked": 975, "failed": 2,
+            "complete_latency_ms": 12.5, "pending": 20, "max_spout_pending": 20,
+        }
+    ]  # fmt: skip
+    assert body["spouts"][0]["at"].endswith("Z")
+    assert api.get(f"/api/v1/groups/{world.groups['billing'].pk}/")["spouts"] == []
+
+
 def test_unknown_group_is_404(api, world: World) -> None:
     assert api.get("/api/v1/groups/999999/", expect=404)["error"]["message"] == (
         "group 999999 not found"

@@ -101,6 +101,24 @@ def test_spark_job_series_describe_the_last_finished_run(client: Client, world: 
     assert m["lagwatch_spark_job_failed_runs"][labels(job="rollups")] == 0
 
 
+def test_spout_series_are_each_spouts_latest_figures(client: Client, world: World) -> None:
+    m = scrape(client)
+    key = labels(cluster="prod", topology_id="orders-topo-1-1700000000", spout_id="orders-spout")
+    assert m["lagwatch_spout_emitted_total"][key] == 1000
+    assert m["lagwatch_spout_acked_total"][key] == 975
+    assert m["lagwatch_spout_failed_total"][key] == 2
+    assert m["lagwatch_spout_complete_latency_ms"][key] == 12.5
+    assert m["lagwatch_spout_pending"][key] == 20
+    assert m["lagwatch_spout_max_pending"][key] == 20
+    # A killed instance's old rows are not exported; a spout the push did not cover has no
+    # pending series rather than a 0.
+    topologies = {dict(k)["topology_id"] for k in m["lagwatch_spout_emitted_total"]}
+    assert topologies == {"orders-topo-1-1700000000", "evil-topo"}
+    hostile = labels(cluster="prod", topology_id="evil-topo", spout_id=HOSTILE)
+    assert m["lagwatch_spout_emitted_total"][hostile] == 1
+    assert hostile not in m["lagwatch_spout_pending"]
+
+
 def test_hostile_names_are_escaped_and_come_back_intact(client: Client, world: World) -> None:
     text = client.get("/metrics").content.decode()
     # the newline, quote and backslash of the name are escaped inside the label value

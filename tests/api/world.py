@@ -28,6 +28,7 @@ from dashboard.monitoring.models import (
     ServiceHeartbeat,
     SourceHealth,
     SparkJobRun,
+    SpoutSample,
     StatusChange,
 )
 from tests.collectors.ingest_documents import producer_doc
@@ -101,6 +102,24 @@ def build_world(now: datetime | None = None) -> World:
     _partition(world, spout, "orders", 0, 7, 30, owner="orders-topo", status="WARN",
                complete=1.0, pending=3, failed=0, acked=100, time_lag_s=30.0,
                diagnosis=[{"code": "SLOW_CONSUMER", "evidence": {"eta_s": None}}])  # fmt: skip
+
+    # The spout's whole figures: two cycles of the running topology (the newer one is the
+    # latest), one of a killed instance 20 minutes ago (too old to be exported).
+    prod_cluster = world.clusters["prod"]
+    SpoutSample.objects.bulk_create([
+        SpoutSample(cluster=prod_cluster, topology_id="orders-topo-1-1700000000",
+                    spout_id="orders-spout", at=now - timedelta(seconds=10), emitted=900,
+                    acked=880, failed=1, complete_latency_ms=12.0, pending=20,
+                    max_spout_pending=20),
+        SpoutSample(cluster=prod_cluster, topology_id="orders-topo-1-1700000000",
+                    spout_id="orders-spout", at=now, emitted=1000, acked=975, failed=2,
+                    complete_latency_ms=12.5, pending=20, max_spout_pending=20),
+        SpoutSample(cluster=prod_cluster, topology_id="orders-topo-0-1600000000",
+                    spout_id="orders-spout", at=now - timedelta(minutes=20), emitted=5,
+                    acked=5, failed=0),
+        SpoutSample(cluster=prod_cluster, topology_id="evil-topo", spout_id=HOSTILE, at=now,
+                    emitted=1, acked=1, failed=0),
+    ])  # fmt: skip
 
     hostile = _group(world, "prod", "kafka", HOSTILE, "UNKNOWN")
     _partition(world, hostile, HOSTILE_TOPIC, 0, None, 5, status="UNKNOWN")

@@ -122,6 +122,30 @@ def test_sample_columns_make_the_same_sample_log_batch_as_sample_rows() -> None:
         assert _conform("c", pa.table(sample_columns(out))).equals(_conform("c", rows))
 
 
+def test_the_spouts_pushed_figures_reach_the_sample_log() -> None:
+    """Everything the status job reads of a spout is in its sample row: the counts, the task's
+    in-flight tuples and cap (BACKPRESSURE), the smallest failed offset (POISON_MESSAGE)."""
+    pushed = [
+        SpoutFigures(
+            "topo-1", "sp", emitted=50, acked=4, failed=2, pending=9, topic="t", partition=0,
+            smallest_failed_offset=17, max_offset_behind=100, max_spout_pending=40,
+            spout_pending=40,
+        )
+    ]  # fmt: skip
+    out = assemble_cycle("c", T0, T0, [kafka(), spout_result()], memory(), pushed_spouts=pushed)
+    [row] = [r for r in sample_rows(out) if r["group"] == "sp"]
+    assert {k: row[k] for k in (
+        "pending", "failed", "acked", "emitted", "smallest_failed_offset", "max_offset_behind",
+        "max_spout_pending", "spout_pending",
+    )} == {
+        "pending": 9, "failed": 2, "acked": 4, "emitted": 50, "smallest_failed_offset": 17,
+        "max_offset_behind": 100, "max_spout_pending": 40, "spout_pending": 40,
+    }  # fmt: skip
+    assert _conform("c", pa.table(sample_columns(out))).num_rows == len(sample_rows(out))
+    kafka_rows = [r for r in sample_rows(out) if r["source"] == "kafka"]
+    assert all(r["max_spout_pending"] is None and r["emitted"] is None for r in kafka_rows)
+
+
 def test_the_hidden_sources_last_figures_are_logged_stale_and_the_store_told_once() -> None:
     store, log = FakeStore([zk_figure()]), FakeLog()
     write_cycle(store, log, outcome("zookeeper"))

@@ -290,6 +290,16 @@ def test_spout_push_minimal_form() -> None:
     doc["partitions"] = [{"topic": "a", "partition": 2, "pending": 0, "failed": 0, "acked": 0}]
     (fig,) = parse_spout_report(doc, RECEIVED_MS)
     assert (fig.time_ms, fig.max_spout_pending, fig.max_offset_behind) == (RECEIVED_MS, None, None)
+    assert fig.spout_pending is None
+
+
+def test_spout_push_task_pending_goes_with_every_partition() -> None:
+    """The top-level ``pending`` is the task's tuples in flight, what ``max_spout_pending``
+    caps: every partition's figure carries it for BACKPRESSURE."""
+    doc = {**spout_doc(), "pending": 1000}
+    figures = parse_spout_report(doc, RECEIVED_MS)
+    assert [(f.spout_pending, f.max_spout_pending) for f in figures] == [(1000, 1000)] * 2
+    assert figures[0].pending == 12, "the partition's own pending stays its own"
 
 
 @pytest.mark.parametrize(
@@ -301,6 +311,8 @@ def test_spout_push_minimal_form() -> None:
         (_set("spout_id", "s" * 256), "spout_id: must be at most 255 characters"),
         (_set("max_spout_pending", "1000"), "max_spout_pending: must be an integer, got a string"),
         (_set("max_offset_behind", -1), "max_offset_behind: must be >= 0, got -1"),
+        (_set("pending", -3), "pending: must be >= 0, got -3"),
+        (_set("pending", "40"), "pending: must be an integer, got a string"),
         (_set("time_ms", 1.5), "time_ms: must be an integer, got a number"),
         (_set("partitions", {"0": {}}), "partitions: must be an array, got an object"),
         (_set("partitions", _DELETE), "partitions: must be an array, got null"),

@@ -50,6 +50,11 @@ def sample(**overrides: Any) -> dict[str, Any]:
         "failed": None,
         "acked": None,
         "stale": False,
+        "emitted": None,
+        "max_spout_pending": None,
+        "spout_pending": None,
+        "smallest_failed_offset": None,
+        "max_offset_behind": None,
     }
     row.update(overrides)
     return row
@@ -82,7 +87,8 @@ def test_round_trip_keeps_every_value_and_every_null(log: SampleLog) -> None:
         source=Source.STORM, group="clicks-spout", partition=7, committed=9, earliest=None,
         latest=None, lag=None, time_lag_s=None, commit_time_ms=None, commit_version=41,
         owner=None, topology_id="clicks-12-1712345678", alive=None, pending=0, failed=3,
-        acked=None, stale=True,
+        acked=None, stale=True, emitted=0, max_spout_pending=1000, spout_pending=1000,
+        smallest_failed_offset=0, max_offset_behind=100000,
     )  # fmt: skip
     rows = [sample(), storm]
     log.write_batch("prod", "c1", rows)
@@ -520,6 +526,79 @@ def test_a_subtree_filesystem_and_from_url(tmp_path: Path) -> None:
     assert (tmp_path / "samples" / "cluster=prod").is_dir()
     for url in [(tmp_path / "samples").as_posix(), (tmp_path / "samples").as_uri()]:
         assert SampleLog.from_url(url).read().num_rows == 3
+
+
+# -- schema evolution: files written before the spout columns existed -----------------------
+
+# The columns of the log before ``emitted`` .. ``max_offset_behind`` were added.
+OLD_COLUMNS = COLUMNS[: COLUMNS.index("stale") + 1]
+NEW_SPOUT_COLUMNS = COLUMNS[len(OLD_COLUMNS) :]
+
+
+def write_old_batch(log: SampleLog, name: str, rows: list[dict[str, Any]]) -> Path:
+    """A micro-batch as the log wrote it before the spout columns: their schema, no others."""
+    old_schema = pa.schema([SAMPLE_SCHEMA.field(c) for c in OLD_COLUMNS])
+    table = pa.Table.from_pylist([{c: r[c] for c in OLD_COLUMNS} for r in rows], old_schema)
+    at = datetime.fromtimestamp(rows[0]["ts_ms"] / 1000, UTC)
+    hour_dir = Path(log.base) / "cluster=prod" / f"date={at.date()}" / f"hour={at.hour:02d}"
+    hour_dir.mkdir(parents=True, exist_ok=True)
+    path = hour_dir / f"batch-{name}.parquet"
+    pq.write_table(table, path, **store.parquet_options(3))
+    return path
+
+
+def test_the_new_spout_columns_are_nullable_int64_after_the_old_ones() -> None:
+    assert NEW_SPOUT_COLUMNS == (
+        "emitted", "max_spout_pending", "spout_pending", "smallest_failed_offset",
+        "max_offset_behind",
+    )  # fmt: skip
+    for name in NEW_SPOUT_COLUMNS:
+        assert SAMPLE_SCHEMA.field(name).type == pa.int64()
+        assert SAMPLE_SCHEMA.field(name).nullable
+
+
+def test_a_file_of_the_old_schema_reads_with_the_new_columns_null(log: SampleLog) -> None:
+    path = write_old_batch(log, "old", cycle(H10_MS))
+    assert set(pq.read_schema(path).names) == set(OLD_COLUMNS)
+
+    back = log.read()
+
+    assert back.schema == SAMPLE_SCHEMA and back.num_rows == 3
+    for name in NEW_SPOUT_COLUMNS:
+        assert back[name].null_count == 3, name
+    assert back["committed"].to_pylist() == [100, 101, 102]
+
+
+def test_old_and_new_files_compact_and_dedup_together(log: SampleLog) -> None:
+    write_old_batch(log, "old", cycle(H10_MS))
+    # The same cycle written again by the new code (a retry): the later write wins the key.
+    log.write_batch("prod", "new", cycle(H10_MS, max_spout_pending=50, spout_pending=50))
+    log.write_batch("prod", "next", cycle(H10_MS + MINUTE, emitted=7))
+
+    result = log.compact("prod", date(2024, 5, 1), 10)
+    back = log.read()
+
+    assert result.path is not None and back.num_rows == 6
+    assert set(pq.read_schema(result.path).names) == set(COLUMNS)
+    rows = keyed(back)
+    first = rows[(H10_MS, "prod", "kafka", "billing", "orders", 0)]
+    assert first["max_spout_pending"] == 50 and first["spout_pending"] == 50
+    later = rows[(H10_MS + MINUTE, "prod", "kafka", "billing", "orders", 2)]
+    assert later["emitted"] == 7 and later["smallest_failed_offset"] is None
+
+
+def test_spark_reads_an_old_file_beside_a_new_one(log: SampleLog, spark: Any) -> None:
+    from spark_jobs.sample_reader import read_samples
+
+    write_old_batch(log, "old", cycle(H10_MS))
+    log.write_batch("prod", "new", cycle(H10_MS + MINUTE, max_spout_pending=9))
+
+    rows = read_samples(spark, str(log.base), H10_MS, H10_MS + 2 * MINUTE).collect()
+
+    by_ts = sorted((r["ts_ms"], r["partition"], r["max_spout_pending"]) for r in rows)
+    assert by_ts == [(H10_MS, p, None) for p in range(3)] + [
+        (H10_MS + MINUTE, p, 9) for p in range(3)
+    ]
 
 
 # -- Spark (the session is the suite's one, from tests/conftest.py) -----------------------

@@ -12,7 +12,7 @@ import pytest
 from django.core.management import call_command
 from django.utils import timezone
 
-from dashboard.monitoring.models import Cluster, ConsumerGroup, PartitionState
+from dashboard.monitoring.models import Cluster, ConsumerGroup, PartitionState, SpoutSample
 
 pytestmark = pytest.mark.django_db
 
@@ -174,3 +174,29 @@ def test_brokers_purgatory_with_as_of_and_error(groups) -> None:
     assert second["fetch_expirations_per_s"] == 1.25 and second["as_of"] == iso(NOW)
     assert second["error"] is None
     assert [b["broker"] for b in status("--cluster", "prod")["brokers"]] == ["b1:7071"]
+
+
+def test_spouts_latest_figures_by_cluster_and_topology(groups) -> None:
+    prod = Cluster.objects.get(name="prod")
+    other = Cluster.objects.create(name="other")
+    rows = [
+        (prod, "topo-1", "spout", NOW - timedelta(seconds=5), 90, 20),
+        (prod, "topo-1", "spout", NOW, 100, 20),  # the latest of topo-1/spout
+        (prod, "topo-0", "spout", NOW - timedelta(hours=1), 5, None),  # killed long ago
+        (other, "topo-9", XSS, NOW, 7, None),
+    ]
+    SpoutSample.objects.bulk_create(
+        SpoutSample(cluster=c, topology_id=t, spout_id=s, at=at, emitted=e, acked=e, failed=0,
+                    complete_latency_ms=3.5, pending=cap, max_spout_pending=cap)
+        for c, t, s, at, e, cap in rows
+    )  # fmt: skip
+    doc = status()
+    assert doc["spouts"] == [
+        {"cluster": "other", "topology_id": "topo-9", "spout_id": XSS, "at": iso(NOW),
+         "emitted": 7, "acked": 7, "failed": 0, "complete_latency_ms": 3.5, "pending": None,
+         "max_spout_pending": None},
+        {"cluster": "prod", "topology_id": "topo-1", "spout_id": "spout", "at": iso(NOW),
+         "emitted": 100, "acked": 100, "failed": 0, "complete_latency_ms": 3.5, "pending": 20,
+         "max_spout_pending": 20},
+    ]  # fmt: skip
+    assert [s["cluster"] for s in status("--cluster", "prod")["spouts"]] == ["prod"]

@@ -1,11 +1,20 @@
 """The store writes a cycle idempotently and never overwrites known figures with zeros."""
 
+from datetime import UTC, datetime, timedelta
+
 import pytest
 
 from collectors.figures import PartitionFigure
 from collectors.outcome import CycleOutcome, SourceOutcome
 from collectors.rebalance import RebalanceEvent as ObservedRebalance
-from collectors.records import GroupMember, GroupSnapshot, PartitionOffsets, Source, SourceError
+from collectors.records import (
+    GroupMember,
+    GroupSnapshot,
+    PartitionOffsets,
+    Source,
+    SourceError,
+    SpoutFigures,
+)
 from dashboard.monitoring.models import (
     BrokerOffsetSample,
     Cluster,
@@ -15,8 +24,9 @@ from dashboard.monitoring.models import (
     PartitionState,
     RebalanceEvent,
     SourceHealth,
+    SpoutSample,
 )
-from dashboard.monitoring.store import member_document, store_cycle
+from dashboard.monitoring.store import member_document, prune_history, store_cycle
 
 pytestmark = pytest.mark.django_db
 
@@ -166,6 +176,27 @@ def test_spout_counts_and_liveness_are_stored(cluster: Cluster) -> None:
     p = PartitionState.objects.get()
     assert (p.pending, p.failed, p.acked, p.alive) == (7, 2, 40, True)
     assert (OffsetSample.objects.get().pending, OffsetSample.objects.get().failed) == (7, 2)
+
+
+def test_spout_figures_are_kept_as_a_short_history(cluster: Cluster) -> None:
+    """Storm UI's whole-spout figures with the task's in-flight count and cap from the push:
+    one row per spout and cycle, none more for a retried cycle, pruned with the history."""
+    spouts = [
+        SpoutFigures("topo-1", "spout", emitted=100, acked=90, failed=2, complete_latency_ms=4.5),
+        SpoutFigures("topo-1", "spout", acked=3, failed=0, pending=1, topic="orders", partition=0,
+                     spout_pending=20, max_spout_pending=20),
+    ]  # fmt: skip
+    for cycle_ms in (1_000_000, 1_000_000, 1_010_000):  # the first one retried
+        store_cycle(cluster, CycleOutcome(cluster="c", cycle_ms=cycle_ms, spouts=spouts))
+    rows = list(
+        SpoutSample.objects.order_by("at").values_list(
+            "topology_id", "spout_id", "emitted", "acked", "failed", "complete_latency_ms",
+            "pending", "max_spout_pending",
+        )
+    )  # fmt: skip
+    assert rows == [("topo-1", "spout", 100, 90, 2, 4.5, 20, 20)] * 2
+    pruned = prune_history(timedelta(seconds=5), datetime.fromtimestamp(1_012, UTC))
+    assert pruned == 1 and SpoutSample.objects.count() == 1
 
 
 def test_broker_down_keeps_last_broker_figures_of_zookeeper_read_partitions(

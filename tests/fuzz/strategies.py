@@ -502,7 +502,8 @@ def spout_pushes(draw: st.DrawFn) -> dict[str, Any]:
     }
     for name, strategy in (("topology_name", st.none() | long_names),
                            ("time_ms", st.none() | st.integers(1, INT64_MAX)),
-                           ("max_offset_behind", st.none() | _counts)):  # fmt: skip
+                           ("max_offset_behind", st.none() | _counts),
+                           ("pending", st.none() | _counts)):  # fmt: skip
         if draw(st.booleans()):
             doc[name] = draw(strategy)
     return doc

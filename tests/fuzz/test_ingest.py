@@ -86,6 +86,7 @@ def check_spout_round_trip(client: Client, doc: dict) -> None:
         assert f.max_offset_behind == (behind if behind is not None
                                        else doc.get("max_offset_behind"))  # fmt: skip
         assert f.max_spout_pending == doc["max_spout_pending"]
+        assert f.spout_pending == doc.get("pending")
         if doc.get("time_ms"):
             assert f.time_ms == doc["time_ms"]
 

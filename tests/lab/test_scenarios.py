@@ -291,6 +291,55 @@ def test_pending_leak_grows_pending_and_freezes_the_commit(run_world: Any, zk: K
     wait_until(lambda: znode_offset(zk, spout, 0) > frozen, 20, "commits resume after stop")
 
 
+def test_backpressure_holds_the_spouts_in_flight_tuples_at_its_cap(
+    run_world: Any, zk: KazooClient
+) -> None:
+    """The slow bolt acks everything, late: in flight sits at the cap, commits still move,
+    the lag climbs, and the spout's push says so (its in-flight count and its cap)."""
+    from lab.workload.spout_stats import spout_report
+
+    topic = uid("t")
+    spout = TopologySpec(uid("topo"), uid("spout"), topic, zk_root=f"/{uid('root')}")
+    world, runner = run_world(
+        WorldSpec(
+            topics=(TopicSpec(topic, 2, rate=20),),
+            topologies=(spout,),
+            roles=Roles(backpressure_topology=spout.name),
+        )
+    )
+    wait_until(lambda: znode_offset(zk, spout, 0), 30, "first spout commit")
+    topology_id = world.topologies.topology_id(spout.name)
+    with pytest.raises(ScenarioError, match="time out"):
+        runner.start("backpressure", {"process_ms": 1000.0, "max_spout_pending": 30})
+    details = runner.start("backpressure", {"process_ms": 100.0, "max_spout_pending": 8})["details"]
+    assert details["max_spout_pending"] == 8 and world.topologies.topology_id(spout.name) == (
+        topology_id
+    ), "a worker restart, same topology id"
+
+    def report() -> dict:
+        running = world.topologies.spout(spout.name)
+        return (spout_report(running) if running is not None else None) or {}
+
+    at_cap = wait_until(lambda: (r := report()).get("pending") == 8 and r, 30, "pending at cap")
+    assert at_cap["max_spout_pending"] == 8
+    # Held there: nearly every sample of the push sees the cap (the share BACKPRESSURE reads).
+    samples = []
+    for _ in range(20):
+        samples.append(report()["pending"])
+        time.sleep(0.25)  # sampling the gauge, not waiting for an event
+    assert sum(p == 8 for p in samples) >= 16, samples
+    committed = znode_offset(zk, spout, 0)
+    wait_until(lambda: znode_offset(zk, spout, 0) > committed, 30, "commits keep moving")
+    status = world.topologies.status()[spout.name]
+    assert status["failed"] == 0 and status["acked"] > 0
+
+    runner.stop("backpressure")
+    assert world.topologies.status()[spout.name]["overrides"] == {}
+    wait_until(
+        lambda: (r := report()).get("max_spout_pending") == 1000 and r, 30, "the cap back to 1000"
+    )
+
+
 @pytest.mark.parametrize(
     ("kind", "period_s"),
     [

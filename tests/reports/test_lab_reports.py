@@ -5,17 +5,14 @@ progress → download). Right after the stack's first collections: no rollups ne
 from __future__ import annotations
 
 import csv
-import http.cookiejar
 import io
 import json
 import re
 import time
-import urllib.parse
-import urllib.request
-from typing import Any
 
 import pytest
 
+from tests.lab_world import Browser
 from tests.waiting import wait_for
 
 pytestmark = pytest.mark.lab
@@ -51,28 +48,6 @@ def test_command_reports_every_collected_partition(lab_world):
     assert missing.returncode == 1 and "--cluster" in missing.stderr
     bad = lab_world.manage("lag_report", "--cluster", "lab", "--since", "soon", check=False)
     assert bad.returncode == 2 and "--since" in bad.stderr
-
-
-class Browser:
-    """A cookie-keeping HTTP client that logs in and posts forms with their CSRF token."""
-
-    def __init__(self, base: str) -> None:
-        self.base = base
-        self.jar = http.cookiejar.CookieJar()
-        self.opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(self.jar))
-
-    def get(self, path: str) -> tuple[int, bytes, Any]:
-        with self.opener.open(self.base + path, timeout=30) as response:
-            return response.status, response.read(), response.headers
-
-    def post(self, path: str, form: dict[str, str]) -> tuple[int, bytes]:
-        token = next(c.value for c in self.jar if c.name == "csrftoken")
-        data = urllib.parse.urlencode({**form, "csrfmiddlewaretoken": token}).encode()
-        request = urllib.request.Request(
-            self.base + path, data=data, headers={"Referer": self.base + path}
-        )
-        with self.opener.open(request, timeout=30) as response:
-            return response.status, response.read()
 
 
 def test_ui_builds_a_report_with_the_worker(lab_world):

@@ -7,6 +7,7 @@ reordered. Times are epoch milliseconds; a window of commits every 60 s is Burro
 
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -538,6 +539,22 @@ def test_backpressure_when_pending_sits_at_the_cap() -> None:
     assert BACKPRESSURE not in codes(verdict)
 
 
+def test_backpressure_reads_the_tasks_in_flight_tuples_when_given() -> None:
+    """A task reading several partitions is capped on their sum: its in-flight series, not the
+    partition's own pending (a quarter of the cap here), says whether it sits at the cap."""
+    quarter = SpoutSeries(pending=(125,) * 10, acked=tuple(range(0, 1000, 100)))
+    alone = window(SLOW, [5300], 300, spout=quarter, max_spout_pending=500)
+    assert BACKPRESSURE not in codes(evaluate_partition(alone, FIVE, 600_000))
+    task = replace(alone, spout_pending=(500,) * 9 + (499,))
+    assert evidence(evaluate_partition(task, FIVE, 600_000), BACKPRESSURE) == {
+        "max_spout_pending": 500,
+        "share_at_cap": 0.9,
+        "samples": 10,
+    }
+    below = replace(alone, spout_pending=(300,) * 10)
+    assert BACKPRESSURE not in codes(evaluate_partition(below, FIVE, 600_000))
+
+
 def test_backpressure_threshold_is_inclusive() -> None:
     pending = SpoutSeries(pending=(500,) * 8 + (1, 2), acked=tuple(range(10)))
     w = window(SLOW, [5300], 300, spout=pending, max_spout_pending=500)
@@ -785,6 +802,8 @@ def doc(**partition) -> dict:
         (doc(stael=True), "partitions[0].stael: unknown field"),
         (doc(id=""), "partitions[0].id: must be a non-empty string"),
         (doc(max_spout_pending=0), "partitions[0].max_spout_pending: must be >= 1"),
+        (doc(spout_pending=[3, -1]), "partitions[0].spout_pending[1]: must be >= 0"),
+        (doc(spout_pending=5), "partitions[0].spout_pending: must be a list"),
         (doc(polls=0), "partitions[0].polls: must be >= 1"),
         (
             doc(commits=[{"offset": 1, "timestamp_ms": 1, "latest": "9"}]),
@@ -831,6 +850,13 @@ def test_the_issue_example_parses_and_evaluates() -> None:
         "total_lag": 0,
         "partitions": None,
     }
+
+
+def test_evaluate_window_takes_the_tasks_in_flight_series() -> None:
+    """``evaluate_window`` runs the status job's rules: the same window, the same verdict."""
+    request = parse_request(doc(spout_pending=[4, 5], max_spout_pending=5))
+    assert request.partitions[0].spout_pending == (4, 5)
+    assert request.partitions[0].max_spout_pending == 5
 
 
 def test_diagnoses_render_as_code_and_evidence() -> None:

@@ -19,12 +19,14 @@ from pyspark.sql import SparkSession
 
 from collectors.sample_log import SampleLog
 from spark_jobs.evaluator import (
+    BACKPRESSURE,
     DEAD_CONSUMER,
     OK,
     PENDING_LEAK,
     POISON_MESSAGE,
     REBALANCE_STORM,
     REBALANCING,
+    SLOW_CONSUMER,
     SOURCE_UNREACHABLE,
     SPOUT_ID_COLLISION,
     STALL,
@@ -376,6 +378,141 @@ scenario(
     ),
 )
 
+# A spout task reading four partitions behind a slow bolt: its tuples in flight sit at
+# max.spout.pending (40; one poll a tuple below) while this partition's own pending is a
+# quarter of it, and the lag climbs because the spout emits no faster than the bolt acks. The
+# first samples come from before the spout reported its cap (or from old log files): the
+# latest cap the window's samples give is the one in force.
+BACKPRESSURED = partition_id("c1", "storm", "spout-bp", "clicks", 0)
+_BP_SPOUT_PENDING = (None, None, 40, 40, 40, 40, 40, 39, 40, 40)
+_BP_CAP = (None, None, 40, 40, 40, 40, 40, 40, None, 40)
+scenario(
+    [
+        sample(
+            at(i),
+            100 + 10 * i,
+            source="storm",
+            group="spout-bp",
+            topic="clicks",
+            earliest=0,
+            latest=120 + 25 * i,
+            commit_time_ms=at(i) - SEC,
+            commit_version=i + 1,
+            pending=10,
+            failed=0,
+            acked=100 + 10 * i,
+            emitted=110 + 10 * i,
+            spout_pending=_BP_SPOUT_PENDING[i],
+            max_spout_pending=_BP_CAP[i],
+            max_offset_behind=100_000,
+            topology_id="clicks-bp-1-1",
+            owner="clicks-bp",
+            alive=True,
+        )  # fmt: skip
+        for i in POLLS
+    ],
+    PartitionWindow(
+        BACKPRESSURED,
+        tuple(Commit(100 + 10 * i, at(i) - SEC, 20 + 15 * i, 0, 120 + 25 * i) for i in range(5, 10)),
+        (345,),
+        155,
+        earliest=0,
+        latest=345,
+        alive=True,
+        spout=SpoutSeries((10,) * 5, (0,) * 5, tuple(100 + 10 * i for i in range(5, 10))),
+        max_spout_pending=40,
+        spout_pending=(40, 40, 39, 40, 40),
+        topology_ids=("clicks-bp-1-1",),
+        polls=5,
+    ),
+)
+
+# The same spout figures but the bolt keeps up: in flight well below the cap, the lag flat.
+# No BACKPRESSURE (and OK).
+UNPRESSED = partition_id("c1", "storm", "spout-ok", "clicks", 0)
+scenario(
+    [
+        sample(
+            at(i),
+            100 + 10 * i,
+            source="storm",
+            group="spout-ok",
+            topic="clicks",
+            earliest=0,
+            latest=105 + 10 * i,
+            commit_time_ms=at(i) - SEC,
+            commit_version=i + 1,
+            pending=3,
+            failed=0,
+            acked=100 + 10 * i,
+            spout_pending=12,
+            max_spout_pending=40,
+            topology_id="clicks-ok-1-1",
+            owner="clicks-ok",
+            alive=True,
+        )  # fmt: skip
+        for i in POLLS
+    ],
+    PartitionWindow(
+        UNPRESSED,
+        tuple(Commit(100 + 10 * i, at(i) - SEC, 5, 0, 105 + 10 * i) for i in range(5, 10)),
+        (195,),
+        5,
+        earliest=0,
+        latest=195,
+        alive=True,
+        spout=SpoutSeries((3,) * 5, (0,) * 5, tuple(100 + 10 * i for i in range(5, 10))),
+        max_spout_pending=40,
+        spout_pending=(12,) * 5,
+        topology_ids=("clicks-ok-1-1",),
+        polls=5,
+    ),
+)
+
+# A poison message the spout names: the frozen commit is at 1900 and the spout reports 1904
+# as its smallest failed offset (another offset than the commit, so the test tells where the
+# figure came from), only at some polls: a failed tuple leaves the failed set while it is
+# re-emitted. The latest it named is the one the diagnosis and the reason give.
+NAMED_POISON = partition_id("c1", "storm", "spout-a", "orders", 4)
+_NAMED_FAILED = (None, 1904, None, 1904, None, 1904, None, 1904, 1904, None)
+scenario(
+    [
+        sample(
+            at(i),
+            1900,
+            source="storm",
+            group="spout-a",
+            topic="orders",
+            partition=4,
+            earliest=0,
+            latest=2000 + 20 * i,
+            commit_time_ms=T0 - 5 * MIN,
+            commit_version=42,
+            failed=10 + 3 * i,
+            acked=5000,
+            pending=50,
+            smallest_failed_offset=_NAMED_FAILED[i],
+            topology_id="topo-1",
+            owner="topology-a",
+            alive=True,
+        )  # fmt: skip
+        for i in POLLS
+    ],
+    PartitionWindow(
+        NAMED_POISON,
+        (Commit(1900, T0 - 5 * MIN, 100, 0, 2000),),
+        tuple(2000 + 20 * i for i in range(5, 10)),
+        280,
+        earliest=0,
+        latest=2180,
+        alive=True,
+        spout=SpoutSeries((50,) * 10, tuple(10 + 3 * i for i in POLLS), (5000,) * 10),
+        smallest_failed_offset=1904,
+        topology_ids=("topo-1",),
+        polls=10,
+    ),
+)
+
 # Shaped like the lab's pending-leak run: the spout restarted leaky after three commits (acked
 # starts again from 0 and stays there), the commit froze at 141, pending climbs and every
 # tuple times out, so failed follows pending up. Pending dipped 1 -> 0 before the freeze.
@@ -603,6 +740,25 @@ def test_lab_shaped_storm_spouts(verdicts: tuple[dict, dict]) -> None:
     assert verdicts[1][("c1", "storm", "spout-lab")]["status"] == "ERR"  # the STALL partition
 
 
+def test_backpressure_and_a_named_poison_come_out_of_the_job(verdicts: tuple[dict, dict]) -> None:
+    """The spout figures the sample log carries reach the rules: BACKPRESSURE from the task's
+    pending at its cap, POISON_MESSAGE naming the offset the spout reported."""
+    partitions = verdicts[0]
+    pressed = partitions[BACKPRESSURED]
+    assert pressed["status"] == "WARN"
+    found = {d["code"]: d["evidence"] for d in json.loads(pressed["diagnosis"])}
+    assert list(found) == [SLOW_CONSUMER, BACKPRESSURE]
+    assert found[BACKPRESSURE] == {"max_spout_pending": 40, "share_at_cap": 0.8, "samples": 5}
+    unpressed = partitions[UNPRESSED]
+    assert (unpressed["status"], unpressed["diagnosis"]) == (OK, "[]")
+    named = partitions[NAMED_POISON]
+    assert named["status"] == STALL
+    assert json.loads(named["diagnosis"]) == [
+        {"code": POISON_MESSAGE, "evidence": {"offset": 1904, "committed": 1900, "failed_rise": 27}}
+    ]
+    assert "offset 1904 keeps failing" in named["reason"]
+
+
 def test_group_verdicts_are_the_evaluators_over_the_partition_verdicts(
     verdicts: tuple[dict, dict],
 ) -> None:
@@ -780,3 +936,63 @@ def test_a_commit_time_later_than_the_poll_that_saw_it_still_starts_the_spout_se
 def test_a_verdict_without_diagnoses_serialises_to_an_empty_list() -> None:
     verdict = PartitionVerdict("x", OK, 1.0, (), "fine.", 0)
     assert diagnosis_json(verdict) == "[]"
+
+
+# Window building: the spout's settings and task figures (table) ------------------------------
+
+
+def _spout_rows(**series: tuple[Any, ...]) -> list[dict[str, Any]]:
+    """Four polls of a spout committing 10 more each poll, with the given columns' values."""
+    n = 4
+    return [
+        sample(
+            at(i), 10 * i, source="storm", latest=10 * i + 5, commit_time_ms=at(i),
+            pending=1, failed=0, acked=i, **{k: v[i] for k, v in series.items()},
+        )  # fmt: skip
+        for i in range(n)
+    ]
+
+
+@pytest.mark.parametrize(
+    ("series", "cap", "in_flight", "smallest_failed"),
+    [
+        # Old samples (files from before the columns): nothing known.
+        ({}, None, (), None),
+        # The cap: the latest value given, a poll without it says nothing.
+        ({"max_spout_pending": (10, 20, 30, None)}, 30, (), None),
+        ({"max_spout_pending": (None, None, None, 7)}, 7, (), None),
+        # A cap of 0 is no cap (Storm's unbounded is null): not evidence of back-pressure.
+        ({"max_spout_pending": (5, 5, 5, 0)}, 5, (), None),
+        ({"max_spout_pending": (0, 0, 0, 0)}, None, (), None),
+        # The task's in-flight series: every poll that gave it, oldest first.
+        ({"spout_pending": (4, None, 6, 7)}, None, (4, 6, 7), None),
+        # The smallest failed offset: the latest named, even if the last poll named none.
+        ({"smallest_failed_offset": (3, 9, None, None)}, None, (), 9),
+        ({"smallest_failed_offset": (3, None, None, 12)}, None, (), 12),
+        ({"smallest_failed_offset": (0, None, None, None)}, None, (), 0),
+    ],
+)
+def test_the_window_takes_the_spouts_cap_task_pending_and_failed_offset(
+    series: dict[str, tuple[Any, ...]],
+    cap: int | None,
+    in_flight: tuple[int, ...],
+    smallest_failed: int | None,
+) -> None:
+    window = window_from_samples("p", columns(_spout_rows(**series)), CONFIG)
+    assert window.max_spout_pending == cap
+    assert window.spout_pending == in_flight
+    assert window.smallest_failed_offset == smallest_failed
+
+
+def test_spout_figures_older_than_the_windows_first_commit_are_left_out() -> None:
+    """Like the pending/failed/acked series, the spout's figures start at the sample that first
+    saw the window's first commit."""
+    rows = [
+        sample(at(i), 10 * i, source="storm", latest=10 * i + 5, commit_time_ms=at(i),
+               spout_pending=100 + i, max_spout_pending=(50 if i < 3 else None),
+               smallest_failed_offset=(7 if i == 0 else None))
+        for i in range(8)
+    ]  # fmt: skip
+    window = window_from_samples("p", columns(rows), CONFIG)  # window=5: from poll 3 on
+    assert window.spout_pending == (103, 104, 105, 106, 107)
+    assert window.max_spout_pending is None and window.smallest_failed_offset is None

@@ -263,6 +263,51 @@ def test_query_count_does_not_grow_with_partitions(web: Client, query: str) -> N
     assert counts[0] <= 14, counts
 
 
+def test_a_spout_group_charts_its_storm_ui_figures_and_escapes_names(web: Client) -> None:
+    c = world.cluster()
+    g = world.group(c, world.XSS, source="storm", topology_id="topo-1")
+    world.partitions(g, 2)
+    world.spout_samples(c, "topo-1", world.XSS, points=4)
+    world.spout_samples(c, "other-topology", world.XSS, points=4, cap=999)  # not this group's
+    r = web.get(url(g, "?range=15m"))
+    figs = r.context["figures"]
+    rates = {d["name"]: d["y"] for d in figs["spout_rates"]["data"]}
+    assert rates == {
+        "emitted/s": [None, 10.0, 10.0, 10.0],
+        "acked/s": [None, 9.0, 9.0, 9.0],
+        "failed/s": [None, 0.0, 0.1, 0.0],
+    }
+    assert figs["spout_latency"]["data"][0]["y"] == [100.0, 101.0, 102.0, 103.0]
+    pending = {d["name"]: d["y"] for d in figs["spout_pending"]["data"]}
+    assert pending == {"in flight": [20] * 4, "max.spout.pending": [20] * 4}
+    body = r.content.decode()
+    assert 'id="fig-spout_rates"' in body and 'id="fig-spout_pending"' in body
+    assert world.XSS not in body and world.XSS not in str(figs["spout_rates"]["layout"])
+    assert "&lt;script&gt;" in figs["spout_rates"]["layout"]["title"]["text"]
+    live = web.get(url(g, "?live=charts")).json()["figures"]
+    assert {"spout_rates", "spout_latency", "spout_pending"} <= set(live)
+
+
+def test_a_kafka_group_has_no_spout_charts(web: Client) -> None:
+    g = world.group(world.cluster(), "payments")
+    world.partitions(g, 2)
+    figs = web.get(url(g)).context["figures"]
+    assert figs["spout_rates"] is None and figs["spout_pending"] is None
+
+
+@pytest.mark.parametrize("query", ["", "?live=charts", "?range=7d"])
+def test_a_spout_groups_query_count_does_not_grow(web: Client, query: str) -> None:
+    c = world.cluster()
+    counts = []
+    for n in (10, 200):
+        g = world.group(c, f"spout{n}", source="storm", topology_id=f"topo-{n}")
+        parts = world.partitions(g, n)
+        world.samples(parts, points=3)
+        world.spout_samples(c, f"topo-{n}", f"spout{n}", points=n)
+        counts.append(_queries(web, url(g, query)))
+    assert counts[0] == counts[1], counts
+
+
 def test_live_update_regions(web: Client) -> None:
     g = world.group(world.cluster(), "payments", status="ERR")
     world.partitions(g, 2, status="STOP")

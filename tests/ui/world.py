@@ -12,6 +12,7 @@ from dashboard.monitoring.models import (
     OffsetSample,
     PartitionState,
     SourceHealth,
+    SpoutSample,
 )
 
 XSS = "<script>alert(1)</script>"
@@ -89,3 +90,21 @@ def health(
         last_error=error, last_error_at=now if error else None,
         consecutive_failures=0 if reachable else 3, last_duration_s=0.2,
     )  # fmt: skip
+
+
+def spout_samples(
+    c: Cluster, topology_id: str, spout_id: str, points: int = 6, step_s: int = 10,
+    cap: int | None = 20,
+) -> None:
+    """A spout's whole figures every ``step_s``: 10 emitted and 9 acked a second, failing one
+    every other poll, latency rising, in flight at ``cap``."""
+    now = timezone.now()
+    SpoutSample.objects.bulk_create(
+        SpoutSample(
+            cluster=c, topology_id=topology_id, spout_id=spout_id,
+            at=now - timedelta(seconds=step_s * (points - 1 - k)),
+            emitted=10 * step_s * k, acked=9 * step_s * k, failed=k // 2,
+            complete_latency_ms=100.0 + k, pending=cap, max_spout_pending=cap,
+        )  # fmt: skip
+        for k in range(points)
+    )

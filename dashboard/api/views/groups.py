@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.db.models import F
 from django.http import HttpRequest
+from django.utils import timezone
 
 from dashboard.api import params, queries
 from dashboard.api.auth import api_view
@@ -12,6 +13,7 @@ from dashboard.api.responses import ApiJsonResponse
 from dashboard.api.serializers import group_detail_dict, group_dict
 from dashboard.monitoring.assignment.document import ROW_FIELDS as WHATIF_ROW_FIELDS
 from dashboard.monitoring.assignment.document import whatif_document
+from dashboard.monitoring.spouts import group_spouts
 
 ORDERINGS = {
     "name": ("cluster__name", "source", "name"),
@@ -61,7 +63,9 @@ def group_detail(request: HttpRequest, group_id: int) -> ApiJsonResponse:
     params.check_known(request.GET, ())
     group = queries.get_group(group_id)
     partitions = list(group.partitions.order_by("topic", "partition"))
-    return ApiJsonResponse(group_detail_dict(group, queries.figures(group), partitions))
+    body = group_detail_dict(group, queries.figures(group), partitions)
+    body["spouts"] = group_spouts(group, timezone.now())
+    return ApiJsonResponse(body)
 
 
 @api_view()

@@ -13,6 +13,7 @@ from dashboard.monitoring.models.state import (
     PartitionState,
     RebalanceEvent,
     SourceKind,
+    SpoutSample,
     Status,
     StatusChange,
 )
@@ -34,6 +35,7 @@ __all__ = [
     "SourceHealth",
     "SourceKind",
     "SparkJobOutcome",
+    "SpoutSample",
     "SparkJobRun",
     "Status",
     "StatusChange",

@@ -151,6 +151,34 @@ class BrokerOffsetSample(models.Model):
         return f"{self.topic}/{self.partition}@{self.at:%H:%M:%S}"
 
 
+class SpoutSample(models.Model):
+    """One Storm spout at one cycle: Storm UI's emitted, acked, failed and complete latency,
+    and the task's tuples in flight against ``max.spout.pending`` from its push
+    (``collectors.spout_totals``). Short raw history, pruned with ``OffsetSample``."""
+
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="+")
+    topology_id = models.CharField(max_length=255)
+    spout_id = models.CharField(max_length=255)
+    at = models.DateTimeField()
+    emitted = models.BigIntegerField(null=True)
+    acked = models.BigIntegerField(null=True)
+    failed = models.BigIntegerField(null=True)
+    complete_latency_ms = models.FloatField(null=True)
+    pending = models.BigIntegerField(null=True)
+    max_spout_pending = models.BigIntegerField(null=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["cluster", "topology_id", "spout_id", "at"], name="uniq_spout_sample"
+            )
+        ]
+        indexes = [models.Index(fields=["at"])]
+
+    def __str__(self) -> str:
+        return f"{self.topology_id}/{self.spout_id}@{self.at:%H:%M:%S}"
+
+
 class RebalanceEvent(models.Model):
     group = models.ForeignKey(ConsumerGroup, on_delete=models.CASCADE, related_name="rebalances")
     at = models.DateTimeField()

@@ -9,7 +9,13 @@ from typing import Any
 from django.db.models import Count, IntegerField, Max, Q, Sum
 from django.db.models.functions import Cast
 
-from dashboard.monitoring.models import ConsumerGroup, LagRollup, OffsetSample, PartitionState
+from dashboard.monitoring.models import (
+    ConsumerGroup,
+    LagRollup,
+    OffsetSample,
+    PartitionState,
+    SpoutSample,
+)
 from dashboard.ui.params import Range
 
 # The raw history is kept 6 h (LAGWATCH_RAW_HISTORY_HOURS) and a group's sum over all its
@@ -152,3 +158,55 @@ def partition_series(p: PartitionState, rng: Range, now: datetime) -> dict[str, 
         "time_lag": [r[2] for r in rows],
         "stale": None,
     }
+
+
+# --- a Storm spout's own figures (``SpoutSample``: Storm UI's, with its push) ----------------
+
+SPOUT_POINTS = 600  # per spout and chart: a few hours of 5-s polls, thinned
+
+
+def counter_rates(
+    times: list[datetime], values: list[int | None]
+) -> list[float | None]:
+    """Per-second rates of a cumulative counter between consecutive points (pure); the first
+    point, an unknown value and a decrease (the worker restarted, its counters began again)
+    give None, never a negative rate."""
+    out: list[float | None] = [None] * len(values)
+    for i in range(1, len(values)):
+        a, b = values[i - 1], values[i]
+        seconds = (times[i] - times[i - 1]).total_seconds()
+        if a is None or b is None or b < a or seconds <= 0:
+            continue
+        out[i] = round((b - a) / seconds, 3)
+    return out
+
+
+def spout_history(group: ConsumerGroup, since: datetime) -> dict[str, dict[str, list[Any]]]:
+    """A Storm spout group's whole-spout figures since ``since``, per spout of its topology
+    instance (one query): ``{spout_id: {"x", "emitted_per_s", "acked_per_s", "failed_per_s",
+    "complete_latency_ms", "pending", "max_spout_pending"}}``, oldest first. Rates come from
+    the counters between the points kept."""
+    rows = SpoutSample.objects.filter(cluster_id=group.cluster_id, at__gte=since)
+    if group.topology_id:
+        rows = rows.filter(topology_id=group.topology_id)
+    else:
+        rows = rows.filter(spout_id=group.name)
+    columns = ("spout_id", "at", "emitted", "acked", "failed", "complete_latency_ms", "pending",
+               "max_spout_pending")  # fmt: skip
+    by_spout: dict[str, list[tuple]] = {}
+    for row in rows.order_by("spout_id", "at").values_list(*columns):
+        by_spout.setdefault(row[0], []).append(row[1:])
+    out = {}
+    for spout_id, points in by_spout.items():
+        points = thin(points, SPOUT_POINTS)
+        x = [p[0] for p in points]
+        out[spout_id] = {
+            "x": x,
+            "emitted_per_s": counter_rates(x, [p[1] for p in points]),
+            "acked_per_s": counter_rates(x, [p[2] for p in points]),
+            "failed_per_s": counter_rates(x, [p[3] for p in points]),
+            "complete_latency_ms": [p[4] for p in points],
+            "pending": [p[5] for p in points],
+            "max_spout_pending": [p[6] for p in points],
+        }
+    return out

@@ -17,7 +17,7 @@ from dashboard.ui import charts
 from dashboard.ui.params import PARTITION_SORTS, RANGES, STATUSES_WORST_FIRST, BadParam, group_view
 from dashboard.ui.queries import group as q
 from dashboard.ui.queries.common import unreachable_sources
-from dashboard.ui.queries.series import group_series
+from dashboard.ui.queries.series import group_series, spout_history
 from dashboard.ui.views.common import (
     bad_request,
     live_figures,
@@ -46,6 +46,8 @@ def _figures(g: ConsumerGroup, view, rows, now) -> dict[str, Any]:
         if any(v is not None for vs in spout.values() for v in vs)
         else None
     )
+    spouts = spout_history(g, s["since"]) if g.source == "storm" else {}
+    figs.update(charts.spout_figures(label, spouts))
     members = q.assignment(g, rows)
     figs["assignment"] = charts.assignment_figure([(m["member"], m["by_status"]) for m in members])
     events = q.rebalances(g, s["since"])
