@@ -10,7 +10,13 @@ from dataclasses import dataclass, field
 
 from collectors.figures import PartitionFigure
 from collectors.rebalance import RebalanceEvent
-from collectors.records import GroupSnapshot, PartitionOffsets, SourceError, SpoutFigures
+from collectors.records import (
+    GroupSnapshot,
+    PartitionOffsets,
+    SourceError,
+    SpoutFigures,
+    TopicRetention,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,3 +41,4 @@ class CycleOutcome:
     rebalances: list[RebalanceEvent] = field(default_factory=list)
     sources: list[SourceOutcome] = field(default_factory=list)
     errors: list[SourceError] = field(default_factory=list)
+    topic_configs: list[TopicRetention] = field(default_factory=list)

@@ -40,6 +40,8 @@ class ClusterConfig:
     storm_spout_roots: list[str] = field(default_factory=list)
     zk_consumers: bool = False
     storm_ui_url: str | None = None
+    # RETENTION_RISK below this many seconds before retention deletes unread messages; 0: off.
+    retention_risk_s: int = 3600
 
     def as_file_entry(self) -> dict[str, Any]:
         """The cluster in the file's nested shape (export is the inverse of import)."""
@@ -57,6 +59,7 @@ class ClusterConfig:
                 "zk_consumers": self.zk_consumers,
             }
         entry["storm_ui_url"] = self.storm_ui_url
+        entry["retention_risk_s"] = self.retention_risk_s
         return entry
 
     def as_fields(self) -> dict[str, Any]:
@@ -190,7 +193,9 @@ def parse_config(text: str) -> list[ClusterConfig]:
 
 
 def _cluster(reader: _Reader) -> ClusterConfig:
-    keys = reader.mapping({"name", "poll_interval_s", "kafka", "zookeeper", "storm_ui_url"})
+    keys = reader.mapping(
+        {"name", "poll_interval_s", "kafka", "zookeeper", "storm_ui_url", "retention_risk_s"}
+    )
     if "name" not in keys:
         raise reader.fail("missing 'name'")
     name = keys["name"].string()
@@ -238,6 +243,8 @@ def _cluster(reader: _Reader) -> ClusterConfig:
         if url is not None and not url.startswith(("http://", "https://")):
             raise keys["storm_ui_url"].fail("expected an http:// or https:// URL")
         fields["storm_ui_url"] = url
+    if "retention_risk_s" in keys:
+        fields["retention_risk_s"] = keys["retention_risk_s"].integer(0, 365 * 86400)
     if "kafka" not in keys and "zookeeper" not in keys:
         raise reader.fail(f"cluster {name!r} has neither 'kafka' nor 'zookeeper'")
     return ClusterConfig(**fields)

@@ -14,6 +14,7 @@ from dashboard.monitoring.models.state import (
     SourceKind,
     Status,
     StatusChange,
+    TopicConfig,
 )
 
 __all__ = [
@@ -35,4 +36,5 @@ __all__ = [
     "SparkJobRun",
     "Status",
     "StatusChange",
+    "TopicConfig",
 ]

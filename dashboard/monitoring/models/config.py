@@ -31,6 +31,13 @@ class Cluster(models.Model):
     )
     zk_consumers = models.BooleanField("ZooKeeper-based consumers", default=False)
     storm_ui_url = models.URLField("Storm UI URL", blank=True, default="")
+    # The evaluator's RETENTION_RISK threshold (spark_jobs/evaluator/retention.py).
+    retention_risk_s = models.PositiveIntegerField(
+        "retention risk threshold (s)",
+        default=3600,
+        help_text="RETENTION_RISK when retention may delete unread messages within this many "
+        "seconds; 0 turns it off.",
+    )
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
@@ -50,4 +57,5 @@ class Cluster(models.Model):
             storm_spout_roots=list(self.storm_spout_roots or []),
             zk_consumers=self.zk_consumers,
             storm_ui_url=self.storm_ui_url or None,
+            retention_risk_s=self.retention_risk_s,
         )
