@@ -51,6 +51,7 @@ from dashboard.monitoring.models import (
     SparkJobRun,
 )
 from dashboard.monitoring.spark_runs import JOBS
+from spark_jobs.evaluator.retention import at_risk
 
 STATUS_CODES = {"UNKNOWN": 0, "OK": 1, "WARN": 2, "ERR": 3, "STOP": 4, "STALL": 5, "REWIND": 6}
 GROUP = ["cluster", "source", "group"]
@@ -158,7 +159,7 @@ class LagwatchCollector:
                 p_status.add_metric(labels, STATUS_CODES.get(status, 0))
             if left is not None:
                 total[3] = left if total[3] is None else min(total[3], left)
-                if left < thresholds.get(group[0][0], 0):
+                if at_risk(left, thresholds.get(group[0][0])):
                     total[4] += 1
                 if each:
                     p_left.add_metric(labels, left)
@@ -192,11 +193,11 @@ class LagwatchCollector:
         )  # fmt: skip
         per_cluster: dict[tuple[str, str], int] = defaultdict(int)
         for group_id, (labels, status, complete, stale, members, *_) in groups.items():
-            lag, time_lag, count, left, at_risk = totals[group_id]
+            lag, time_lag, count, left, risky = totals[group_id]
             labels = list(labels)
             if left is not None:
                 g_left.add_metric(labels, left)
-            g_risk.add_metric(labels, at_risk)
+            g_risk.add_metric(labels, risky)
             if count:
                 g_lag.add_metric(labels, lag)
             if time_lag is not None:

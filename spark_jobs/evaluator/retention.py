@@ -90,12 +90,19 @@ def time_to_retention(
     return RetentionForecast(TIMED, left, retention_s, time_lag_s)
 
 
+def at_risk(seconds_left: float | None, threshold_s: float | None) -> bool:
+    """The rule itself: a forecast under the threshold (None or 0: the diagnosis is off).
+    The pages and ``/metrics`` call it on the stored figure, so they agree with the
+    diagnosis."""
+    if threshold_s is not None and threshold_s < 0:
+        raise ValueError("threshold_s must be >= 0")
+    return seconds_left is not None and bool(threshold_s) and seconds_left < threshold_s
+
+
 def retention_risk(forecast: RetentionForecast, threshold_s: float) -> Diagnosis | None:
     """``RETENTION_RISK`` when retention may delete unread messages within ``threshold_s``
     (already expiring included: the next segment deletion loses them); None otherwise."""
-    if threshold_s < 0:
-        raise ValueError("threshold_s must be >= 0")
-    if forecast.seconds_left is None or forecast.seconds_left >= threshold_s:
+    if not at_risk(forecast.seconds_left, threshold_s):
         return None
     return Diagnosis(
         RETENTION_RISK,
