@@ -213,3 +213,21 @@ def test_firing_what_another_evaluation_opened_meanwhile_skips_only_that(mworld)
     assert len(firings) == 3  # as a stale plan would have it
     assert _fire_all({rule.pk: rule}, firings, [], mworld.now) == 1
     assert sorted(Alert.objects.values_list("partition", flat=True)) == [0, 1, 2]
+
+
+def test_a_rule_on_retention_risk_fires_whatever_the_status(mworld):
+    """RETENTION_RISK is a finding on any status (a consumer catching up too slowly is OK and
+    still about to lose messages): a rule naming it, with no status, fires; the default rule
+    (statuses only) does not."""
+    Rule.objects.filter(name="Stuck partition (default)").update(enabled=False)
+    Rule.objects.create(name="retention", statuses=[], diagnoses=["RETENTION_RISK"],
+                        min_evaluations=1)  # fmt: skip
+    mworld.set("slow", "short", 0, "OK", ["RETENTION_RISK"], reason="catching up")
+    mworld.set("slow", "short", 1, "OK")
+    mworld.apply()
+    alert = Alert.objects.get()
+    assert (alert.topic, alert.partition, alert.diagnosis) == ("short", 0, ["RETENTION_RISK"])
+    mworld.set("slow", "short", 0, "OK")  # the consumer caught up: the finding is gone
+    mworld.apply()
+    alert.refresh_from_db()
+    assert alert.state == "resolved"
