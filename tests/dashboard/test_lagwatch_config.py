@@ -125,6 +125,14 @@ def test_an_unreadable_file_is_a_clear_error(tmp_path: Path) -> None:
             "storm_ui_url: expected an http",
         ),
         (
+            "clusters:\n  - name: a\n    zookeeper: {hosts: x}\n    retention_risk_s: -1\n",
+            r"retention_risk_s: must be between 0 and 31536000 \(line 4\)",
+        ),
+        (
+            "clusters:\n  - name: a\n    zookeeper: {hosts: x}\n    retention_risk_s: 1h\n",
+            "retention_risk_s: expected an integer",
+        ),
+        (
             "clusters:\n  - name: a\n    zookeeper: {hosts: x}\n  - name: a\n    zookeeper: {hosts: y}\n",
             r"clusters\[1\]\.name: duplicate cluster name \(line 4\)",
         ),
@@ -139,3 +147,13 @@ def test_bad_input_names_the_key_and_line(text: str, message: str) -> None:
 def test_non_ascii_and_punctuated_names_parse() -> None:
     clusters = parse_config("clusters:\n  - name: prod-eu_1.a\n    kafka: {bootstrap_servers: k}\n")
     assert clusters[0].name == "prod-eu_1.a"
+
+
+@pytest.mark.django_db
+def test_retention_risk_threshold_imports_exports_and_defaults(tmp_path: Path) -> None:
+    text = GOOD.replace("    storm_ui_url: null\n", "    storm_ui_url: null\n    retention_risk_s: 0\n")
+    run("import", write(tmp_path, text))
+    assert Cluster.objects.get(name="local").retention_risk_s == 0  # off
+    assert Cluster.objects.get(name="zk-only").retention_risk_s == 3600  # the default
+    exported = parse_config(run("export"))
+    assert {c.name: c.retention_risk_s for c in exported} == {"local": 0, "zk-only": 3600}
