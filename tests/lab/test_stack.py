@@ -150,6 +150,7 @@ def test_up_starts_real_services_that_answer(stack3: Stack) -> None:
                     "zk_consumers": True,
                 },
                 "storm_ui_url": None,
+                "retention_risk_s": 120,
             }
         ]
     }
