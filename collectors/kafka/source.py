@@ -48,7 +48,7 @@ from collectors.kafka.admin import (
 from collectors.kafka.cycle import Cycle, describe_exc
 from collectors.kafka.offsets_topic import apply_offsets_topic
 from collectors.kafka.to_records import commits_of, group_outcome, with_epochs
-from collectors.kafka.topic_configs import TopicConfigCache
+from collectors.kafka.topic_configs import DEFAULT_REFRESH_S, TopicConfigCache
 from collectors.kafka.wire_groups import committed_offsets, consumer_group_epochs, wire_descriptions
 from collectors.kafka_wire import GroupClient
 from collectors.records import CollectionResult, GroupSnapshot
@@ -80,6 +80,7 @@ class KafkaSource:
         timeout_s: float = 10,
         *,
         read_offsets_topic: bool = True,
+        topic_config_refresh_s: float = DEFAULT_REFRESH_S,
     ) -> None:
         if timeout_s <= 0:
             raise ValueError("timeout_s must be positive")
@@ -118,7 +119,7 @@ class KafkaSource:
             self._reader_pool = ThreadPoolExecutor(1, thread_name_prefix="offsets-topic")
         self._partitions_of: dict[str, list[int]] = {}
         # Retention settings of consumed topics, re-read every few minutes (topic_configs).
-        self._topic_configs = TopicConfigCache()
+        self._topic_configs = TopicConfigCache(topic_config_refresh_s)
         self._timeouts_in_a_row = 0
         self._renew_client = False  # set by a cycle that could not reach the cluster
 
