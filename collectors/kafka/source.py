@@ -7,6 +7,8 @@ the dependency chain is long, whatever the number of groups and partitions::
     ListGroups ─┬─ DescribeGroups (batches)      ─┬─ ListOffsets earliest (one batch)
     Metadata  ──┤  OffsetFetch (every group)      ├─ ListOffsets latest   (one batch)
                 └─ ConsumerGroupDescribe (KIP-848 groups: epochs) ┘
+                                                  └─ DescribeConfigs (consumed topics due
+                                                     for a re-read, every few minutes each)
 
 ListOffsets waits for the committed offsets on purpose, although starting it earlier (from
 the previous cycle's topics) would shorten the cycle: a commit read *after* the high
