@@ -71,6 +71,7 @@ def assemble_cycle(
     for result in results:
         outcome.sources.append(_source_outcome(result))
         outcome.errors.extend(result.errors)
+        outcome.topic_configs.extend(result.topic_configs)
         if result.source is Source.STORM:
             storm_ui = result
         if result.source is Source.KAFKA and result.groups:
@@ -113,7 +114,7 @@ def _with_groups(result: CollectionResult, groups: list[GroupSnapshot]) -> Colle
         source=result.source, started_ms=result.started_ms, finished_ms=result.finished_ms,
         reachable=result.reachable, commits=result.commits, offsets=result.offsets,
         groups=groups, spouts=result.spouts, errors=result.errors,
-        partition_counts=result.partition_counts,
+        partition_counts=result.partition_counts, topic_configs=result.topic_configs,
     )  # fmt: skip
 
 

@@ -64,6 +64,8 @@ class ClusterSettings:
     storm_ui_url: str | None = None
     broker_metrics_urls: tuple[str, ...] = ()
     timeout_s: float = 10.0
+    # How often the Kafka source re-reads a topic's retention settings (topic_configs).
+    topic_config_refresh_s: float = 300.0
 
     def fingerprint(self) -> tuple:
         """Equal fingerprints: the same adapters can be kept across a configuration save."""
@@ -71,6 +73,7 @@ class ClusterSettings:
             self.kafka_bootstrap_servers, tuple(sorted(self.kafka_config.items())),
             self.read_consumer_offsets_topic, self.zk_hosts, self.storm_spout_roots,
             self.zk_consumers, self.storm_ui_url, self.broker_metrics_urls, self.timeout_s,
+            self.topic_config_refresh_s,
         )  # fmt: skip
 
 
@@ -87,6 +90,7 @@ class ClusterSources:
                 settings.kafka_config,
                 settings.timeout_s,
                 read_offsets_topic=settings.read_consumer_offsets_topic,
+                topic_config_refresh_s=settings.topic_config_refresh_s,
             )
         if settings.zk_hosts and (settings.storm_spout_roots or settings.zk_consumers):
             self.zookeeper = ZooKeeperSource(

@@ -16,6 +16,7 @@ from collectors.records import (
     PartitionOffsets,
     SourceError,
     SpoutFigures,
+    TopicRetention,
 )
 
 
@@ -42,3 +43,4 @@ class CycleOutcome:
     sources: list[SourceOutcome] = field(default_factory=list)
     errors: list[SourceError] = field(default_factory=list)
     brokers: list[BrokerFigures] = field(default_factory=list)  # purgatory figures (DOMAIN §5)
+    topic_configs: list[TopicRetention] = field(default_factory=list)

@@ -55,6 +55,21 @@ class PartitionOffsets:
 
 
 @dataclass(frozen=True, slots=True)
+class TopicRetention:
+    """A topic's retention settings as DescribeConfigs gave them at ``read_ms``.
+
+    ``retention_ms``/``retention_bytes`` -1 mean no limit (Kafka's own convention);
+    ``cleanup_policy`` is Kafka's comma-separated list ("delete", "compact", both).
+    """
+
+    topic: str
+    retention_ms: int | None
+    retention_bytes: int | None
+    cleanup_policy: str
+    read_ms: int
+
+
+@dataclass(frozen=True, slots=True)
 class GroupMember:
     """One member of a group as its source describes it.
 
@@ -212,3 +227,5 @@ class CollectionResult:
     deletions: list[RecordedDeletion] = field(default_factory=list)
     # Brokers' purgatory figures (``Source.BROKER_METRICS`` only), one per endpoint.
     brokers: list[BrokerFigures] = field(default_factory=list)
+    # Retention settings of the topics whose config was due for a re-read (Kafka only).
+    topic_configs: list[TopicRetention] = field(default_factory=list)

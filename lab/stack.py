@@ -570,6 +570,7 @@ def _answers(redis_url: str) -> bool:
 
 
 LAB_POLL_VAR = "LAGWATCH_LAB_POLL_S"
+LAB_RETENTION_RISK_S = 120
 DEFAULT_LAB_POLL_S = 10
 
 
@@ -604,4 +605,7 @@ def clusters_yaml(ctx: Context) -> str:
     lines.append(f"    storm_ui_url: {json.dumps(storm_ui)}")  # JSON's null is YAML's null
     if "kafka_metrics" in ctx.ports:  # the broker's JMX exporter agent (purgatory figures)
         lines.append(f"    broker_metrics_urls: [{json.dumps(broker_metrics_url(ctx))}]")
+    # The lab's topics keep the broker's week of retention, but `retention-risk` shortens one
+    # to minutes: a threshold in proportion, so that a consumer keeping up is never at risk.
+    lines.append(f"    retention_risk_s: {LAB_RETENTION_RISK_S}")
     return "\n".join(lines) + "\n"

@@ -39,6 +39,7 @@ SERVICES = ["zookeeper", "kafka", "redis", "workload", "web", "worker", "collect
 POLL_S = 5
 JOB_S = 15
 WINDOW = 10
+TOPIC_CONFIG_REFRESH_S = 10
 USERNAME = "lab"
 
 
@@ -146,6 +147,9 @@ def lab_world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabWorld]:
             LAGWATCH_LAB_POLL_S=str(POLL_S),
             LAGWATCH_STATUS_EVERY_S=str(JOB_S),
             LAGWATCH_STATUS_WINDOW_COMMITS=str(WINDOW),
+            # retention-risk (tests/lab/test_lab_retention.py) shortens a topic's retention:
+            # the source must see it within seconds, not the default 5 minutes.
+            LAGWATCH_TOPIC_CONFIG_REFRESH_S=str(TOPIC_CONFIG_REFRESH_S),
         ):
             world = LabWorld(stack, stack.up(SERVICES))  # its manage.py env keeps them
         world.wait_until(_judged, 240, "every demo group collected and judged once")

@@ -7,6 +7,8 @@ the dependency chain is long, whatever the number of groups and partitions::
     ListGroups ─┬─ DescribeGroups (batches)      ─┬─ ListOffsets earliest (one batch)
     Metadata  ──┤  OffsetFetch (every group)      ├─ ListOffsets latest   (one batch)
                 └─ ConsumerGroupDescribe (KIP-848 groups: epochs) ┘
+                                                  └─ DescribeConfigs (consumed topics due
+                                                     for a re-read, every few minutes each)
 
 ListOffsets waits for the committed offsets on purpose, although starting it earlier (from
 the previous cycle's topics) would shorten the cycle: a commit read *after* the high
@@ -48,6 +50,7 @@ from collectors.kafka.admin import (
 from collectors.kafka.cycle import Cycle, describe_exc
 from collectors.kafka.offsets_topic import apply_offsets_topic
 from collectors.kafka.to_records import commits_of, group_outcome, with_epochs
+from collectors.kafka.topic_configs import DEFAULT_REFRESH_S, TopicConfigCache
 from collectors.kafka.wire_groups import committed_offsets, consumer_group_epochs, wire_descriptions
 from collectors.kafka_wire import GroupClient
 from collectors.records import CollectionResult, GroupSnapshot
@@ -79,6 +82,7 @@ class KafkaSource:
         timeout_s: float = 10,
         *,
         read_offsets_topic: bool = True,
+        topic_config_refresh_s: float = DEFAULT_REFRESH_S,
     ) -> None:
         if timeout_s <= 0:
             raise ValueError("timeout_s must be positive")
@@ -116,6 +120,8 @@ class KafkaSource:
             )
             self._reader_pool = ThreadPoolExecutor(1, thread_name_prefix="offsets-topic")
         self._partitions_of: dict[str, list[int]] = {}
+        # Retention settings of consumed topics, re-read every few minutes (topic_configs).
+        self._topic_configs = TopicConfigCache(topic_config_refresh_s)
         self._timeouts_in_a_row = 0
         self._renew_client = False  # set by a cycle that could not reach the cluster
 
@@ -193,8 +199,14 @@ class KafkaSource:
             for topic in wanted:
                 if topic not in self._partitions_of:
                     cycle.error(f"topic {topic}", "not found on the broker")
+            configs = self._topic_configs.submit(
+                admin, self._topic_configs.due(self._partitions_of.keys() & set(wanted), now_ms),
+                cycle,
+            )
             if partitions:
                 cycle.result.offsets.extend(log_offsets(admin, partitions, cycle))
+            cycle.gather(configs.values())
+            cycle.result.topic_configs.extend(self._topic_configs.collect(configs, cycle))
         except KafkaException as exc:
             cycle.result.reachable = False
             cycle.error("cluster", f"unreachable: {describe_exc(exc)}")
@@ -226,6 +238,7 @@ class KafkaSource:
         log.warning("recreating the Kafka admin client for %s: %s", self.bootstrap_servers, why)
         self._admin = AdminClient(self._conf)
         self._partitions_of = {}
+        self._topic_configs.forget()
         self._timeouts_in_a_row = 0
         self._renew_client = False
 
@@ -300,5 +313,10 @@ class KafkaSource:
             wanted.update(tp for m in snap.members for tp in m.assignment)
         for tps in committed.values():
             wanted.update((tp.topic, tp.partition) for tp in tps)
+        # With them, the retention settings of the consumed topics that are due (one request).
+        due = self._topic_configs.due({t for t, _ in wanted if t in partitions_of}, cycle.now_ms)
+        configs = self._topic_configs.submit(admin, due, cycle)
         if wanted:
             result.offsets.extend(log_offsets(admin, sorted(wanted), cycle))
+        cycle.gather(configs.values())
+        result.topic_configs.extend(self._topic_configs.collect(configs, cycle))

@@ -18,8 +18,8 @@ from dashboard.alerts.rules import ALERTABLE_STATUSES, SOURCE_UNREACHABLE
 # alert never fires on it.
 DIAGNOSES = (
     "BACKPRESSURE", "DEAD_CONSUMER", "OUT_OF_RANGE", "PENDING_LEAK", "POISON_MESSAGE",
-    "REBALANCE_STORM", "REBALANCING", "SKIPPED_DATA", "SLOW_CONSUMER", "SPOUT_ID_COLLISION",
-    "TOPOLOGY_RESTARTED",
+    "REBALANCE_STORM", "REBALANCING", "RETENTION_RISK", "SKIPPED_DATA", "SLOW_CONSUMER",
+    "SPOUT_ID_COLLISION", "TOPOLOGY_RESTARTED",
     "PRODUCER_EXPIRY",  # a topic's, from its producers' reports (dashboard/monitoring/producers)
 )  # fmt: skip
 PATTERN_HELP = "Shell-style glob, case-sensitive: * any, ? one character, [abc] one of."

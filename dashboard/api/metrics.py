@@ -49,10 +49,12 @@ from prometheus_client.core import (
 )
 
 from collectors.rebalance import LIFECYCLE_CAUSES
+from dashboard.monitoring import trends
 from dashboard.monitoring.ingest_store import stored_producers
 from dashboard.monitoring.membership import group_type
 from dashboard.monitoring.models import (
     BrokerPurgatory,
+    Cluster,
     CollectionError,
     ConsumerGroup,
     PartitionState,
@@ -65,6 +67,7 @@ from dashboard.monitoring.models import (
 from dashboard.monitoring.producers import topic_expiry
 from dashboard.monitoring.spark_runs import JOBS
 from dashboard.monitoring.spouts import latest_spouts
+from spark_jobs.evaluator.retention import at_risk
 
 STATUS_CODES = {"UNKNOWN": 0, "OK": 1, "WARN": 2, "ERR": 3, "STOP": 4, "STALL": 5, "REWIND": 6}
 GROUP = ["cluster", "source", "group"]
@@ -105,6 +108,7 @@ class LagwatchCollector:
         yield from self._lag(groups)
         yield from self._membership(groups)
         yield from self._spouts(now)
+        yield from self._trends(now)
         yield from self._sources(now)
         yield from self._brokers()
         yield from self._spark_jobs(now)
@@ -141,11 +145,20 @@ class LagwatchCollector:
             "Partition status: 0 UNKNOWN, 1 OK, 2 WARN, 3 ERR, 4 STOP, 5 STALL, 6 REWIND.",
             PARTITION,
         )
-        totals: dict[int, list] = defaultdict(lambda: [0, None, 0])  # lag, time lag, count
+        p_left = _gauge(
+            "lagwatch_partition_retention_seconds_left",
+            "Seconds before time-based retention may delete the oldest unconsumed message "
+            "(absent: no forecast).", PARTITION,
+        )  # fmt: skip
+        thresholds = dict(Cluster.objects.values_list("name", "retention_risk_s"))
+        # lag, time lag, count, soonest retention deadline, partitions at risk
+        totals: dict[int, list] = defaultdict(lambda: [0, None, 0, None, 0])
         each = self.partitions
-        for group_id, topic, partition, lag, time_lag, status in (
+        for group_id, topic, partition, lag, time_lag, status, left in (
             PartitionState.objects.order_by()
-            .values_list("group_id", "topic", "partition", "lag", "time_lag_s", "status")
+            .values_list(
+                "group_id", "topic", "partition", "lag", "time_lag_s", "status", "retention_left_s"
+            )
             .iterator(chunk_size=5000)
         ):
             group = groups.get(group_id)
@@ -164,6 +177,12 @@ class LagwatchCollector:
                     p_time.add_metric(labels, time_lag)
             if each:
                 p_status.add_metric(labels, STATUS_CODES.get(status, 0))
+            if left is not None:
+                total[3] = left if total[3] is None else min(total[3], left)
+                if at_risk(left, thresholds.get(group[0][0])):
+                    total[4] += 1
+                if each:
+                    p_left.add_metric(labels, left)
 
         g_lag = _gauge("lagwatch_group_lag", "Sum of the group's partition lags.", GROUP)
         g_time = _gauge("lagwatch_group_max_time_lag_seconds",
@@ -182,10 +201,23 @@ class LagwatchCollector:
                          "1 while the group's source is unreachable (last figures kept).",
                          GROUP)  # fmt: skip
         g_members = _gauge("lagwatch_group_members", "Members of the group as last seen.", GROUP)
+        g_left = _gauge(
+            "lagwatch_group_retention_seconds_left",
+            "Soonest retention deadline among the group's partitions (absent: no forecast).",
+            GROUP,
+        )
+        g_risk = _gauge(
+            "lagwatch_group_retention_risk_partitions",
+            "Partitions whose retention deadline is under the cluster's retention_risk_s "
+            "(the RETENTION_RISK diagnosis).", GROUP,
+        )  # fmt: skip
         per_cluster: dict[tuple[str, str], int] = defaultdict(int)
         for group_id, (labels, status, complete, stale, members, *_) in groups.items():
-            lag, time_lag, count = totals[group_id]
+            lag, time_lag, count, left, risky = totals[group_id]
             labels = list(labels)
+            if left is not None:
+                g_left.add_metric(labels, left)
+            g_risk.add_metric(labels, risky)
             if count:
                 g_lag.add_metric(labels, lag)
             if time_lag is not None:
@@ -204,9 +236,38 @@ class LagwatchCollector:
         for (cluster, status), n in sorted(per_cluster.items()):
             groups_by_status.add_metric([cluster, status], n)
         if each:
-            yield from (p_lag, p_time, p_status)
+            yield from (p_lag, p_time, p_status, p_left)
         yield from (g_lag, g_time, g_status, g_is, g_parts,
-                    g_complete, g_stale, g_members, groups_by_status)  # fmt: skip
+                    g_complete, g_stale, g_members, g_left, g_risk, groups_by_status)  # fmt: skip
+
+    def _trends(self, now) -> Iterator[Metric]:
+        """The newest rollup of each group (and partition), as the rollups job computed it:
+        rates, lag slope and time to drain (``dashboard/monitoring/trends.py``)."""
+        levels = [("group", GROUP)] + ([("partition", PARTITION)] if self.partitions else [])
+        for level, labels in levels:
+            produce = _gauge(f"lagwatch_{level}_produce_messages_per_second",
+                             "Messages produced per second (newest rollup).", labels)  # fmt: skip
+            consume = _gauge(f"lagwatch_{level}_consume_messages_per_second",
+                             "Messages consumed per second (newest rollup).", labels)  # fmt: skip
+            slope = _gauge(
+                f"lagwatch_{level}_lag_slope_messages_per_second",
+                "Change of the lag per second (newest rollup): > 0 falling behind.", labels,
+            )  # fmt: skip
+            eta = _gauge(
+                f"lagwatch_{level}_eta_seconds",
+                "Seconds to drain the lag at current rates (absent: not draining, unknown).",
+                labels,
+            )  # fmt: skip
+            for key, trend in sorted(trends.everyone_s_trends(level, now).items()):
+                values = [str(v) for v in key]
+                pairs = (
+                    (produce, trend.produce_per_s), (consume, trend.consume_per_s),
+                    (slope, trend.lag_slope_per_s), (eta, trend.eta_s),
+                )  # fmt: skip
+                for gauge, value in pairs:
+                    if value is not None:
+                        gauge.add_metric(values, value)
+            yield from (produce, consume, slope, eta)
 
     def _membership(self, groups: dict[int, tuple]) -> Iterator[Metric]:
         """Generation, last commit and rebalances per group: two grouped queries, one row

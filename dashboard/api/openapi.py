@@ -96,6 +96,38 @@ MEMBER_DETAIL = obj(
     }
 )
 
+TREND = obj(
+    {
+        "produce_per_s": nullable(NUMBER),
+        "consume_per_s": nullable(NUMBER),
+        "lag_slope_per_s": nullable(NUMBER),
+        "direction": {"type": ["string", "null"], "enum": ["rising", "falling", "flat", None]},
+        "eta_s": nullable(NUMBER),
+        "bucket_start": TIME,
+        "resolution": {"type": "string", "enum": ["1m", "1h"]},
+    }
+)
+TREND["description"] = (
+    "The newest Spark rollup (docs/SPARK_JOBS.md): rates per second, lag slope, seconds to "
+    "drain (null: not draining, or unknown). A group's is its newest minute, a partition's "
+    "its newest hour; null when there is none within 30 min (group) or 2 h (partition)."
+)
+RETENTION = obj(
+    {
+        "seconds_left": nullable(NUMBER),
+        "retention_ms": nullable(INTEGER),
+        "retention_bytes": nullable(INTEGER),
+        "cleanup_policy": nullable(STRING),
+        "config_read_at": nullable(TIME),
+    }
+)
+RETENTION["description"] = (
+    "The retention forecast (docs/EVALUATOR.md): seconds before time-based retention may "
+    "delete the oldest unconsumed message (null: no forecast: config unknown, infinite, "
+    "compact-only, caught up, source down), and the topic settings it rests on (null: never "
+    "read)."
+)
+
 _GROUP_PROPERTIES: dict[str, Schema] = {
     "id": INTEGER,
     "cluster": STRING,
@@ -120,6 +152,8 @@ _GROUP_PROPERTIES: dict[str, Schema] = {
     "first_seen_at": TIME,
     "last_seen_at": TIME,
     "last_commit_at": nullable(TIME),
+    "trend": nullable(ref("Trend")),
+    "retention_left_s": nullable(NUMBER),
 }
 
 _PARTITION_PROPERTIES: dict[str, Schema] = {
@@ -150,6 +184,8 @@ _PARTITION_PROPERTIES: dict[str, Schema] = {
     "evaluated_at": nullable(TIME),
     "stale": BOOLEAN,
     "sampled_at": TIME,
+    "trend": nullable(ref("Trend")),
+    "retention": ref("Retention"),
 }
 
 _PARTITION_STATUS = obj(
@@ -374,6 +410,8 @@ SCHEMAS: dict[str, Schema] = {
         }
     ),
     "MemberDetail": MEMBER_DETAIL,
+    "Trend": TREND,
+    "Retention": RETENTION,
     "Group": obj(_GROUP_PROPERTIES),
     "GroupDetail": obj(
         {

@@ -15,6 +15,7 @@ from django.db.models import (
     Count,
     IntegerField,
     Max,
+    Min,
     QuerySet,
     Sum,
     Value,
@@ -22,9 +23,11 @@ from django.db.models import (
 )
 from django.db.models.expressions import RawSQL
 from django.http import QueryDict
+from django.utils import timezone
 
 from dashboard.api import params
 from dashboard.api.errors import not_found
+from dashboard.monitoring import trends
 from dashboard.monitoring.models import ConsumerGroup, PartitionState, SourceKind, Status
 
 STATUSES = tuple(Status.values)
@@ -48,7 +51,30 @@ def groups_with_figures(groups: QuerySet | None = None) -> QuerySet:
         lag_sum=Sum("partitions__lag"),
         time_lag_max=Max("partitions__time_lag_s"),
         last_commit_max=Max("partitions__last_commit_at"),
+        retention_left_min=Min("partitions__retention_left_s"),
     )
+
+
+def attach_group_trends(groups: list[ConsumerGroup]) -> None:
+    """``group.trend``: the newest rollup of each group (one query for the page)."""
+    found = trends.group_trends(((g.cluster.name, g.source, g.name) for g in groups),
+                                timezone.now())  # fmt: skip
+    for g in groups:
+        g.trend = found.get((g.cluster.name, g.source, g.name))
+
+
+def attach_partition_trends(partitions: list[PartitionState]) -> None:
+    """``p.trend`` and ``p.topic_config`` of each partition (two queries for the page); the
+    partitions come with ``group__cluster``."""
+
+    def key(p: PartitionState) -> tuple:
+        return (p.group.cluster.name, p.group.source, p.group.name, p.topic, p.partition)
+
+    found = trends.partition_trends((key(p) for p in partitions), timezone.now())
+    configs = trends.topic_retention((p.group.cluster.name, p.topic) for p in partitions)
+    for p in partitions:
+        p.trend = found.get(key(p))
+        p.topic_config = configs.get((p.group.cluster.name, p.topic))
 
 
 def figures(group: ConsumerGroup) -> dict:

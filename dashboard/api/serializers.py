@@ -19,6 +19,7 @@ from dashboard.monitoring.models import (
     RebalanceEvent,
     SourceHealth,
 )
+from dashboard.monitoring.trends import retention_dict
 
 
 def iso(at: datetime | None) -> str | None:
@@ -85,7 +86,16 @@ def group_dict(group: ConsumerGroup, figures: dict[str, Any] | None = None) -> d
         "first_seen_at": iso(group.first_seen_at),
         "last_seen_at": iso(group.last_seen_at),
         "last_commit_at": iso(figures.get("last_commit_at")),
+        "trend": _trend(group),
+        # The soonest retention deadline of its partitions (spark_jobs/evaluator/retention.py).
+        "retention_left_s": getattr(group, "retention_left_min", None),
     }
+
+
+def _trend(row: object) -> dict | None:
+    """The newest rollup's rates, slope and ETA, where the view attached one (``trend``)."""
+    trend = getattr(row, "trend", None)
+    return None if trend is None else trend.as_dict()
 
 
 def group_detail_dict(group: ConsumerGroup, figures: dict[str, Any], partitions: list) -> dict:
@@ -160,6 +170,8 @@ def partition_dict(p: PartitionState, group: ConsumerGroup | None = None) -> dic
         "evaluated_at": iso(p.evaluated_at),
         "stale": p.stale,
         "sampled_at": iso(p.sampled_at),
+        "trend": _trend(p),
+        "retention": retention_dict(p.retention_left_s, getattr(p, "topic_config", None)),
     }
 
 

@@ -67,6 +67,8 @@ class ClusterConfig:
     storm_ui_url: str | None = None
     # The brokers' Prometheus JMX exporter endpoints (purgatory figures, DOMAIN §5).
     broker_metrics_urls: list[str] = field(default_factory=list)
+    # RETENTION_RISK below this many seconds before retention deletes unread messages; 0: off.
+    retention_risk_s: int = 3600
 
     def as_file_entry(self) -> dict[str, Any]:
         """The cluster in the file's nested shape (export is the inverse of import)."""
@@ -86,6 +88,7 @@ class ClusterConfig:
         entry["storm_ui_url"] = self.storm_ui_url
         if self.broker_metrics_urls:
             entry["broker_metrics_urls"] = list(self.broker_metrics_urls)
+        entry["retention_risk_s"] = self.retention_risk_s
         return entry
 
     def as_fields(self) -> dict[str, Any]:
@@ -220,7 +223,8 @@ def parse_config(text: str) -> list[ClusterConfig]:
 
 def _cluster(reader: _Reader) -> ClusterConfig:
     keys = reader.mapping(
-        {"name", "poll_interval_s", "kafka", "zookeeper", "storm_ui_url", "broker_metrics_urls"}
+        {"name", "poll_interval_s", "kafka", "zookeeper", "storm_ui_url", "broker_metrics_urls",
+         "retention_risk_s"}
     )
     if "name" not in keys:
         raise reader.fail("missing 'name'")
@@ -282,6 +286,8 @@ def _cluster(reader: _Reader) -> ClusterConfig:
                 raise item.fail("listed twice")
             urls.append(value.strip())
         fields["broker_metrics_urls"] = urls
+    if "retention_risk_s" in keys:
+        fields["retention_risk_s"] = keys["retention_risk_s"].integer(0, 365 * 86400)
     if "kafka" not in keys and "zookeeper" not in keys:
         raise reader.fail(f"cluster {name!r} has neither 'kafka' nor 'zookeeper'")
     return ClusterConfig(**fields)

@@ -54,6 +54,7 @@ def cluster_settings(cluster: Cluster) -> ClusterSettings:
         broker_metrics_urls=tuple(cluster.broker_metrics_urls or ()),
         # A cycle must finish within its interval, or the next one is skipped.
         timeout_s=float(min(settings.LAGWATCH_SOURCE_TIMEOUT_S, max(1, cluster.poll_interval_s))),
+        topic_config_refresh_s=float(settings.LAGWATCH_TOPIC_CONFIG_REFRESH_S),
     )
 
 

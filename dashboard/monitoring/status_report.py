@@ -56,7 +56,7 @@ def status_document(
     ).values(
         "group_id", "topic", "partition", "committed", "earliest", "latest", "lag",
         "time_lag_s", "owner", "alive", "pending", "failed", "acked", "status", "diagnosis",
-        "last_commit_at", "stale", "reason", "complete", "evaluated_at",
+        "last_commit_at", "stale", "reason", "complete", "evaluated_at", "retention_left_s",
     )  # fmt: skip
     errors = CollectionError.objects.select_related("cluster").order_by(
         "cluster__name", "source", "where"
@@ -112,6 +112,7 @@ def status_document(
                 "pending": p["pending"],
                 "failed": p["failed"],
                 "acked": p["acked"],
+                "retention_left_s": p["retention_left_s"],
             }  # fmt: skip
         )
     group_rows = [

@@ -29,6 +29,7 @@ from dashboard.monitoring.models import (
     RebalanceEvent,
     SourceHealth,
     SpoutSample,
+    TopicConfig,
 )
 
 GROUP_FIELDS = [
@@ -100,6 +101,7 @@ def store_cycle(cluster: Cluster, outcome: CycleOutcome, stale: Staleness | None
         _insert_broker_offsets(cluster, outcome, at)
         _insert_spout_samples(cluster, outcome, at)
         _insert_rebalances(groups, outcome)
+        _upsert_topic_configs(cluster, outcome)
         if stale.hidden:
             _mark_stale(cluster, stale.hidden)
         _record_health(cluster, outcome, at)
@@ -302,6 +304,26 @@ def _insert_rows(
 
 def _db_datetime(value: datetime | None) -> object:
     return connection.ops.adapt_datetimefield_value(value)
+
+
+def _upsert_topic_configs(cluster: Cluster, outcome: CycleOutcome) -> None:
+    """The topics whose retention settings were read this cycle (a few, every few minutes);
+    a topic not read keeps its row, so a failed read never erases a good one."""
+    if not outcome.topic_configs:
+        return
+    TopicConfig.objects.bulk_create(
+        [
+            TopicConfig(
+                cluster=cluster, topic=c.topic, retention_ms=c.retention_ms,
+                retention_bytes=c.retention_bytes, cleanup_policy=c.cleanup_policy,
+                read_at=ms_to_dt(c.read_ms),
+            )
+            for c in outcome.topic_configs
+        ],
+        update_conflicts=True,
+        unique_fields=["cluster", "topic"],
+        update_fields=["retention_ms", "retention_bytes", "cleanup_policy", "read_at"],
+    )  # fmt: skip
 
 
 def _insert_rebalances(groups: dict, outcome: CycleOutcome) -> None:

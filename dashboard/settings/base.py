@@ -195,6 +195,11 @@ LAGWATCH_EVALUATOR = {
 # Collection (SPEC §2, §5): a source's answer deadline per cycle (never beyond the cluster's
 # poll interval), the raw history kept in the database, the sample log's retention.
 LAGWATCH_SOURCE_TIMEOUT_S = env_int("LAGWATCH_SOURCE_TIMEOUT_S", 10)
+# How often the Kafka source re-reads a consumed topic's retention settings (DescribeConfigs,
+# the retention forecast): they rarely change, and most cycles then ask nothing.
+LAGWATCH_TOPIC_CONFIG_REFRESH_S = env_int("LAGWATCH_TOPIC_CONFIG_REFRESH_S", 300)
+if LAGWATCH_TOPIC_CONFIG_REFRESH_S < 1:
+    raise ImproperlyConfigured("LAGWATCH_TOPIC_CONFIG_REFRESH_S must be at least 1")
 LAGWATCH_RAW_HISTORY_HOURS = env_int("LAGWATCH_RAW_HISTORY_HOURS", 6)
 LAGWATCH_SAMPLE_RETENTION_DAYS = env_int("LAGWATCH_SAMPLE_RETENTION_DAYS", 30)
 # Rollup history in the database (long-range charts): minute buckets, hour buckets.

@@ -55,3 +55,21 @@ def status_class(status: str) -> str:
 
 def percent(share: float | None) -> str:
     return "—" if share is None else f"{share * 100:.0f}%"
+
+
+ARROWS = {"rising": "↑", "falling": "↓", "flat": "→"}
+TREND_WORDS = {"rising": "lag rising", "falling": "lag falling", "flat": "lag steady"}
+
+
+def arrow(direction: str | None) -> str:
+    """The lag slope's direction as an arrow; ``—`` when unknown."""
+    return ARROWS.get(direction or "", "—")
+
+
+def rate(per_s: float | None) -> str:
+    """``12.5/s`` (a slope keeps its sign); ``—`` for unknown."""
+    if per_s is None:
+        return "—"
+    shown = f"{per_s:,.2f}" if abs(per_s) < 10 else f"{per_s:,.0f}"
+    return shown.replace(",", "\u202f") + "/s"
+

@@ -61,6 +61,7 @@ DEMO_WORLD = WorldSpec(
         collision_topology="orders-enricher",
         collision_topic="payments",
         retention_topic="audit",
+        retention_risk_group="invoices-auditor",
         quiet_topic="quiet",
         quiet_group="quiet-reader",
         expiry_topic="orders",

@@ -417,6 +417,51 @@ class Retention(Scenario):
             reader.release()
 
 
+class RetentionRisk(Scenario):
+    """A consumer falls so far behind that retention is about to delete what it has not
+    read. The topic of a Kafka group (default `invoices-auditor` on `invoices`, a topic of its
+    own) gets a short `retention.ms` (default 3 minutes, IncrementalAlterConfigs) and the group
+    is held (members stay, fetch and commit nothing) while its producer keeps writing. The
+    time lag grows by a second a second; the Kafka source reads the new `retention.ms` within
+    its refresh interval (5 minutes; at once for a topic it never read), and once less than
+    the cluster's `retention_risk_s` is left (the lab sets 120 s) every partition of the
+    group carries RETENTION_RISK with the seconds left, on the partition page, in
+    `/api/v1` and in `/metrics` (`lagwatch_partition_retention_seconds_left`). Nothing is
+    deleted while it runs: the broker deletes whole segments and the lab's active segments
+    never roll in minutes. Stop puts the broker's default retention back and releases the
+    group, which drains its lag; the forecast then goes back to a week."""
+
+    name = "retention-risk"
+    params = (
+        Param("group", str, "Kafka group to hold (default: the world's retention-risk group)"),
+        Param(
+            "retention_ms",
+            int,
+            "retention.ms given to the group's topic while the scenario runs",
+            default=180_000,
+            minimum=60_000,
+        ),
+    )
+
+    def start(
+        self, world: World, group: str | None = None, retention_ms: int = 180_000
+    ) -> dict:
+        g = world.group(_target(group, world.spec.roles.retention_risk_group,
+                                "retention-risk group"))  # fmt: skip
+        topic = g.spec.topic
+        previous, default = world.admin.retention_ms(topic)
+        self._group, self._topic = g, topic
+        self._previous = None if default else previous
+        world.admin.set_retention_ms(topic, retention_ms)
+        g.hold()
+        return {"group": g.name, "topic": topic, "retention_ms": retention_ms,
+                "previous_retention_ms": previous}  # fmt: skip
+
+    def stop(self, world: World) -> None:  # noqa: B027 - a deliberate no-op default
+        world.admin.set_retention_ms(self._topic, self._previous)
+        self._group.release()
+
+
 class TopologyRestart(Scenario):
     """Kills a topology (default `orders-enricher`) and submits it again: a new topology
     instance id, same spout id. The spout's znodes then carry the new `topology.id`; with
@@ -788,6 +833,7 @@ SCENARIOS: dict[str, type[Scenario]] = {
         Backpressure,
         RebalanceStorm,
         Retention,
+        RetentionRisk,
         TopologyRestart,
         SpoutIdCollision,
         QuietTopic,

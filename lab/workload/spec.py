@@ -96,6 +96,7 @@ class Roles:
     collision_topology: str | None = None
     collision_topic: str | None = None
     retention_topic: str | None = None
+    retention_risk_group: str | None = None
     quiet_topic: str | None = None
     quiet_group: str | None = None
     expiry_topic: str | None = None

@@ -12,7 +12,15 @@ import logging
 from collections.abc import Iterable, Mapping
 
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
+from confluent_kafka.admin import (
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    NewTopic,
+    OffsetSpec,
+    ResourceType,
+)
 
 from lab.workload.clients import base_config
 from lab.workload.spec import TopicSpec
@@ -69,6 +77,27 @@ class TopicAdmin:
         starts = {tp.partition: fut.result().low_watermark for tp, fut in futures.items()}
         log.info("deleted records of %s: log start now %s", topic, starts)
         return starts
+
+    def retention_ms(self, topic: str) -> tuple[int, bool]:
+        """The topic's ``retention.ms`` and whether it is the broker's default (DescribeConfigs)."""
+        resource = ConfigResource(ResourceType.TOPIC, topic)
+        entries = self._admin.describe_configs([resource], request_timeout=self._timeout_s)[
+            resource
+        ].result()
+        entry = entries["retention.ms"]
+        return int(entry.value), bool(entry.is_default)
+
+    def set_retention_ms(self, topic: str, value: int | None) -> None:
+        """Set the topic's ``retention.ms`` (IncrementalAlterConfigs); None: back to the
+        broker's default."""
+        op = AlterConfigOpType.DELETE if value is None else AlterConfigOpType.SET
+        entry = ConfigEntry("retention.ms", None if value is None else str(value),
+                            incremental_operation=op)  # fmt: skip
+        resource = ConfigResource(ResourceType.TOPIC, topic, incremental_configs=[entry])
+        self._admin.incremental_alter_configs([resource], request_timeout=self._timeout_s)[
+            resource
+        ].result()
+        log.info("retention.ms of %s: %s", topic, "default" if value is None else value)
 
     def watermarks(self, topic: str, partitions: int) -> dict[int, tuple[int, int]]:
         """Partition -> (earliest, latest) offsets, in two batched ListOffsets calls."""

@@ -34,6 +34,8 @@ REBALANCE_STORM = "REBALANCE_STORM"
 SKIPPED_DATA = "SKIPPED_DATA"
 TOPOLOGY_RESTARTED = "TOPOLOGY_RESTARTED"
 SPOUT_ID_COLLISION = "SPOUT_ID_COLLISION"
+# Attached when a status run is applied (spark_jobs/evaluator/retention.py), never by decide.
+RETENTION_RISK = "RETENTION_RISK"
 
 # ---------------------------------------------------------------------------------------------
 # Inputs and outputs

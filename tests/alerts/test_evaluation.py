@@ -244,5 +244,21 @@ def test_producer_expiry_rule_fires_for_the_topic_and_resolves_after_the_window(
     assert alert.diagnosis == ["PRODUCER_EXPIRY"]
     assert alert.details["partitions"] == [["orders", 0], ["orders", 1]]
     mworld.apply(step_s=120)  # no new expiry within the window
+
+
+def test_a_rule_on_retention_risk_fires_whatever_the_status(mworld):
+    """RETENTION_RISK is a finding on any status (a consumer catching up too slowly is OK and
+    still about to lose messages): a rule naming it, with no status, fires; the default rule
+    (statuses only) does not."""
+    Rule.objects.filter(name="Stuck partition (default)").update(enabled=False)
+    Rule.objects.create(name="retention", statuses=[], diagnoses=["RETENTION_RISK"],
+                        min_evaluations=1)  # fmt: skip
+    mworld.set("slow", "short", 0, "OK", ["RETENTION_RISK"], reason="catching up")
+    mworld.set("slow", "short", 1, "OK")
+    mworld.apply()
+    alert = Alert.objects.get()
+    assert (alert.topic, alert.partition, alert.diagnosis) == ("short", 0, ["RETENTION_RISK"])
+    mworld.set("slow", "short", 0, "OK")  # the consumer caught up: the finding is gone
+    mworld.apply()
     alert.refresh_from_db()
     assert alert.state == "resolved"

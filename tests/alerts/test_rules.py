@@ -81,6 +81,14 @@ def test_scope_globs(patterns, names, expected):
         ({"statuses": frozenset(), "diagnoses": frozenset({"REBALANCING"})},
          "OK", ("REBALANCING",), 0, 0.0, True),
         ({"statuses": frozenset(), "diagnoses": frozenset()}, "STOP", (), 1, 1.0, False),
+        # RETENTION_RISK rides on any status; the default rule (statuses only) ignores it on OK.
+        ({"statuses": frozenset(), "diagnoses": frozenset({"RETENTION_RISK"})},
+         "OK", ("RETENTION_RISK",), 50, 240.0, True),
+        ({"statuses": frozenset(), "diagnoses": frozenset({"RETENTION_RISK"})},
+         "STALL", ("RETENTION_RISK", "DEAD_CONSUMER"), 50, 240.0, True),
+        ({"statuses": frozenset(), "diagnoses": frozenset({"RETENTION_RISK"})},
+         "UNKNOWN", ("RETENTION_RISK", "SOURCE_UNREACHABLE"), 50, 240.0, False),
+        ({}, "OK", ("RETENTION_RISK",), 50, 240.0, False),
         # Thresholds: met at equality, missing figures do not meet them, both must hold.
         ({"min_lag": 100}, "STALL", (), 100, None, True),
         ({"min_lag": 100}, "STALL", (), 99, None, False),

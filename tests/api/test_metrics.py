@@ -8,7 +8,7 @@ from django.test import Client
 from django.utils import timezone
 from prometheus_client.parser import text_string_to_metric_families
 
-from dashboard.monitoring.models import Cluster, ConsumerGroup, PartitionState
+from dashboard.monitoring.models import Cluster, ConsumerGroup, LagRollup, PartitionState
 from tests.api.world import HOSTILE, HOSTILE_TOPIC, World
 
 pytestmark = pytest.mark.django_db
@@ -146,9 +146,69 @@ def test_query_count_does_not_grow_with_partitions(
         for g in groups
         for n in range(40)
     )
-    with django_assert_max_num_queries(14):
+    rollup(level="group", cluster="wide", group="g1", resolution="1m")
+    LagRollup.objects.bulk_create(
+        LagRollup(level="partition", cluster="wide", source="kafka", group=g.name, topic="t",
+                  partition=n, resolution="1h", bucket_start=now, eta_s=n)  # fmt: skip
+        for g in groups
+        for n in range(40)
+    )
+    # 13, plus the clusters' retention thresholds and two per level of trends (groups,
+    # partitions): each cluster's newest bucket, then its rows.
+    with django_assert_max_num_queries(18):
         m = scrape(client)
     assert len(m["lagwatch_partition_lag"]) == 2000 + 6
+    assert len(m["lagwatch_partition_eta_seconds"]) == 2000
+
+
+def rollup(**kw) -> LagRollup:
+    fields = {"source": "kafka", "bucket_start": timezone.now().replace(second=0, microsecond=0),
+              **kw}  # fmt: skip
+    return LagRollup.objects.create(**fields)
+
+
+def test_trend_series_come_from_each_clusters_newest_rollup(client: Client, world) -> None:
+    now = timezone.now().replace(second=0, microsecond=0)
+    minute = timezone.timedelta(minutes=1)
+    rollup(level="group", cluster="prod", group="billing", resolution="1m",
+           bucket_start=now - minute, produce_per_s=1.0, consume_per_s=1.0, lag_slope_per_s=0.0)
+    rollup(level="group", cluster="prod", group="billing", resolution="1m", bucket_start=now,
+           produce_per_s=10.0, consume_per_s=4.0, lag_slope_per_s=6.0, eta_s=None)
+    rollup(level="partition", cluster="prod", group="billing", topic="invoices", partition=1,
+           resolution="1h", bucket_start=now.replace(minute=0), produce_per_s=5.0,
+           consume_per_s=7.5, lag_slope_per_s=-2.5, eta_s=160.0)
+    # Too old to be a trend: left out.
+    rollup(level="group", cluster="prod", group="old", resolution="1m",
+           bucket_start=now - 40 * minute, produce_per_s=3.0)  # fmt: skip
+    m = scrape(client)
+    g = labels(**BILLING)
+    assert m["lagwatch_group_produce_messages_per_second"][g] == 10.0
+    assert m["lagwatch_group_consume_messages_per_second"][g] == 4.0
+    assert m["lagwatch_group_lag_slope_messages_per_second"][g] == 6.0
+    assert g not in m.get("lagwatch_group_eta_seconds", {})  # not draining: absent, not 0
+    p = labels(**BILLING, topic="invoices", partition="1")
+    assert m["lagwatch_partition_eta_seconds"][p] == 160.0
+    assert m["lagwatch_partition_lag_slope_messages_per_second"][p] == -2.5
+    old = labels(cluster="prod", source="kafka", group="old")
+    assert old not in m["lagwatch_group_produce_messages_per_second"]
+
+
+def test_retention_series(client: Client, world: World) -> None:
+    Cluster.objects.filter(name="prod").update(retention_risk_s=600)
+    billing = PartitionState.objects.filter(group__name="billing", group__cluster__name="prod")
+    billing.filter(partition=1).update(retention_left_s=60.0)
+    billing.filter(partition=0).update(retention_left_s=7200.0)
+    m = scrape(client)
+    p = labels(**BILLING, topic="invoices", partition="1")
+    assert m["lagwatch_partition_retention_seconds_left"][p] == 60.0
+    staging = labels(cluster="staging", source="kafka", group="billing", topic="invoices",
+                     partition="0")  # fmt: skip
+    assert staging not in m["lagwatch_partition_retention_seconds_left"]  # no forecast: absent
+    assert m["lagwatch_group_retention_seconds_left"][labels(**BILLING)] == 60.0
+    assert m["lagwatch_group_retention_risk_partitions"][labels(**BILLING)] == 1
+    spout = labels(cluster="prod", source="storm", group="orders-spout")
+    assert m["lagwatch_group_retention_risk_partitions"][spout] == 0
+    assert spout not in m["lagwatch_group_retention_seconds_left"]
 
 
 def test_metrics_open_by_default_and_get_only(client: Client, world: World) -> None:

@@ -155,6 +155,14 @@ def test_an_unreadable_file_is_a_clear_error(tmp_path: Path) -> None:
             r"broker_metrics_urls\[1\]: listed twice",
         ),
         (
+            "clusters:\n  - name: a\n    zookeeper: {hosts: x}\n    retention_risk_s: -1\n",
+            r"retention_risk_s: must be between 0 and 31536000 \(line 4\)",
+        ),
+        (
+            "clusters:\n  - name: a\n    zookeeper: {hosts: x}\n    retention_risk_s: 1h\n",
+            "retention_risk_s: expected an integer",
+        ),
+        (
             "clusters:\n  - name: a\n    zookeeper: {hosts: x}\n  - name: a\n    zookeeper: {hosts: y}\n",
             r"clusters\[1\]\.name: duplicate cluster name \(line 4\)",
         ),
@@ -187,3 +195,12 @@ def test_the_admin_refuses_bad_broker_metrics_urls_naming_the_key(value, message
     cluster = Cluster(name="c", zk_hosts="x", broker_metrics_urls=value)
     with pytest.raises(ValidationError, match=message):
         cluster.full_clean()
+
+
+def test_retention_risk_threshold_imports_exports_and_defaults(tmp_path: Path) -> None:
+    text = GOOD.replace("    storm_ui_url: null\n", "    storm_ui_url: null\n    retention_risk_s: 0\n")
+    run("import", write(tmp_path, text))
+    assert Cluster.objects.get(name="local").retention_risk_s == 0  # off
+    assert Cluster.objects.get(name="zk-only").retention_risk_s == 3600  # the default
+    exported = parse_config(run("export"))
+    assert {c.name: c.retention_risk_s for c in exported} == {"local": 0, "zk-only": 3600}

@@ -473,6 +473,45 @@ def test_retention_moves_the_log_start_past_every_reader(
     )
 
 
+def test_retention_risk_shortens_retention_and_holds_the_group(
+    run_world: Any, admin: AdminClient
+) -> None:
+    topic, group = uid("t"), uid("g")
+    world, runner = run_world(
+        WorldSpec(
+            topics=(TopicSpec(topic, 2, rate=20),),
+            groups=(GroupSpec(group, topic, 2),),
+            roles=Roles(retention_risk_group=group),
+        )
+    )
+    wait_committed(admin, group, topic, 2)
+    week, default = world.admin.retention_ms(topic)
+    assert default and week == 7 * 24 * 3600 * 1000
+    details = runner.start("retention-risk", {"retention_ms": 120_000})["details"]
+    assert details == {"group": group, "topic": topic, "retention_ms": 120_000,
+                       "previous_retention_ms": week}  # fmt: skip
+    assert world.admin.retention_ms(topic) == (120_000, False)
+    # Held: members stay, nothing is committed past the log end as it was at the hold (a
+    # commit of what was read before may still land), the producer goes on: lag grows.
+    high0 = world.admin.high_watermarks(topic, 2)
+    wait_until(
+        lambda: all(v >= 10 for v in lags(world, admin, group, topic, 2).values()),
+        30,
+        "lag growing on every partition",
+    )
+    frozen = committed_offsets(admin, group)
+    assert all(frozen[(topic, p)] <= high0[p] for p in range(2)), (frozen, high0)
+    assert len(describe(admin, group).members) == 2
+
+    runner.stop("retention-risk")
+    assert world.admin.retention_ms(topic) == (week, True)  # the broker's default again
+    wait_until(
+        lambda: all(committed_offsets(admin, group)[k] > frozen[k] for k in frozen),
+        30,
+        "commits resume",
+    )
+
+
 def test_topology_restart_writes_a_new_topology_id(run_world: Any, zk: KazooClient) -> None:
     topic = uid("t")
     spout = TopologySpec(uid("topo"), uid("spout"), topic, zk_root=f"/{uid('root')}")

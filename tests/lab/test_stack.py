@@ -155,6 +155,7 @@ def test_up_starts_real_services_that_answer(stack3: Stack) -> None:
                 },
                 "storm_ui_url": None,
                 "broker_metrics_urls": [endpoints["kafka_metrics"]],
+                "retention_risk_s": 120,
             }
         ]
     }

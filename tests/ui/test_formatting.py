@@ -29,3 +29,22 @@ def test_age_and_status_class() -> None:
     assert formatting.status_class("STOP") == "bad"
     assert formatting.status_class("nonsense") == "unknown"
     assert formatting.percent(0.456) == "46%"
+
+
+@pytest.mark.parametrize(("per_s", "text"), [
+    (None, "—"), (0.0, "0.00/s"), (2.5, "2.50/s"), (-2.5, "-2.50/s"), (12.4, "12/s"),
+    (12345.0, "12\u202f345/s"), (-9.999, "-10.00/s"),
+])  # fmt: skip
+def test_rate(per_s, text) -> None:
+    assert formatting.rate(per_s) == text
+
+
+@pytest.mark.parametrize(("slope", "direction", "arrow"), [
+    (None, None, "—"), (0.0, "flat", "→"), (0.01, "flat", "→"), (-0.01, "flat", "→"),
+    (0.5, "rising", "↑"), (-0.5, "falling", "↓"), (1 / 60, "flat", "→"),
+])  # fmt: skip
+def test_lag_direction_and_arrow(slope, direction, arrow) -> None:
+    from dashboard.monitoring.trends import direction as direction_of
+
+    assert direction_of(slope) == direction
+    assert formatting.arrow(direction) == arrow

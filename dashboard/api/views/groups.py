@@ -54,7 +54,10 @@ def group_list(request: HttpRequest) -> ApiJsonResponse:
         groups = groups.filter(stale=params.boolean(query, "stale"))
     ordering = params.choice(query, "ordering", ORDER_CHOICES, "name")
     groups = _ordered(groups, ordering)
-    body = paginate(request, groups, lambda g: group_dict(g, queries.figures(g)))
+    body = paginate(
+        request, groups, lambda g: group_dict(g, queries.figures(g)),
+        prepare=queries.attach_group_trends,
+    )  # fmt: skip
     return ApiJsonResponse(body)
 
 
@@ -63,6 +66,8 @@ def group_detail(request: HttpRequest, group_id: int) -> ApiJsonResponse:
     params.check_known(request.GET, ())
     group = queries.get_group(group_id)
     partitions = list(group.partitions.order_by("topic", "partition"))
+    queries.attach_group_trends([group])
+    queries.attach_partition_trends(partitions)
     body = group_detail_dict(group, queries.figures(group), partitions)
     body["spouts"] = group_spouts(group, timezone.now())
     return ApiJsonResponse(body)

@@ -65,10 +65,14 @@ def partition_list(request: HttpRequest) -> ApiJsonResponse:
     if diagnosis is not None:
         rows = queries.with_diagnosis(rows, diagnosis.upper())
     rows = _ordered(rows, params.choice(query, "ordering", ORDER_CHOICES, "group"))
-    return ApiJsonResponse(paginate(request, rows, partition_dict))
+    return ApiJsonResponse(
+        paginate(request, rows, partition_dict, prepare=queries.attach_partition_trends)
+    )
 
 
 @api_view()
 def partition_detail(request: HttpRequest, partition_id: int) -> ApiJsonResponse:
     params.check_known(request.GET, ())
-    return ApiJsonResponse(partition_dict(queries.get_partition(partition_id)))
+    partition = queries.get_partition(partition_id)
+    queries.attach_partition_trends([partition])
+    return ApiJsonResponse(partition_dict(partition))

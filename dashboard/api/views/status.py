@@ -75,7 +75,10 @@ def status_list(request: HttpRequest) -> ApiJsonResponse:
         groups.model.objects.filter(pk__in=groups.values("pk")),
         PartitionState.objects.filter(group__in=groups.values("pk")),
     )
-    body = paginate(request, groups, lambda g: g, extra={"summary": summary})
+    body = paginate(
+        request, groups, lambda g: g, extra={"summary": summary},
+        prepare=queries.attach_group_trends,
+    )  # fmt: skip
     page = body["results"]
     by_group: dict[int, list] = defaultdict(list)
     if mode != "none" and page:

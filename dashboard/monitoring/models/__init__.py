@@ -16,6 +16,7 @@ from dashboard.monitoring.models.state import (
     SpoutSample,
     Status,
     StatusChange,
+    TopicConfig,
 )
 
 __all__ = [
@@ -39,4 +40,5 @@ __all__ = [
     "SparkJobRun",
     "Status",
     "StatusChange",
+    "TopicConfig",
 ]

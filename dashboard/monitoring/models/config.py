@@ -56,6 +56,13 @@ class Cluster(models.Model):
         help_text="The brokers' Prometheus JMX exporter endpoints, e.g. "
         '["http://broker1:7071/metrics"]: delayed fetch and produce (purgatory) figures.',
     )
+    # The evaluator's RETENTION_RISK threshold (spark_jobs/evaluator/retention.py).
+    retention_risk_s = models.PositiveIntegerField(
+        "retention risk threshold (s)",
+        default=3600,
+        help_text="RETENTION_RISK when retention may delete unread messages within this many "
+        "seconds; 0 turns it off.",
+    )
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
@@ -76,4 +83,5 @@ class Cluster(models.Model):
             zk_consumers=self.zk_consumers,
             storm_ui_url=self.storm_ui_url or None,
             broker_metrics_urls=list(self.broker_metrics_urls or []),
+            retention_risk_s=self.retention_risk_s,
         )

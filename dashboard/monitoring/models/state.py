@@ -92,6 +92,10 @@ class PartitionState(models.Model):
     complete = models.FloatField(null=True)
     evaluated_at = models.DateTimeField(null=True)
     status_since = models.DateTimeField(null=True)
+    # Set by the status job's apply step (spark_jobs/evaluator/retention.py): seconds before
+    # time-based retention may delete this partition's oldest unconsumed message; null when
+    # there is no such forecast (config unknown, infinite, compact, caught up).
+    retention_left_s = models.FloatField(null=True)
     stale = models.BooleanField(default=False)
     sampled_at = models.DateTimeField()
 
@@ -222,3 +226,28 @@ class StatusChange(models.Model):
     def __str__(self) -> str:
         where = "" if self.partition is None else f":{self.topic}/{self.partition}"
         return f"{self.group_id}{where} {self.old_status}→{self.new_status}"
+
+
+class TopicConfig(models.Model):
+    """A topic's retention settings as DescribeConfigs last gave them (the retention forecast).
+
+    Read by the Kafka source every few minutes, not every cycle (``collectors/kafka/
+    topic_configs.py``); ``read_at`` says how old the reading is. A topic whose config could
+    not be read has no row, or keeps its last good one: never a guessed default. Sizes stay
+    as read: ``retention.bytes`` -1 is "no size limit".
+    """
+
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="topic_configs")
+    topic = models.CharField(max_length=255)
+    retention_ms = models.BigIntegerField(null=True)
+    retention_bytes = models.BigIntegerField(null=True)
+    cleanup_policy = models.CharField(max_length=64, blank=True)
+    read_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["cluster", "topic"], name="uniq_topic_config")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.cluster_id}/{self.topic}"

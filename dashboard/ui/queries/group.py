@@ -14,6 +14,7 @@ from typing import Any
 from django.db.models import Max, OuterRef, Subquery
 from django.urls import reverse
 
+from dashboard.monitoring import trends
 from dashboard.monitoring.assignment import group_report, holdings
 from dashboard.monitoring.assignment.whatif import by_member, label, pairs
 from dashboard.monitoring.membership import (
@@ -27,7 +28,8 @@ from dashboard.ui.params import PARTITIONS_PER_PAGE, SEVERITY, STATUSES_WORST_FI
 from dashboard.ui.queries.common import diagnosis_codes
 
 # Every partition of the group, light: totals, filters, sort, paging, the assignment view.
-LIGHT_COLUMNS = ("id", "topic", "partition", "lag", "time_lag_s", "status", "stale", "owner")
+LIGHT_COLUMNS = ("id", "topic", "partition", "lag", "time_lag_s", "status", "stale", "owner",
+                 "retention_left_s")  # fmt: skip
 # The rows of the table's page only, in full (dates and JSON cost to decode: not 1,000 of them).
 FULL_COLUMNS = (
     "id", "committed", "latest", "time_lag_kind", "alive", "diagnosis", "last_commit_at",
@@ -53,6 +55,12 @@ def group(pk: int) -> ConsumerGroup:
         .annotate(last_commit_at=Subquery(newest))
         .get(pk=pk)
     )
+
+
+def trend(g: ConsumerGroup, now: datetime) -> trends.Trend | None:
+    """The group's newest minute rollup: rates, lag slope, ETA to drain (one query)."""
+    key = (g.cluster.name, g.source, g.name)
+    return trends.group_trends([key], now).get(key)
 
 
 def membership(g: ConsumerGroup) -> dict[str, Any]:
@@ -122,10 +130,12 @@ def table(rows: list[dict[str, Any]], view: GroupView) -> dict[str, Any]:
 def totals(rows: list[dict[str, Any]]) -> dict[str, Any]:
     lags = [r["lag"] for r in rows if r["lag"] is not None]
     time_lags = [r["time_lag_s"] for r in rows if r["time_lag_s"] is not None]
+    lefts = [r["retention_left_s"] for r in rows if r.get("retention_left_s") is not None]
     by_status = Counter(r["status"] for r in rows)
     return {
         "lag": sum(lags) if lags else None,
         "time_lag": max(time_lags) if time_lags else None,
+        "retention_left": min(lefts) if lefts else None,
         "partitions": len(rows),
         "stale": sum(1 for r in rows if r["stale"]),
         "by_status": {s: by_status[s] for s in STATUSES_WORST_FIRST if by_status[s]},

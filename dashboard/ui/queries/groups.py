@@ -7,9 +7,10 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.core.paginator import Page, Paginator
-from django.db.models import Count, IntegerField, Max, OuterRef, Q, Subquery, Sum
+from django.db.models import Count, IntegerField, Max, Min, OuterRef, Q, Subquery, Sum
 from django.db.models.functions import Coalesce
 
+from dashboard.monitoring import trends
 from dashboard.monitoring.membership import GROUP_TYPES
 from dashboard.monitoring.models import ConsumerGroup, LagRollup, OffsetSample, PartitionState
 from dashboard.ui.params import GroupFilter
@@ -67,6 +68,7 @@ def page(f: GroupFilter) -> Page:
             sev=severity(),
             lag_total=_partition_figure("lag", Sum),
             time_lag=_partition_figure("time_lag_s", Max),
+            retention_left=_partition_figure("retention_left_s", Min),
             n_partitions=Coalesce(_partition_figure("id", Count), 0, output_field=IntegerField()),
             n_members=JsonArrayLength("members"),
         )
@@ -121,6 +123,14 @@ def sparklines(groups: list[ConsumerGroup], now: datetime) -> dict[int, list[flo
         for gid, _at, n, lag in raw:
             series[gid].append(lag if n else None)
     return {gid: _thin(values) for gid, values in series.items()}
+
+
+def group_trends(groups: list[ConsumerGroup], now: datetime) -> dict[int, trends.Trend]:
+    """The newest rollup of each group of the page (one query): the trend and ETA columns."""
+    found = trends.group_trends(((g.cluster.name, g.source, g.name) for g in groups), now)
+    return {
+        g.id: t for g in groups if (t := found.get((g.cluster.name, g.source, g.name)))
+    }
 
 
 def _thin(values: list[float | None], points: int = SPARK_POINTS) -> list[float | None]:

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
+from dashboard.monitoring import trends
 from dashboard.monitoring.models import PartitionState, StatusChange
 from dashboard.ui.queries.common import diagnosis_codes
+from spark_jobs.evaluator.retention import time_to_retention
 
 CHANGES_SHOWN = 50
 
@@ -35,3 +38,25 @@ def status_changes(p: PartitionState) -> list[dict[str, Any]]:
         c["codes"] = diagnosis_codes(c["diagnosis"])
         out.append(c)
     return out
+
+
+def trend_and_retention(p: PartitionState, now: datetime) -> dict[str, Any]:
+    """The newest hourly rollup's rates, slope and ETA, and the topic's retention settings
+    behind ``p.retention_left_s`` (two queries)."""
+    cluster = p.group.cluster.name
+    key = (cluster, p.group.source, p.group.name, p.topic, p.partition)
+    config = trends.topic_retention([(cluster, p.topic)]).get((cluster, p.topic))
+    # Why there is no figure, if there is none: the forecast's kind, from the same rule.
+    kind = (
+        time_to_retention(config.retention_ms, config.cleanup_policy, p.time_lag_s, p.lag).kind
+        if config is not None
+        else "unknown"
+    )
+    return {
+        "trend": trends.partition_trends([key], now).get(key),
+        "retention_kind": kind,
+        "topic_config": config,
+        "retention_s": None
+        if config is None or config.retention_ms is None or config.retention_ms < 0
+        else config.retention_ms / 1000,
+    }

@@ -20,6 +20,16 @@ def duration(seconds: float | None) -> str:
 
 
 @register.filter
+def arrow(direction: str | None) -> str:
+    return formatting.arrow(direction)
+
+
+@register.filter
+def rate(per_s: float | None) -> str:
+    return formatting.rate(per_s)
+
+
+@register.filter
 def num(value: float | None) -> str:
     return formatting.number(value)
 

@@ -25,6 +25,7 @@ from dashboard.ui.views.common import (
     live_regions,
     page_context,
 )
+from spark_jobs.evaluator.retention import at_risk
 
 
 def _figures(g: ConsumerGroup, view, rows, now) -> dict[str, Any]:
@@ -65,10 +66,15 @@ def _producer_expiry(g: ConsumerGroup, rows) -> list[dict[str, Any]]:
 
 def _live(g: ConsumerGroup, view, rows) -> dict[str, Any]:
     t = q.table(rows, view)
-    return page_context(
+    threshold = g.cluster.retention_risk_s
+    for r in t["rows"]:
+        r["retention_risk"] = at_risk(r["retention_left_s"], threshold)
+    totals = q.totals(rows)
+    context = page_context(
         g=g,
         view=view,
-        totals=q.totals(rows),
+        totals=totals,
+        retention_risk=at_risk(totals["retention_left"], threshold),
         membership=q.membership(g),
         table=t,
         unreachable=unreachable_sources([g.cluster_id]),
@@ -98,6 +104,8 @@ def _live(g: ConsumerGroup, view, rows) -> dict[str, Any]:
         prev_qs=view.query_string(page=t["page"] - 1) if t["page"] > 1 else None,
         next_qs=view.query_string(page=t["page"] + 1) if t["page"] < t["pages"] else None,
     )
+    context["trend"] = q.trend(g, context["now"])
+    return context
 
 
 @require_GET

@@ -20,12 +20,14 @@ from dashboard.ui.params import (
 from dashboard.ui.queries import groups as q
 from dashboard.ui.queries.common import unreachable_sources
 from dashboard.ui.views.common import bad_request, live_mode, live_regions, page_context, url_for_pk
+from spark_jobs.evaluator.retention import at_risk
 
 
 def _context(f) -> dict:
     page = q.page(f)
     now = page_context()["now"]
     lines = q.sparklines(list(page.object_list), now)
+    trend_of = q.group_trends(list(page.object_list), now)
     group_url = url_for_pk("ui:group")
     rows = [
         {
@@ -33,6 +35,8 @@ def _context(f) -> dict:
             "url": group_url(g.pk),
             "spark": charts.sparkline_points(lines.get(g.id, [])),
             "type": group_type(g.source, g.group_type),
+            "trend": trend_of.get(g.id),
+            "retention_risk": at_risk(g.retention_left, g.cluster.retention_risk_s),
         }
         for g in page.object_list
     ]

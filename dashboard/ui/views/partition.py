@@ -19,6 +19,7 @@ from dashboard.ui.views.common import (
     live_regions,
     page_context,
 )
+from spark_jobs.evaluator.retention import at_risk
 
 
 def _figures(p: PartitionState, rng, now) -> dict:
@@ -64,6 +65,8 @@ def partition(request: HttpRequest, pk: int) -> HttpResponse:
         g=p.group,
         rng=rng,
         diagnosis=q.diagnosis(p),
+        retention_risk=at_risk(p.retention_left_s, p.group.cluster.retention_risk_s),
+        **q.trend_and_retention(p, now),
         unreachable=unreachable_sources([p.group.cluster_id]),
     )
     if mode == "1":
