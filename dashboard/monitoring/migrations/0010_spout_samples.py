@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('monitoring', '0008_read_offsets_topic_by_default'),
+        ('monitoring', '0009_broker_purgatory'),
     ]
 
     operations = [
