@@ -17,6 +17,7 @@ Liveness, per kind of consumer:
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
@@ -110,12 +111,10 @@ def _source_outcome(result: CollectionResult) -> SourceOutcome:
 
 
 def _with_groups(result: CollectionResult, groups: list[GroupSnapshot]) -> CollectionResult:
-    return CollectionResult(
-        source=result.source, started_ms=result.started_ms, finished_ms=result.finished_ms,
-        reachable=result.reachable, commits=result.commits, offsets=result.offsets,
-        groups=groups, spouts=result.spouts, errors=result.errors,
-        partition_counts=result.partition_counts, topic_configs=result.topic_configs,
-    )  # fmt: skip
+    """The result with its groups replaced and every other field kept: the tracker reads the
+    recorded generation changes and deletions from the same result (a copy field by field
+    once dropped them, so __consumer_offsets' rebalances never reached the timeline)."""
+    return dataclasses.replace(result, groups=groups)
 
 
 def _liveness(

@@ -8,9 +8,11 @@ from collectors.rebalance import MEMBER_JOINED, RebalanceTracker
 from collectors.records import (
     CollectionResult,
     CommittedOffset,
+    GenerationChange,
     GroupMember,
     GroupSnapshot,
     PartitionOffsets,
+    RecordedDeletion,
     Source,
     SpoutFigures,
 )
@@ -122,3 +124,18 @@ def test_errors_and_unreachable_sources_are_carried() -> None:
     zk = next(s for s in out.sources if s.source == "zookeeper")
     assert zk.reachable is False
     assert figures_by(out, Source.STORM) == {}
+
+
+def test_recorded_generation_changes_and_deletions_reach_the_timeline() -> None:
+    """What ``__consumer_offsets`` recorded (a rebalance between two polls, a deletion) is in
+    the cycle's events, also when the Kafka result's groups were rebuilt with the consumers'
+    reports (they once were dropped there, in every cycle with Kafka groups)."""
+    result = kafka((GroupMember("m-1", assignment=(("t", 0), ("t", 1))),))
+    result.generation_changes = [
+        GenerationChange("g", T0 - 5_000, 7, 6, (MEMBER_JOINED,), {"joined": ["m-1"]})
+    ]
+    result.deletions = [RecordedDeletion("gone", T0 - 1_000, "group_deleted")]
+    out = assemble_cycle("c", T0, T0, [result], memory())
+    recorded = [(e.group, e.cause, e.generation) for e in out.rebalances]
+    assert ("g", MEMBER_JOINED, 7) in recorded
+    assert ("gone", "group_deleted", None) in recorded
