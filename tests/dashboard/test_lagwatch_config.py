@@ -197,6 +197,7 @@ def test_the_admin_refuses_bad_broker_metrics_urls_naming_the_key(value, message
         cluster.full_clean()
 
 
+@pytest.mark.django_db
 def test_retention_risk_threshold_imports_exports_and_defaults(tmp_path: Path) -> None:
     text = GOOD.replace("    storm_ui_url: null\n", "    storm_ui_url: null\n    retention_risk_s: 0\n")
     run("import", write(tmp_path, text))
