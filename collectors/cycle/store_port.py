@@ -49,5 +49,7 @@ class CycleStore(Protocol):
 
     def write_cycle(self, outcome: CycleOutcome, stale: Staleness) -> None:
         """The cycle's database rows, in one transaction, keyed by ``outcome.cycle_ms`` so
-        that a retry rewrites the same rows; raises if they could not be written."""
+        that a retry rewrites the same rows; raises if they could not be written. Among them
+        the retention settings of the topics read this cycle (``outcome.topic_configs``,
+        upserted per topic; a topic not read keeps its stored settings)."""
         ...
