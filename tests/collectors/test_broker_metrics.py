@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 import time
+import urllib.request
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -18,6 +19,7 @@ from collectors.broker_metrics import (
     broker_name,
     parse_exposition,
     rate_per_s,
+    scrape_url,
 )
 from collectors.records import Source
 from tests.testdata import DATA
@@ -117,12 +119,31 @@ def test_broker_named_by_its_endpoint(url: str, name: str) -> None:
     assert broker_name(url) == name
 
 
+NAMES = (
+    "name%5B%5D=kafka_server_purgatory_delayed_operations&name%5B%5D=kafka_server_purgatory_size"
+    "&name%5B%5D=kafka_server_delayed_fetch_expires_total"
+    "&name%5B%5D=kafka_server_delayed_produce_expires_total"
+)
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        ("http://b:7071/metrics", f"http://b:7071/metrics?{NAMES}"),
+        ("http://b:7071/metrics?x=1", f"http://b:7071/metrics?x=1&{NAMES}"),
+        ("https://b/m#frag", f"https://b/m?{NAMES}#frag"),
+    ],
+)
+def test_a_scrape_asks_for_the_four_series_only(url: str, expected: str) -> None:
+    assert scrape_url(url) == expected
+
+
 BODIES: dict[str, bytes] = {}
 
 
 class Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:  # noqa: N802 - stdlib name
-        body = BODIES.get(self.path)
+        body = BODIES.get(self.path.split("?", 1)[0])
         if body is None:
             self.send_response(404)
             self.end_headers()
@@ -207,3 +228,11 @@ def test_the_real_broker_agent_is_scraped(lab_services) -> None:
     (broker,) = second.brokers
     assert broker.fetch_purgatory is not None and broker.fetch_purgatory >= 0
     assert broker.produce_purgatory is not None and broker.fetch_watched is not None
+    # The agent honours name[]: only the requested series come back, no JVM metrics.
+    with urllib.request.urlopen(scrape_url(lab_services.broker_metrics_url), timeout=30) as r:
+        body = r.read().decode()
+    names = {line.split("{")[0].split(" ")[0] for line in body.splitlines() if line and line[0] != "#"}
+    assert names and names <= {
+        "kafka_server_purgatory_delayed_operations", "kafka_server_purgatory_size",
+        "kafka_server_delayed_fetch_expires_total", "kafka_server_delayed_produce_expires_total",
+    }, names  # fmt: skip
