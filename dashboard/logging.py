@@ -46,16 +46,19 @@ class RedactSecretsFilter(logging.Filter):
     delivery logs the channel's masked URL, dashboard/alerts/delivery.py)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        from dashboard.secrecy import mask_config, redact_key_values
+        from dashboard.secrecy import mask_config, redact, redact_key_values
 
+        # A record with a traceback (an error: rare) may quote any secret in an exception's
+        # message, so the stored ones are looked up and redacted too.
+        known = known_secrets() if record.exc_info or record.exc_text else []
         message = record.getMessage()
-        redacted = redact_key_values(message)
+        redacted = redact(redact_key_values(message), known)
         if redacted != message:
             record.msg, record.args = redacted, None
         if record.exc_info and not record.exc_text:
             record.exc_text = logging.Formatter().formatException(record.exc_info)
         if record.exc_text:
-            record.exc_text = redact_key_values(record.exc_text)
+            record.exc_text = redact(redact_key_values(record.exc_text), known)
         for key, value in list(vars(record).items()):
             if key in _STANDARD:
                 continue

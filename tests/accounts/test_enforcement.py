@@ -97,8 +97,10 @@ CASES = {
     ),
     "ui new silence": Case(
         Action.SILENCE,
-        lambda c, w: c.post("/alerts/silences/", {"hours": "2", "cluster_pattern": "*",
-                                                  "group_pattern": "g*", "topic_pattern": "*"}),
+        lambda c, w: c.post(
+            "/alerts/silences/",
+            {"hours": "2", "cluster_pattern": "*", "group_pattern": "g*", "topic_pattern": "*"},
+        ),
         lambda w: Silence.objects.filter(group_pattern="g*").exists(),
     ),  # fmt: skip
     "ui end silence": Case(
@@ -108,17 +110,35 @@ CASES = {
     ),
     "ui build report": Case(
         Action.BUILD_REPORT,
-        lambda c, w: c.post("/reports/", {"cluster": "prod", "since": "1h",
-                                          "resolution": "1m", "format": "csv",
-                                          "action": "build"}),
+        lambda c, w: c.post(
+            "/reports/",
+            {
+                "cluster": "prod",
+                "since": "1h",
+                "resolution": "1m",
+                "format": "csv",
+                "action": "build",
+            },
+        ),
         lambda w: Report.objects.exists(),
     ),  # fmt: skip
     "ui new rule": Case(
         Action.EDIT_RULES,
-        lambda c, w: c.post("/alerts/rules/new/", {
-            "name": "r2", "enabled": "on", "cluster_pattern": "*", "group_pattern": "*",
-            "topic_pattern": "*", "statuses": ["STOP"], "level": "partition",
-            "min_evaluations": "2", "min_duration_s": "0", "severity": "warning"}),
+        lambda c, w: c.post(
+            "/alerts/rules/new/",
+            {
+                "name": "r2",
+                "enabled": "on",
+                "cluster_pattern": "*",
+                "group_pattern": "*",
+                "topic_pattern": "*",
+                "statuses": ["STOP"],
+                "level": "partition",
+                "min_evaluations": "2",
+                "min_duration_s": "0",
+                "severity": "warning",
+            },
+        ),
         lambda w: Rule.objects.filter(name="r2").exists(),
     ),  # fmt: skip
     "ui delete rule": Case(
@@ -128,8 +148,10 @@ CASES = {
     ),
     "ui new channel": Case(
         Action.EDIT_CHANNELS,
-        lambda c, w: c.post("/alerts/channels/new/", {
-            "name": "m2", "kind": "email", "enabled": "on", "recipients": "a@example.com"}),
+        lambda c, w: c.post(
+            "/alerts/channels/new/",
+            {"name": "m2", "kind": "email", "enabled": "on", "recipients": "a@example.com"},
+        ),
         lambda w: Channel.objects.filter(name="m2").exists(),
     ),  # fmt: skip
     "ui test channel": Case(
@@ -144,8 +166,9 @@ CASES = {
     ),
     "admin delete cluster": Case(
         Action.EDIT_CLUSTERS,
-        lambda c, w: c.post(f"/admin/monitoring/cluster/{w['cluster'].pk}/delete/",
-                            {"post": "yes"}),
+        lambda c, w: c.post(
+            f"/admin/monitoring/cluster/{w['cluster'].pk}/delete/", {"post": "yes"}
+        ),
         lambda w: not Cluster.objects.filter(pk=w["cluster"].pk).exists(),
     ),  # fmt: skip
     "admin change rule": Case(
@@ -160,9 +183,15 @@ CASES = {
     ),
     "admin new user": Case(
         Action.MANAGE_USERS,
-        lambda c, w: c.post("/admin/auth/user/add/", {
-            "username": "newbie", "password1": "Very-long-pass-4-roles",
-            "password2": "Very-long-pass-4-roles", "usable_password": "true"}),
+        lambda c, w: c.post(
+            "/admin/auth/user/add/",
+            {
+                "username": "newbie",
+                "password1": "Very-long-pass-4-roles",
+                "password2": "Very-long-pass-4-roles",
+                "usable_password": "true",
+            },
+        ),
         lambda w: get_user_model().objects.filter(username="newbie").exists(),
     ),  # fmt: skip
     "api acknowledge (token)": Case(

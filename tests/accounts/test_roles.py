@@ -16,20 +16,20 @@ from dashboard.accounts.roles import (
     scopes_for,
 )
 
-V, O, A = Role.VIEWER, Role.OPERATOR, Role.ADMIN
+VW, OP, AD = Role.VIEWER, Role.OPERATOR, Role.ADMIN
 # Issue 15: viewer reads everything; operator acknowledges, silences, builds reports; admin
 # also changes rules, channels, clusters, tokens, users (and anything else).
 EXPECTED: dict[Action, set[Role]] = {
-    Action.VIEW: {V, O, A},
-    Action.ACKNOWLEDGE: {O, A},
-    Action.SILENCE: {O, A},
-    Action.BUILD_REPORT: {O, A},
-    Action.EDIT_RULES: {A},
-    Action.EDIT_CHANNELS: {A},
-    Action.EDIT_CLUSTERS: {A},
-    Action.MANAGE_TOKENS: {A},
-    Action.MANAGE_USERS: {A},
-    Action.CHANGE: {A},
+    Action.VIEW: {VW, OP, AD},
+    Action.ACKNOWLEDGE: {OP, AD},
+    Action.SILENCE: {OP, AD},
+    Action.BUILD_REPORT: {OP, AD},
+    Action.EDIT_RULES: {AD},
+    Action.EDIT_CHANNELS: {AD},
+    Action.EDIT_CLUSTERS: {AD},
+    Action.MANAGE_TOKENS: {AD},
+    Action.MANAGE_USERS: {AD},
+    Action.CHANGE: {AD},
 }
 
 
@@ -49,21 +49,21 @@ def test_no_role_may_do_nothing(action: Action) -> None:
 
 
 def test_each_role_includes_the_one_below() -> None:
-    assert ROLE_ACTIONS[V] < ROLE_ACTIONS[O] < ROLE_ACTIONS[A]
+    assert ROLE_ACTIONS[VW] < ROLE_ACTIONS[OP] < ROLE_ACTIONS[AD]
 
 
 @pytest.mark.parametrize(
     ("groups", "superuser", "authenticated", "expected"),
     [
         ([], False, False, None),  # anonymous
-        ([], False, True, V),  # logged in, in no role group: reads only
-        (["viewer"], False, True, V),
-        (["operator"], False, True, O),
-        (["admin"], False, True, A),
-        (["viewer", "admin"], False, True, A),  # the highest wins
-        (["operator", "viewer", "unrelated"], False, True, O),
-        ([], True, True, A),  # a superuser is an admin
-        (["viewer"], True, True, A),
+        ([], False, True, VW),  # logged in, in no role group: reads only
+        (["viewer"], False, True, VW),
+        (["operator"], False, True, OP),
+        (["admin"], False, True, AD),
+        (["viewer", "admin"], False, True, AD),  # the highest wins
+        (["operator", "viewer", "unrelated"], False, True, OP),
+        ([], True, True, AD),  # a superuser is an admin
+        (["viewer"], True, True, AD),
     ],
 )
 def test_role_from_groups(groups, superuser, authenticated, expected) -> None:
@@ -72,7 +72,7 @@ def test_role_from_groups(groups, superuser, authenticated, expected) -> None:
 
 
 @pytest.mark.parametrize(
-    ("scope", "role"), [("read", V), ("operate", O), ("write", A), ("admin", None), ("", None)]
+    ("scope", "role"), [("read", VW), ("operate", OP), ("write", AD), ("admin", None), ("", None)]
 )
 def test_token_scopes_map_to_roles(scope: str, role: Role | None) -> None:
     assert role_for_scope(scope) == role
@@ -109,8 +109,8 @@ def test_migration_made_the_groups_with_the_permissions_of_their_actions() -> No
 def test_group_permissions_are_what_has_perm_answers() -> None:
     from tests.roles import user_with_role
 
-    operator = user_with_role("op", O)
+    operator = user_with_role("op", OP)
     assert operator.has_perm("alerts.add_silence") and operator.has_perm("alerts.view_rule")
     assert not operator.has_perm("alerts.change_rule")
-    admin = user_with_role("ad", A)
+    admin = user_with_role("ad", AD)
     assert admin.has_perm("monitoring.change_cluster") and admin.has_perm("auth.add_user")

@@ -23,8 +23,12 @@ class Command(BaseCommand):
         sub = parser.add_subparsers(dest="action", required=True)
         create = sub.add_parser("create", help="create a token and print its secret once")
         create.add_argument("name")
-        create.add_argument("--scope", choices=TokenScope.values, default=None,
-                            help="read (viewer, the default), operate (operator), write (admin)")
+        create.add_argument(
+            "--scope",
+            choices=TokenScope.values,
+            default=None,
+            help="read (viewer, the default), operate (operator), write (admin)",
+        )
         create.add_argument("--write", action="store_true", help="the same as --scope write")
         create.add_argument("--quiet", action="store_true", help="print only the secret")
         listing = sub.add_parser("list", help="list tokens (never their secrets)")
