@@ -114,3 +114,70 @@ def test_group_permissions_are_what_has_perm_answers() -> None:
     assert not operator.has_perm("alerts.change_rule")
     admin = user_with_role("ad", AD)
     assert admin.has_perm("monitoring.change_cluster") and admin.has_perm("auth.add_user")
+
+
+# --- giving roles: manage.py lagwatch_user, demo_user ------------------------------------------
+
+
+@pytest.mark.django_db
+def test_lagwatch_user_gives_one_role() -> None:
+    import io
+
+    from django.contrib.auth import get_user_model
+    from django.core.management import CommandError, call_command
+
+    from dashboard.accounts.access import user_role
+
+    out = io.StringIO()
+    call_command("lagwatch_user", "--create", "--role", "viewer", "kim", stdout=out)
+    lines = out.getvalue().splitlines()
+    assert lines[0] == "kim: viewer" and len(lines[1]) >= 12  # the new password, once
+    call_command("lagwatch_user", "--role", "operator", "kim", stdout=io.StringIO())
+    kim = get_user_model().objects.get(username="kim")
+    assert sorted(kim.groups.values_list("name", flat=True)) == ["operator"] and kim.is_staff
+    assert user_role(kim) == OP
+    with pytest.raises(CommandError, match="no user named 'nobody'"):
+        call_command("lagwatch_user", "--role", "admin", "nobody")
+    get_user_model().objects.create_superuser("root", "r@example.com")
+    with pytest.raises(CommandError, match="superuser"):
+        call_command("lagwatch_user", "--role", "viewer", "root")
+
+
+@pytest.mark.django_db
+def test_demo_user_is_an_admin() -> None:
+    import io
+
+    from django.contrib.auth import get_user_model
+    from django.core.management import call_command
+
+    from dashboard.accounts.access import user_role
+
+    call_command("demo_user", "demo", stdout=io.StringIO())
+    demo = get_user_model().objects.get(username="demo")
+    assert user_role(demo) == AD and demo.groups.filter(name="admin").exists()
+
+
+@pytest.mark.django_db
+def test_class_based_views_adopt_the_check_with_the_mixin(rf) -> None:
+    from django.http import HttpResponse
+    from django.views import View
+
+    from dashboard.accounts.access import UNSAFE, RoleRequiredMixin
+    from tests.roles import user_with_role
+
+    class Silencer(RoleRequiredMixin, View):
+        required_action = Action.SILENCE
+        required_methods = UNSAFE
+
+        def get(self, request):  # noqa: ANN001, ANN202
+            return HttpResponse("list")
+
+        def post(self, request):  # noqa: ANN001, ANN202
+            return HttpResponse("done")
+
+    view = Silencer.as_view()
+    viewer, operator = user_with_role("v", VW), user_with_role("o", OP)
+    for user, get_code, post_code in ((viewer, 200, 403), (operator, 200, 200)):
+        get, post = rf.get("/x"), rf.post("/x")
+        get.user = post.user = user
+        assert (view(get).status_code, view(post).status_code) == (get_code, post_code)
