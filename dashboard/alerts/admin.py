@@ -1,8 +1,11 @@
 """The Django admin for every alerts model. Channel URLs are masked in lists and never
-rendered back in forms (the channel form keeps the stored URL when left blank)."""
+rendered back in forms (the channel form keeps the stored URL when left blank); a role that
+may only read a channel sees the masked URL. Permissions follow the roles (RoleAdmin)."""
 
 from django.contrib import admin
 
+from dashboard.accounts.access import RoleAdmin
+from dashboard.accounts.roles import Action
 from dashboard.alerts.forms import ChannelForm, RuleForm, SilenceForm
 from dashboard.alerts.models import (
     Alert,
@@ -17,7 +20,8 @@ from dashboard.alerts.models import (
 
 
 @admin.register(Rule)
-class RuleAdmin(admin.ModelAdmin):
+class RuleAdmin(RoleAdmin):
+    change_action = Action.EDIT_RULES
     form = RuleForm
     list_display = ("name", "enabled", "cluster_pattern", "group_pattern", "topic_pattern",
                     "level", "min_evaluations", "severity")  # fmt: skip
@@ -26,15 +30,30 @@ class RuleAdmin(admin.ModelAdmin):
 
 
 @admin.register(Channel)
-class ChannelAdmin(admin.ModelAdmin):
+class ChannelAdmin(RoleAdmin):
+    change_action = Action.EDIT_CHANNELS
     form = ChannelForm
     list_display = ("name", "kind", "enabled", "masked_target", "send_resolved")
     list_filter = ("kind", "enabled")
     search_fields = ("name",)
 
+    def get_fields(self, request, obj=None):  # noqa: ANN001, ANN201
+        """Read-only (a viewer): the admin would print every field's value, so the URL is
+        shown masked instead."""
+        fields = list(super().get_fields(request, obj))
+        if obj is not None and not self.has_change_permission(request, obj):
+            fields = ["masked_target" if f == "url" else f for f in fields]
+        return fields
+
+    def get_readonly_fields(self, request, obj=None):  # noqa: ANN001, ANN201
+        if obj is not None and not self.has_change_permission(request, obj):
+            return ("masked_target",)
+        return ()
+
 
 @admin.register(Silence)
-class SilenceAdmin(admin.ModelAdmin):
+class SilenceAdmin(RoleAdmin):
+    change_action = Action.SILENCE
     form = SilenceForm
     list_display = ("pk", "cluster_pattern", "group_pattern", "topic_pattern", "rule", "until",
                     "created_by", "reason")  # fmt: skip
@@ -58,7 +77,8 @@ class DeliveryInline(admin.TabularInline):
 
 
 @admin.register(Alert)
-class AlertAdmin(admin.ModelAdmin):
+class AlertAdmin(RoleAdmin):
+    change_action = Action.CHANGE  # deleting one is an admin's housekeeping
     list_display = ("pk", "state", "severity", "title", "rule_name", "fired_at", "resolved_at")
     list_filter = ("state", "severity", "level", "cluster")
     search_fields = ("title", "group", "topic", "rule_name")
@@ -71,7 +91,8 @@ class AlertAdmin(admin.ModelAdmin):
 
 
 @admin.register(AlertEvent)
-class AlertEventAdmin(admin.ModelAdmin):
+class AlertEventAdmin(RoleAdmin):
+    change_action = Action.CHANGE
     list_display = ("alert", "at", "kind", "actor", "message")
     list_filter = ("kind",)
 
@@ -84,7 +105,8 @@ class DeliveryAttemptInline(admin.TabularInline):
 
 
 @admin.register(Delivery)
-class DeliveryAdmin(admin.ModelAdmin):
+class DeliveryAdmin(RoleAdmin):
+    change_action = Action.CHANGE
     list_display = ("pk", "alert", "channel_name", "notice", "state", "attempts", "created_at")
     list_filter = ("state", "notice")
     readonly_fields = ("alert", "channel", "channel_name", "notice", "state", "attempts",
@@ -93,11 +115,13 @@ class DeliveryAdmin(admin.ModelAdmin):
 
 
 @admin.register(DeliveryAttempt)
-class DeliveryAttemptAdmin(admin.ModelAdmin):
+class DeliveryAttemptAdmin(RoleAdmin):
+    change_action = Action.CHANGE
     list_display = ("delivery", "number", "at", "ok", "error", "retry_in_s")
     list_filter = ("ok",)
 
 
 @admin.register(Candidate)
-class CandidateAdmin(admin.ModelAdmin):
+class CandidateAdmin(RoleAdmin):
+    change_action = Action.CHANGE
     list_display = ("rule", "subject_key", "evaluations", "first_matched_at", "last_matched_at")

@@ -12,17 +12,25 @@ the whole file is applied in one transaction: one bad entry changes nothing.
       - {group_pattern: "batch-*", hours: 8, reason: nightly reload}
 
 Channels and rules are matched by name (created or updated); silences are always added.
+
+A webhook URL is a secret (Slack's carry their token): an export writes
+``url: {env: LAGWATCH_CHANNEL_<NAME>_URL}`` (or nothing, ``secrets="omit"``) with a masked hint
+``url_masked``; an import reads ``{env: NAME}`` from the environment, and a channel entry
+without ``url`` keeps the stored one.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import os
+from collections.abc import Mapping
+from typing import Any, Literal
 
 import yaml
 from django.db import transaction
 
 from dashboard.alerts.forms import ChannelForm, RuleForm, SilenceForm
 from dashboard.alerts.models import Channel, Rule, Silence
+from dashboard.secrecy import env_ref, env_var_name, is_env_ref
 
 SECTIONS = ("channels", "rules", "silences")
 RULE_DEFAULTS = {
@@ -110,12 +118,29 @@ def _errors(where: str, form: Any) -> str:
     return f"{where}: {'; '.join(parts)}"
 
 
-def apply(config: dict[str, list[dict[str, Any]]], by: str = "alerts_config") -> dict[str, list]:
-    """Create/update everything or nothing; the names touched, per verb."""
+def _env_url(where: str, entry: dict[str, Any], environ: Mapping[str, str]) -> dict[str, Any]:
+    """The entry with ``url: {env: NAME}`` read from the environment."""
+    url = entry.get("url")
+    if not is_env_ref(url):
+        return entry
+    if url["env"] not in environ:
+        raise AlertsConfigError(f"{where}: url: environment variable {url['env']} is not set")
+    return {**entry, "url": environ[url["env"]]}
+
+
+def apply(
+    config: dict[str, list[dict[str, Any]]],
+    by: str = "alerts_config",
+    environ: Mapping[str, str] | None = None,
+) -> dict[str, list]:
+    """Create/update everything or nothing; the names touched, per verb. ``{env: NAME}``
+    values are read from ``environ`` (default: this process's environment)."""
+    environ = os.environ if environ is None else environ
     done: dict[str, list] = {"created": [], "updated": [], "silences": []}
     with transaction.atomic():
         for i, entry in enumerate(config["channels"]):
             where = f"channels[{i}] ({entry.get('name', '?')})"
+            entry = _env_url(where, entry, environ)
             data = _form_data(entry, CHANNEL_DEFAULTS)
             if isinstance(entry.get("recipients"), list):
                 data["recipients"] = "\n".join(map(str, entry["recipients"]))
@@ -171,14 +196,24 @@ def apply(config: dict[str, list[dict[str, Any]]], by: str = "alerts_config") ->
     return done
 
 
-def export() -> dict[str, list[dict[str, Any]]]:
-    """The configuration, with webhook URLs masked: an export never carries secrets."""
+def _url_entry(channel: Channel, secrets: str) -> dict[str, Any]:
+    if not channel.url:
+        return {}
+    hint = {"url_masked": channel.masked_target}
+    if secrets == "omit":
+        return hint
+    return {"url": env_ref(env_var_name("channel", channel.name, "url")), **hint}
+
+
+def export(secrets: Literal["env", "omit"] = "env") -> dict[str, list[dict[str, Any]]]:
+    """The configuration; an export never carries a secret: a webhook URL is a reference to
+    an environment variable (``env``) or left out (``omit``), with its masked form."""
     channels = [
         {
             "name": c.name,
             "kind": c.kind,
             "enabled": c.enabled,
-            **({"url_masked": c.masked_target} if c.url else {}),
+            **_url_entry(c, secrets),
             **({"recipients": c.recipient_list()} if c.recipients else {}),
             **({"smtp_host": c.smtp_host} if c.smtp_host else {}),
             **({"smtp_port": c.smtp_port} if c.smtp_port else {}),

@@ -7,6 +7,7 @@ shows what was tried, when, and why it failed.
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass
 from datetime import timedelta
@@ -16,6 +17,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from dashboard.alerts import messages
+from dashboard.alerts.masking import scrub_url
 from dashboard.alerts.models import (
     Alert,
     AlertEvent,
@@ -25,6 +27,8 @@ from dashboard.alerts.models import (
     DeliveryState,
 )
 from dashboard.alerts.transports import DeliveryError, transport_for
+
+log = logging.getLogger(__name__)
 
 
 def backoff_s(attempt: int, base_s: float, cap_s: float) -> float:
@@ -46,13 +50,19 @@ class Outcome:
 
 
 def send_now(channel: Channel, notice: str, doc: dict) -> tuple[bool, str, float]:
-    """Send once; (ok, error, duration in ms). Never raises for a channel's failure."""
+    """Send once; (ok, error, duration in ms). Never raises for a channel's failure. The error
+    is kept, shown and logged, so it never holds the channel's URL (it may carry a secret)."""
     t0 = time.perf_counter()
     try:
         transport_for(channel).notify(notice, doc)
         ok, error = True, ""
     except DeliveryError as exc:
-        ok, error = False, str(exc)
+        ok, error = False, scrub_url(str(exc), channel.url)
+        log.warning(
+            "alert delivery failed",
+            extra={"channel": channel.name, "target": channel.masked_target,
+                   "notice": notice, "error": error},
+        )  # fmt: skip
     return ok, error, (time.perf_counter() - t0) * 1000
 
 

@@ -14,3 +14,17 @@ def mask_url(url: str) -> str:
     if parts.port:
         host = f"{host}:{parts.port}"
     return f"{parts.scheme}://{host}/…{tail}" if parts.scheme else f"…{tail}"
+
+
+def scrub_url(text: str, url: str) -> str:
+    """``text`` (an error message) with ``url``, and its path and query alone, replaced by
+    :func:`mask_url`: urllib quotes the URL in some errors ("unknown url type: '…'")."""
+    if not url:
+        return text
+    from dashboard.secrecy import redact
+
+    parts = urlsplit(url)
+    tail = parts.path + (f"?{parts.query}" if parts.query else "")
+    masked = mask_url(url)
+    text = text.replace(url, masked)
+    return redact(text, [tail] if len(tail) > 1 else [])

@@ -1,5 +1,6 @@
 """Alerts pages (login required by the middleware; forms with CSRF). Thin: the work is in
-lifecycle, silencing, delivery and the forms."""
+lifecycle, silencing, delivery and the forms. Reading is every role's; acting on alerts is
+an operator's, changing rules and channels an admin's (``@requires``, dashboard/accounts)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
+from dashboard.accounts.access import UNSAFE, requires
+from dashboard.accounts.roles import Action
 from dashboard.alerts import lifecycle
 from dashboard.alerts.delivery import send_test_notice
 from dashboard.alerts.forms import ChannelForm, RuleForm, SilenceForm
@@ -64,6 +67,7 @@ def _back(request: HttpRequest, alert: Alert) -> HttpResponse:
 
 
 @require_POST
+@requires(Action.ACKNOWLEDGE)
 def acknowledge(request: HttpRequest, alert_id: int) -> HttpResponse:
     alert = get_object_or_404(Alert, pk=alert_id)
     try:
@@ -75,6 +79,7 @@ def acknowledge(request: HttpRequest, alert_id: int) -> HttpResponse:
 
 
 @require_POST
+@requires(Action.SILENCE)
 def silence(request: HttpRequest, alert_id: int) -> HttpResponse:
     alert = get_object_or_404(Alert, pk=alert_id)
     try:
@@ -114,6 +119,7 @@ def _edit(request: HttpRequest, form_class: type, obj: object | None, what: str,
     }, status=status)  # fmt: skip
 
 
+@requires(Action.EDIT_RULES)
 def rule_edit(request: HttpRequest, rule_id: int | None = None) -> HttpResponse:
     rule = get_object_or_404(Rule, pk=rule_id) if rule_id else None
     return _edit(request, RuleForm, rule, "rule", "alerts:rules")
@@ -130,6 +136,7 @@ def _delete(request: HttpRequest, obj: object, what: str, back: str) -> HttpResp
     })  # fmt: skip
 
 
+@requires(Action.EDIT_RULES)
 def rule_delete(request: HttpRequest, rule_id: int) -> HttpResponse:
     """Its open alerts resolve at the next evaluation ("rule disabled or deleted")."""
     return _delete(request, get_object_or_404(Rule, pk=rule_id), "rule", "alerts:rules")
@@ -142,16 +149,19 @@ def channels(request: HttpRequest) -> HttpResponse:
     return render(request, "alerts/channels.html", {"channels": Channel.objects.all()})
 
 
+@requires(Action.EDIT_CHANNELS)
 def channel_edit(request: HttpRequest, channel_id: int | None = None) -> HttpResponse:
     channel = get_object_or_404(Channel, pk=channel_id) if channel_id else None
     return _edit(request, ChannelForm, channel, "channel", "alerts:channels")
 
 
+@requires(Action.EDIT_CHANNELS)
 def channel_delete(request: HttpRequest, channel_id: int) -> HttpResponse:
     return _delete(request, get_object_or_404(Channel, pk=channel_id), "channel", "alerts:channels")
 
 
 @require_POST
+@requires(Action.EDIT_CHANNELS)
 def channel_test(request: HttpRequest, channel_id: int) -> HttpResponse:
     channel = get_object_or_404(Channel, pk=channel_id)
     ok, error = send_test_notice(channel, request.user.get_username())
@@ -165,6 +175,7 @@ def channel_test(request: HttpRequest, channel_id: int) -> HttpResponse:
 # --- Silences ------------------------------------------------------------------------------
 
 
+@requires(Action.SILENCE, methods=UNSAFE)
 def silences(request: HttpRequest) -> HttpResponse:
     form = SilenceForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
@@ -182,6 +193,7 @@ def silences(request: HttpRequest) -> HttpResponse:
 
 
 @require_POST
+@requires(Action.SILENCE)
 def silence_end(request: HttpRequest, silence_id: int) -> HttpResponse:
     s = get_object_or_404(Silence, pk=silence_id)
     if s.until > timezone.now():

@@ -3,12 +3,15 @@
 from django.contrib import admin, messages
 from django.utils import timezone
 
+from dashboard.accounts.access import RoleAdmin
+from dashboard.accounts.roles import Action
 from dashboard.api.models import ApiToken
 from dashboard.api.tokens import set_new_secret
 
 
 @admin.register(ApiToken)
-class ApiTokenAdmin(admin.ModelAdmin):
+class ApiTokenAdmin(RoleAdmin):
+    view_action = change_action = Action.MANAGE_TOKENS
     list_display = ("name", "scope", "prefix", "created_at", "created_by", "last_used_at",
                     "revoked_at")  # fmt: skip
     list_filter = ("scope", ("revoked_at", admin.EmptyFieldListFilter))

@@ -1,10 +1,12 @@
 """Who may call the API (SPEC §9): a bearer token, or a logged-in browser session.
 
-- ``Authorization: Bearer <token>``: an active token; reads need any token, writes (POST and
-  other unsafe methods) a write token. No token or an unknown/revoked one: 401 with
-  ``WWW-Authenticate``; a read token writing: 403.
-- A logged-in session (the dashboard's own pages calling the API) may read, and may write only
-  with Django's CSRF check passed, as a form would: a session cookie alone never writes.
+- ``Authorization: Bearer <token>``: an active token, whose scope is a role (read → viewer,
+  operate → operator, write → admin; ``dashboard.accounts.roles``). Reads need any token; an
+  unsafe method (POST…) needs the action its view names (``api_view(action=…)``), by default
+  ``Action.CHANGE`` (admin). No token or an unknown/revoked one: 401 with
+  ``WWW-Authenticate``; a token whose role does not allow the action: 403.
+- A logged-in session (the dashboard's own pages calling the API) has the user's role, and
+  writes only with Django's CSRF check passed, as a form would: a cookie alone never writes.
 
 ``api_view`` also turns ``ApiError`` into the one error shape and answers methods a view does
 not take with 405. Views under it are exempt from the login middleware and from the CSRF
@@ -21,8 +23,9 @@ from django.http import HttpRequest, HttpResponse
 from django.middleware.csrf import CsrfViewMiddleware
 from django.views.decorators.csrf import csrf_exempt
 
+from dashboard.accounts.access import user_role
+from dashboard.accounts.roles import ACTION_TEXT, Action, allows, scopes_for
 from dashboard.api.errors import ApiError, error_response
-from dashboard.api.models import TokenScope
 from dashboard.api.tokens import authenticate
 
 REALM = "lagwatch"
@@ -61,7 +64,19 @@ def _csrf_failure(request: HttpRequest) -> str | None:
     return check.process_view(request, None, (), {})
 
 
-def identify(request: HttpRequest, scope: str) -> HttpResponse | None:
+def _insufficient(action: Action, who: str) -> HttpResponse:
+    scopes = scopes_for(action)
+    response = error_response(
+        403, f"{who} may not {ACTION_TEXT[action]}; needs scope {' or '.join(scopes)}"
+    )
+    wanted = " ".join(scopes)
+    response["WWW-Authenticate"] = (
+        f'Bearer realm="{REALM}", error="insufficient_scope", scope="{wanted}"'
+    )
+    return response
+
+
+def identify(request: HttpRequest, action: Action, unsafe: bool) -> HttpResponse | None:
     """Set ``request.api_token`` and ``request.api_actor``; a refusal, or None to go on."""
     request.api_token = None
     secret = bearer_secret(request)
@@ -71,28 +86,31 @@ def identify(request: HttpRequest, scope: str) -> HttpResponse | None:
         token = authenticate(secret)
         if token is None:
             return unauthorized("invalid or revoked token", error="invalid_token")
-        if not token.allows(scope):
-            response = error_response(403, f"this token is read-only; {scope} scope needed")
-            response["WWW-Authenticate"] = (
-                f'Bearer realm="{REALM}", error="insufficient_scope", scope="{scope}"'
-            )
-            return response
+        if not token.allows(action):
+            return _insufficient(action, f"a {token.scope} token")
         request.api_token = token
         request.api_actor = f"token:{token.name}"
         return None
     user = getattr(request, "user", None)
     if user is not None and user.is_authenticated:
-        if scope == TokenScope.WRITE:
+        role = user_role(user)
+        if not allows(role, action):
+            return error_response(
+                403, f"your role ({role}) may not {ACTION_TEXT[action]}; ask an admin"
+            )
+        if unsafe:
             reason = _csrf_failure(request)
             if reason:
-                return error_response(403, f"CSRF check failed ({reason}); use a write token")
+                return error_response(403, f"CSRF check failed ({reason}); use a token")
         request.api_actor = user.get_username()
         return None
     return unauthorized("authentication required: Authorization: Bearer <token>")
 
 
-def api_view(methods: Iterable[str] = ("GET",)) -> Callable:
-    """A JSON API view taking ``methods``; safe methods need read scope, others write."""
+def api_view(methods: Iterable[str] = ("GET",), action: Action = Action.CHANGE) -> Callable:
+    """A JSON API view taking ``methods``: safe methods need ``Action.VIEW`` (any token or
+    user), the others ``action``. A new endpoint that writes names its action in one line,
+    ``@api_view(["POST"], action=Action.SILENCE)``; left out, only admins may call it."""
     allowed = tuple(m.upper() for m in methods)
     if "GET" in allowed and "HEAD" not in allowed:
         allowed = (*allowed, "HEAD")
@@ -104,8 +122,8 @@ def api_view(methods: Iterable[str] = ("GET",)) -> Callable:
                 response = error_response(405, f"method {request.method} not allowed here")
                 response["Allow"] = ", ".join(allowed)
                 return response
-            scope = TokenScope.READ if request.method in SAFE_METHODS else TokenScope.WRITE
-            refused = identify(request, scope)
+            unsafe = request.method not in SAFE_METHODS
+            refused = identify(request, action if unsafe else Action.VIEW, unsafe)
             if refused is not None:
                 return refused
             try:

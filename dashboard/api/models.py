@@ -7,13 +7,23 @@ secret is 32 random bytes, not a password a person chose: there is nothing to gu
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from django.conf import settings
 from django.db import models
 
+if TYPE_CHECKING:
+    from dashboard.accounts.roles import Action, Role
+
 
 class TokenScope(models.TextChoices):
-    READ = "read", "read"
-    WRITE = "write", "read and write"
+    """Each scope is a role (``dashboard.accounts.roles.SCOPE_ROLES``): read → viewer,
+    operate → operator, write → admin. "read" and "write" predate roles and keep their
+    meaning: a write token could already acknowledge and build reports."""
+
+    READ = "read", "read (viewer)"
+    OPERATE = "operate", "operate (operator)"
+    WRITE = "write", "write (admin)"
 
 
 class ApiToken(models.Model):
@@ -40,6 +50,14 @@ class ApiToken(models.Model):
     def active(self) -> bool:
         return self.revoked_at is None
 
-    def allows(self, scope: str) -> bool:
-        """A write token may also read; a read token only reads."""
-        return self.active and (scope == TokenScope.READ or self.scope == TokenScope.WRITE)
+    @property
+    def role(self) -> Role | None:
+        from dashboard.accounts.roles import role_for_scope
+
+        return role_for_scope(self.scope) if self.active else None
+
+    def allows(self, action: Action) -> bool:
+        """May this token do ``action``? Its scope's role decides (a revoked token: nothing)."""
+        from dashboard.accounts.roles import allows
+
+        return allows(self.role, action)

@@ -350,6 +350,7 @@ SCHEMAS: dict[str, Schema] = {
                 {
                     "actor": STRING,
                     "scope": {"type": "string", "enum": [*TokenScope.values, "session"]},
+                    "role": {"type": "string", "enum": ["viewer", "operator", "admin"]},
                 }
             ),
             "docs": STRING,
@@ -1154,7 +1155,7 @@ PATHS: dict[str, Schema] = {
     "/alerts/{alert_id}/acknowledge": {
         "post": {
             "operationId": "acknowledgeAlert",
-            "summary": "Acknowledge a firing alert (write scope)",
+            "summary": "Acknowledge a firing alert (operate or write scope)",
             "description": "By the token's name (token:<name>) or the user. Twice is harmless; a "
             "resolved alert is a 409. Takes no body.",
             "parameters": p("alert_id_path"),
@@ -1171,7 +1172,7 @@ PATHS: dict[str, Schema] = {
         ),
         "post": {
             "operationId": "createReport",
-            "summary": "Queue a lag report (write scope)",
+            "summary": "Queue a lag report (operate or write scope)",
             "description": "Built by a Celery task; follow Location (the report) until it is "
             "done, then its download_url. A bad field is a 400 naming it and "
             "nothing is queued.",
@@ -1252,9 +1253,10 @@ def document() -> dict[str, Any]:
             "statuses, history, rebalances, alerts, reports.",
             "description": (
                 "The REST API of Lagwatch (docs/API.md). Send an API token as "
-                "`Authorization: Bearer <token>` (`manage.py api_token create NAME`); a read "
-                "token reads everything, a write token also acknowledges alerts and creates "
-                "reports. A browser logged in to the dashboard may read with its session "
+                "`Authorization: Bearer <token>` (`manage.py api_token create NAME`). A token's "
+                "scope is a role: read (viewer) reads everything, operate (operator) also "
+                "acknowledges alerts and creates reports, write (admin) may do everything. A "
+                "browser logged in to the dashboard has its user's role with its session "
                 'cookie. Errors are `{"error": {"message", "field"}}`; unknown '
                 "parameters are refused; lists are paginated (`page`, `page_size`); every "
                 "path also answers without its trailing slash; a method an endpoint does not "
@@ -1270,14 +1272,14 @@ def document() -> dict[str, Any]:
                     "type": "http",
                     "scheme": "bearer",
                     "bearerFormat": "lw_...",
-                    "description": "An API token (read or write scope).",
+                    "description": "An API token (read, operate or write scope).",
                 },
                 "session": {
                     "type": "apiKey",
                     "in": "cookie",
                     "name": settings.SESSION_COOKIE_NAME,
-                    "description": "The dashboard's login session: reads; writes "
-                    "need Django's CSRF token (X-CSRFToken) as well.",
+                    "description": "The dashboard's login session, with its user's role; "
+                    "writes need Django's CSRF token (X-CSRFToken) as well.",
                 },
             },
             "schemas": _copy(SCHEMAS),

@@ -2,17 +2,26 @@
 
 Pure: no Django. A bad file raises ``ConfigError`` naming the key path and the line, so a
 user fixes it in one go; the command applies a file only once all of it is valid.
+
+Secret librdkafka settings (``dashboard.secrecy.is_secret_key``: ``sasl.password``…) are never
+written out: an export writes ``{env: LAGWATCH_KAFKA_<CLUSTER>_<KEY>}`` in their place (or
+leaves them out), and an import reads such a reference from the environment. A secret the
+file leaves out is kept as stored (``cluster_config.apply_config``); ``null`` removes it.
 """
 
 from __future__ import annotations
 
 import math
+import os
 import re
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import urlsplit
 
 import yaml
+
+from dashboard.secrecy import env_ref, env_var_name, is_env_ref, is_secret_key, mask_config
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 # The columns' lengths (``Cluster``): PostgreSQL refuses a longer value, so the file does too.
@@ -54,7 +63,10 @@ class ConfigError(ValueError):
         super().__init__(f"{where}: {message}{at}")
 
 
-@dataclass(frozen=True)
+SecretsMode = Literal["env", "omit"]
+
+
+@dataclass(frozen=True, repr=False)
 class ClusterConfig:
     name: str
     poll_interval_s: int = 10
@@ -70,13 +82,31 @@ class ClusterConfig:
     # RETENTION_RISK below this many seconds before retention deletes unread messages; 0: off.
     retention_risk_s: int = 3600
 
-    def as_file_entry(self) -> dict[str, Any]:
-        """The cluster in the file's nested shape (export is the inverse of import)."""
+    def __repr__(self) -> str:  # a log line or an error report never prints a password
+        fields = {**asdict(self), "kafka_config": mask_config(self.kafka_config)}
+        return f"ClusterConfig({', '.join(f'{k}={v!r}' for k, v in fields.items())})"
+
+    def file_kafka_config(self, secrets: SecretsMode = "env") -> dict[str, Any]:
+        """The librdkafka settings as the file holds them: a secret as a reference to the
+        environment variable an import reads (``env``), or left out (``omit``)."""
+        out: dict[str, Any] = {}
+        for key, value in self.kafka_config.items():
+            if value is None:
+                continue
+            if not is_secret_key(key):
+                out[key] = value
+            elif secrets == "env":
+                out[key] = env_ref(env_var_name("kafka", self.name, key))
+        return out
+
+    def as_file_entry(self, secrets: SecretsMode = "env") -> dict[str, Any]:
+        """The cluster in the file's nested shape (export is the inverse of import, secrets
+        aside: see ``file_kafka_config``)."""
         entry: dict[str, Any] = {"name": self.name, "poll_interval_s": self.poll_interval_s}
         if self.kafka_bootstrap_servers:
             entry["kafka"] = {
                 "bootstrap_servers": self.kafka_bootstrap_servers,
-                "config": dict(self.kafka_config),
+                "config": self.file_kafka_config(secrets),
                 "read_consumer_offsets_topic": self.read_consumer_offsets_topic,
             }
         if self.zk_hosts:
@@ -198,8 +228,10 @@ def _librdkafka_value(value: Any) -> bool:
     return isinstance(value, str | int | bool)
 
 
-def parse_config(text: str) -> list[ClusterConfig]:
-    """Parse and validate the whole file; raise ConfigError at the first problem."""
+def parse_config(text: str, environ: Mapping[str, str] | None = None) -> list[ClusterConfig]:
+    """Parse and validate the whole file; raise ConfigError at the first problem. ``{env:
+    NAME}`` values are read from ``environ`` (default: this process's environment)."""
+    environ = os.environ if environ is None else environ
     try:
         root = yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.YAMLError as exc:
@@ -212,7 +244,7 @@ def parse_config(text: str) -> list[ClusterConfig]:
     top = _Reader(root, "").mapping({"clusters"})
     if "clusters" not in top:
         raise ConfigError("clusters", _line(root), "missing")
-    clusters = [_cluster(item) for item in top["clusters"].sequence()]
+    clusters = [_cluster(item, environ) for item in top["clusters"].sequence()]
     seen: set[str] = set()
     for reader, cluster in zip(top["clusters"].sequence(), clusters, strict=True):
         if cluster.name in seen:
@@ -221,7 +253,24 @@ def parse_config(text: str) -> list[ClusterConfig]:
     return clusters
 
 
-def _cluster(reader: _Reader) -> ClusterConfig:
+def _setting(where: str, line: int | None, key: str, value: Any, environ: Mapping[str, str]) -> Any:
+    """One librdkafka setting's value: a plain value, a secret's ``{env: NAME}`` read from the
+    environment, or a secret's ``null`` (remove the stored one). Messages never quote a value."""
+    if is_secret_key(key) and value is None:
+        return None
+    if is_env_ref(value):
+        name = value["env"]
+        if name not in environ:
+            raise ConfigError(where, line, f"environment variable {name} is not set")
+        return environ[name]
+    if isinstance(value, dict) and "env" in value:
+        raise ConfigError(where, line, "{env: NAME}: NAME is an environment variable name")
+    if not _librdkafka_value(value):
+        raise ConfigError(where, line, "a librdkafka setting is a string, a number or true/false")
+    return value
+
+
+def _cluster(reader: _Reader, environ: Mapping[str, str]) -> ClusterConfig:
     keys = reader.mapping(
         {"name", "poll_interval_s", "kafka", "zookeeper", "storm_ui_url", "broker_metrics_urls",
          "retention_risk_s"}
@@ -245,14 +294,11 @@ def _cluster(reader: _Reader) -> ClusterConfig:
             config = kafka["config"].plain() or {}
             if not isinstance(config, dict) or not all(isinstance(k, str) for k in config):
                 raise kafka["config"].fail("expected a mapping of librdkafka settings")
-            for key, value in config.items():
-                if not _librdkafka_value(value):
-                    raise ConfigError(
-                        f"{kafka['config'].where}.{key}",
-                        _line(kafka["config"].node),
-                        "a librdkafka setting is a string, a number or true/false",
-                    )
-            fields["kafka_config"] = config
+            line = _line(kafka["config"].node)
+            fields["kafka_config"] = {
+                key: _setting(f"{kafka['config'].where}.{key}", line, key, value, environ)
+                for key, value in config.items()
+            }
         if "read_consumer_offsets_topic" in kafka:
             fields["read_consumer_offsets_topic"] = kafka["read_consumer_offsets_topic"].boolean()
     if "zookeeper" in keys:
@@ -293,7 +339,9 @@ def _cluster(reader: _Reader) -> ClusterConfig:
     return ClusterConfig(**fields)
 
 
-def dump_config(clusters: list[ClusterConfig]) -> str:
+def dump_config(clusters: list[ClusterConfig], secrets: SecretsMode = "env") -> str:
     return yaml.safe_dump(
-        {"clusters": [c.as_file_entry() for c in clusters]}, sort_keys=False, allow_unicode=True
+        {"clusters": [c.as_file_entry(secrets) for c in clusters]},
+        sort_keys=False,
+        allow_unicode=True,
     )

@@ -2,11 +2,14 @@
 
 from django.contrib import admin
 
+from dashboard.accounts.access import RoleAdmin
+from dashboard.accounts.roles import Action
 from dashboard.reports.models import Report
 
 
 @admin.register(Report)
-class ReportAdmin(admin.ModelAdmin):
+class ReportAdmin(RoleAdmin):
+    change_action = Action.BUILD_REPORT  # delete a report; adding is refused below
     list_display = (
         "id", "created_at", "requested_by", "description", "fmt", "status", "progress", "rows",
     )  # fmt: skip

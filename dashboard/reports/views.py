@@ -14,6 +14,8 @@ from django.http import (
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
 
+from dashboard.accounts.access import forbidden, may
+from dashboard.accounts.roles import Action
 from dashboard.monitoring.models import Cluster
 from dashboard.reports.models import CONTENT_TYPES, Report
 from dashboard.reports.service import create_report, stream_report
@@ -27,11 +29,14 @@ FORM_FIELDS = ("cluster", "groups", "topics", "since", "start", "end", "resoluti
 @require_http_methods(["GET", "POST"])
 def index(request: HttpRequest) -> HttpResponse:
     """GET: the form and the list. POST ``action=build`` queues a report (the list shows its
-    progress); ``action=download`` streams it straight back (for small reports)."""
+    progress; an operator's), ``action=download`` streams it straight back (for small reports;
+    it stores nothing, so any role may, as the API's export)."""
     form = {"since": "24h", "resolution": "1m", "format": "csv"}
     error = None
     status = 200
     if request.method == "POST":
+        if request.POST.get("action") != "download" and not may(request, Action.BUILD_REPORT):
+            return forbidden(request, Action.BUILD_REPORT)
         form = {k: request.POST.get(k, "") for k in FORM_FIELDS}
         data = {k: v for k, v in form.items() if v.strip() and k != "format"}
         try:

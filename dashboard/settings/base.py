@@ -32,6 +32,7 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "whitenoise.runserver_nostatic",
     "django.contrib.staticfiles",
+    "dashboard.accounts",
     "dashboard.monitoring",
     "dashboard.alerts",
     "dashboard.reports",
@@ -68,6 +69,8 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                # ``may``: what the user's role allows, so pages hide what it does not.
+                "dashboard.accounts.access.permissions",
             ],
         },
     },
@@ -206,11 +209,23 @@ LAGWATCH_SAMPLE_RETENTION_DAYS = env_int("LAGWATCH_SAMPLE_RETENTION_DAYS", 30)
 LAGWATCH_ROLLUP_MINUTES_DAYS = env_int("LAGWATCH_ROLLUP_MINUTES_DAYS", 2)
 LAGWATCH_ROLLUP_HOURS_DAYS = env_int("LAGWATCH_ROLLUP_HOURS_DAYS", 30)
 
+# Error reports (the DEBUG page, mails to ADMINS) hide settings, local variables and POST
+# fields whose names look secret, and secret librdkafka keys inside them (dashboard/logging.py).
+DEFAULT_EXCEPTION_REPORTER_FILTER = "dashboard.logging.SecretsExceptionReporterFilter"
+DEFAULT_EXCEPTION_REPORTER = "dashboard.logging.SecretsExceptionReporter"
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"json": {"()": "dashboard.logging.JsonFormatter"}},
-    "handlers": {"console": {"class": "dashboard.logging.StderrHandler", "formatter": "json"}},
+    "filters": {"secrets": {"()": "dashboard.logging.RedactSecretsFilter"}},
+    "handlers": {
+        "console": {
+            "class": "dashboard.logging.StderrHandler",
+            "formatter": "json",
+            "filters": ["secrets"],
+        }
+    },
     "root": {"handlers": ["console"], "level": env_str("LAGWATCH_LOG_LEVEL", "INFO")},
     "loggers": {"kazoo": {"level": "WARNING"}},
 }

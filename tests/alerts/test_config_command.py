@@ -112,7 +112,10 @@ def test_export_masks_urls_and_round_trips_rules():
     assert "SECRET123" not in text
     doc = yaml.safe_load(text)
     hook = next(c for c in doc["channels"] if c["name"] == "lab-hook")
-    assert hook["url_masked"] == "http://127.0.0.1:9/…T123" and "url" not in hook
+    assert hook["url_masked"] == "http://127.0.0.1:9/…T123"
+    assert hook["url"] == {"env": "LAGWATCH_CHANNEL_LAB_HOOK_URL"}
+    omitted = yaml.safe_load(run("export", "--secrets", "omit"))
+    assert "url" not in next(c for c in omitted["channels"] if c["name"] == "lab-hook")
     Rule.objects.all().delete()
     run("import", "-", stdin=yaml.safe_dump({"rules": doc["rules"]}))
     assert Rule.objects.get(name="orders-spout stuck").channels.count() == 2

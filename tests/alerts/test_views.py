@@ -8,7 +8,9 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
+from dashboard.accounts.roles import Role
 from dashboard.alerts.models import Alert, Channel, Rule, Silence
+from tests.roles import user_with_role
 
 pytestmark = pytest.mark.django_db
 
@@ -17,7 +19,8 @@ HOSTILE = '<img src=x onerror="alert(1)">'
 
 @pytest.fixture
 def user():
-    return User.objects.create_user("alice")  # no password: no slow hashing; force_login
+    # These tests change rules and channels: an admin (tests/accounts test each role).
+    return user_with_role("alice", Role.ADMIN)
 
 
 @pytest.fixture

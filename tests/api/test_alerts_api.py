@@ -5,11 +5,12 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from django.contrib.auth import get_user_model
 from django.test import Client
 from django.utils import timezone
 
+from dashboard.accounts.roles import Role
 from dashboard.alerts.models import Alert, AlertEvent
+from tests.roles import user_with_role
 
 pytestmark = pytest.mark.django_db
 
@@ -106,7 +107,7 @@ def test_acknowledge_by_get_is_405(writer, alerts: list[Alert]) -> None:
 
 def test_acknowledge_from_a_session_with_csrf_records_the_user(alerts: list[Alert]) -> None:
     client = Client(enforce_csrf_checks=True)
-    client.force_login(get_user_model().objects.create_user("sre"))
+    client.force_login(user_with_role("sre", Role.OPERATOR))
     client.get("/accounts/login/")
     csrf = client.cookies["csrftoken"].value
     url = f"/api/v1/alerts/{alerts[1].pk}/acknowledge"

@@ -6,8 +6,10 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.test import Client
 
+from dashboard.accounts.roles import Role
 from dashboard.api.models import ApiToken
 from dashboard.api.tokens import create_token, revoke_token
+from tests.roles import user_with_role
 
 pytestmark = pytest.mark.django_db
 
@@ -68,7 +70,9 @@ def test_read_token_cannot_write_403(client: Client, read_secret: str) -> None:
                            headers=bearer(read_secret))  # fmt: skip
     assert response.status_code == 403
     assert 'error="insufficient_scope"' in response["WWW-Authenticate"]
-    assert response.json()["error"]["message"] == "this token is read-only; write scope needed"
+    assert response.json()["error"]["message"] == (
+        "a read token may not build reports; needs scope operate or write"
+    )
 
 
 def test_write_token_also_reads(client: Client, write_secret: str) -> None:
@@ -112,11 +116,15 @@ def user(db: None):
 def test_logged_in_session_reads(client: Client, user) -> None:
     client.force_login(user)
     assert client.get(URL).status_code == 200
-    assert client.get("/api/v1/").json()["you"] == {"actor": "sre", "scope": "session"}
+    assert client.get("/api/v1/").json()["you"] == {
+        "actor": "sre",
+        "scope": "session",
+        "role": "viewer",
+    }
 
 
 def test_session_write_without_csrf_token_is_refused() -> None:
-    user = get_user_model().objects.create_user("ops")
+    user = user_with_role("ops", Role.OPERATOR)
     client = Client(enforce_csrf_checks=True)
     client.force_login(user)
     response = client.post("/api/v1/reports/", "{}", content_type="application/json")
@@ -125,7 +133,7 @@ def test_session_write_without_csrf_token_is_refused() -> None:
 
 
 def test_session_write_with_csrf_token_passes_authentication() -> None:
-    user = get_user_model().objects.create_user("ops")
+    user = user_with_role("ops", Role.OPERATOR)
     client = Client(enforce_csrf_checks=True)
     client.force_login(user)
     client.get("/accounts/login/")  # sets the CSRF cookie, as any page would

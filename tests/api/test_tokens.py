@@ -70,7 +70,7 @@ def test_bad_input_exits_2_and_changes_nothing(args: tuple, message: str) -> Non
 
 
 def test_create_token_refuses_an_unknown_scope() -> None:
-    with pytest.raises(TokenError, match="scope must be one of read, write"):
+    with pytest.raises(TokenError, match="scope must be one of read, operate, write"):
         create_token("x", "admin")
 
 

@@ -11,8 +11,10 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
+from dashboard.accounts.roles import Role
 from dashboard.reports.models import Report
 from tests.reports.factory import HOUR, MINUTE, T0, sample, write_cycles
+from tests.roles import user_with_role
 
 pytestmark = pytest.mark.django_db
 
@@ -23,7 +25,7 @@ FORM = {"cluster": "c1", "start": START, "end": END, "resolution": "raw", "forma
 
 @pytest.fixture
 def user_client(client: Client, django_user_model) -> Client:
-    client.force_login(django_user_model.objects.create_user("sre", password="x-pass-123456"))
+    client.force_login(user_with_role("sre", Role.OPERATOR))  # builds reports
     return client
 
 
@@ -59,7 +61,7 @@ def test_form_page_renders(user_client, cluster):
 
 def test_form_is_csrf_protected(django_user_model, cluster):
     client = Client(enforce_csrf_checks=True)
-    client.force_login(django_user_model.objects.create_user("u2", password="x-pass-123456"))
+    client.force_login(user_with_role("u2", Role.OPERATOR))
     assert client.post(reverse("reports:index"), {**FORM, "action": "build"}).status_code == 403
     assert Report.objects.count() == 0
 

@@ -1,10 +1,11 @@
-"""``/api/v1/alerts/``: alerts with their history; acknowledge with a write token."""
+"""``/api/v1/alerts/``: alerts with their history; acknowledge with an operate or write token."""
 
 from __future__ import annotations
 
 from django.http import HttpRequest
 from django.utils import timezone
 
+from dashboard.accounts.roles import Action
 from dashboard.alerts import lifecycle
 from dashboard.alerts.models import Alert, AlertState, Level, Severity
 from dashboard.api import params
@@ -92,7 +93,7 @@ def alert_detail(request: HttpRequest, alert_id: int) -> ApiJsonResponse:
     return ApiJsonResponse(alert_detail_dict(alert))
 
 
-@api_view(["POST"])
+@api_view(["POST"], action=Action.ACKNOWLEDGE)
 def alert_acknowledge(request: HttpRequest, alert_id: int) -> ApiJsonResponse:
     """Firing -> acknowledged, by the token's name (``token:<name>``) or the user."""
     try:

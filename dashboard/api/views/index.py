@@ -7,6 +7,7 @@ from django.http import HttpRequest, HttpResponse
 from django.urls import Resolver404, resolve, reverse
 from django.views.decorators.csrf import csrf_exempt
 
+from dashboard.accounts.access import request_role
 from dashboard.api.auth import api_view
 from dashboard.api.errors import error_response
 from dashboard.api.responses import ApiJsonResponse
@@ -38,6 +39,7 @@ def index(request: HttpRequest) -> ApiJsonResponse:
             "you": {
                 "actor": request.api_actor,
                 "scope": token.scope if token is not None else "session",
+                "role": str(request_role(request)),
             },
             "docs": "docs/API.md",
         }

@@ -10,6 +10,7 @@ import json
 from django.http import FileResponse, HttpRequest, StreamingHttpResponse
 from django.urls import reverse
 
+from dashboard.accounts.roles import Action
 from dashboard.api import params
 from dashboard.api.auth import api_view
 from dashboard.api.errors import ApiError, not_found
@@ -59,7 +60,7 @@ def _json_body(request: HttpRequest) -> dict:
     return data
 
 
-@api_view(["GET", "POST"])
+@api_view(["GET", "POST"], action=Action.BUILD_REPORT)
 def report_list(request: HttpRequest) -> ApiJsonResponse:
     if request.method == "POST":
         return _create(request)

@@ -1,6 +1,7 @@
 """``manage.py alerts_config import FILE|-`` (channels, rules, silences as YAML),
-``export`` (URLs masked), ``alerts [--state S] [--json]`` (alerts with their deliveries, for
-scripts), ``evaluate`` (run the rules now). Bad input: exit code 2, nothing changed."""
+``export [--secrets env|omit]`` (webhook URLs as environment references, or left out),
+``alerts [--state S] [--json]`` (alerts with their deliveries, for scripts), ``evaluate`` (run
+the rules now). Bad input: exit code 2, nothing changed."""
 
 import json
 import sys
@@ -22,7 +23,13 @@ class Command(BaseCommand):
         sub = parser.add_subparsers(dest="action", required=True)
         imp = sub.add_parser("import", help="create or update channels/rules, add silences")
         imp.add_argument("file", help="path, or - for standard input")
-        sub.add_parser("export", help="the configuration as YAML (webhook URLs masked)")
+        exp = sub.add_parser("export", help="the configuration as YAML (no webhook URL in it)")
+        exp.add_argument(
+            "--secrets",
+            choices=["env", "omit"],
+            default="env",
+            help="webhook URLs as {env: VARIABLE} references (default) or left out",
+        )
         lst = sub.add_parser("alerts", help="alerts with their history and deliveries")
         lst.add_argument("--state", choices=["open", "firing", "acknowledged", "resolved", "all"],
                          default="all")  # fmt: skip
@@ -34,7 +41,7 @@ class Command(BaseCommand):
         if action == "import":
             self._import(options["file"])
         elif action == "export":
-            doc = config_file.export()
+            doc = config_file.export(options["secrets"])
             self.stdout.write(yaml.safe_dump(doc, sort_keys=False, allow_unicode=True), ending="")
         elif action == "alerts":
             self._alerts(options["state"], options["json"])

@@ -1,4 +1,5 @@
-"""``manage.py api_token create NAME [--write]`` / ``list`` / ``revoke NAME``.
+"""``manage.py api_token create NAME [--scope read|operate|write | --write]`` / ``list`` /
+``revoke NAME``. A scope is a role: read → viewer, operate → operator, write → admin.
 
 ``create`` prints the secret once, alone on its line (``--quiet``: only the secret), so a
 script can capture it; it is not stored and cannot be shown again. Bad input exits with 2.
@@ -22,7 +23,13 @@ class Command(BaseCommand):
         sub = parser.add_subparsers(dest="action", required=True)
         create = sub.add_parser("create", help="create a token and print its secret once")
         create.add_argument("name")
-        create.add_argument("--write", action="store_true", help="allow writes (default: read)")
+        create.add_argument(
+            "--scope",
+            choices=TokenScope.values,
+            default=None,
+            help="read (viewer, the default), operate (operator), write (admin)",
+        )
+        create.add_argument("--write", action="store_true", help="the same as --scope write")
         create.add_argument("--quiet", action="store_true", help="print only the secret")
         listing = sub.add_parser("list", help="list tokens (never their secrets)")
         listing.add_argument("--json", action="store_true")
@@ -36,7 +43,9 @@ class Command(BaseCommand):
             raise CommandError(f"api_token: {exc}", returncode=2) from exc
 
     def _create(self, options: dict) -> None:
-        scope = TokenScope.WRITE if options["write"] else TokenScope.READ
+        if options["write"] and options["scope"] not in (None, TokenScope.WRITE):
+            raise TokenError("give --write or --scope, not both")
+        scope = TokenScope.WRITE if options["write"] else options["scope"] or TokenScope.READ
         token, secret = create_token(options["name"], scope)
         if options["quiet"]:
             self.stdout.write(secret)

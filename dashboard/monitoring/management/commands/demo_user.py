@@ -1,4 +1,5 @@
-"""``manage.py demo_user USERNAME``: a staff login for the local demo, with a fresh password.
+"""``manage.py demo_user USERNAME``: an admin login for the local demo, with a fresh password
+(a superuser, in the ``admin`` role group too so the admin's user list says so).
 
 The lab's demo needs someone to log in as; the password is random per run and printed once,
 so no fixed credential exists to leak into a real deployment.
@@ -8,6 +9,9 @@ import secrets
 
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandParser
+
+from dashboard.accounts.management.commands.lagwatch_user import assign_role
+from dashboard.accounts.roles import Role
 
 
 class Command(BaseCommand):
@@ -22,4 +26,5 @@ class Command(BaseCommand):
         user.is_staff = user.is_superuser = True
         user.set_password(password)
         user.save()
+        assign_role(user, Role.ADMIN)
         self.stdout.write(password)

@@ -1,4 +1,7 @@
-"""``manage.py lagwatch_config import FILE`` / ``export [FILE]``: clusters as YAML."""
+"""``manage.py lagwatch_config import FILE`` / ``export [FILE] [--secrets env|omit]``: clusters
+as YAML. An export never holds a secret librdkafka value: ``{env: LAGWATCH_KAFKA_<CLUSTER>_<KEY>}``
+in its place (the default), or nothing (``omit``); an import reads the references from the
+environment and keeps a stored secret the file leaves out."""
 
 import sys
 from pathlib import Path
@@ -18,12 +21,18 @@ class Command(BaseCommand):
         imp.add_argument("file", help="path, or - for standard input")
         exp = sub.add_parser("export", help="write every cluster as YAML")
         exp.add_argument("file", nargs="?", default="-", help="path, or - for standard output")
+        exp.add_argument(
+            "--secrets",
+            choices=["env", "omit"],
+            default="env",
+            help="secret settings as {env: VARIABLE} references (default) or left out",
+        )
 
     def handle(self, *args, **options) -> None:
         if options["action"] == "import":
             self._import(options["file"])
         else:
-            text = dump_config(current_config())
+            text = dump_config(current_config(), options["secrets"])
             if options["file"] == "-":
                 self.stdout.write(text, ending="")
             else:
