@@ -81,7 +81,8 @@ def _api(client: Client, url: str, body: dict | None = None):
 CLUSTER_FORM = {
     "name": "prod", "enabled": "on", "poll_interval_s": "30", "kafka_bootstrap_servers": "k:9092",
     "kafka_config": "{}", "read_consumer_offsets_topic": "on", "zk_hosts": "",
-    "storm_spout_roots": "[]", "storm_ui_url": "",
+    "storm_spout_roots": "[]", "storm_ui_url": "", "broker_metrics_urls": "[]",
+    "retention_risk_s": "3600",
 }  # fmt: skip
 
 CASES = {

@@ -118,7 +118,7 @@ def _cluster_form(config_text: str, poll: str = "10") -> dict:
         "name": "prod-eu", "enabled": "on", "poll_interval_s": poll,
         "kafka_bootstrap_servers": "k1:9093", "kafka_config": config_text,
         "read_consumer_offsets_topic": "on", "zk_hosts": "", "storm_spout_roots": "[]",
-        "storm_ui_url": "",
+        "storm_ui_url": "", "broker_metrics_urls": "[]", "retention_risk_s": "3600",
     }  # fmt: skip
 
 
