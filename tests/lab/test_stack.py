@@ -544,7 +544,7 @@ def test_workload_drives_an_outage_through_the_stack(tmp_path: Path) -> None:
     stack = Stack(tmp_path)
     try:
         endpoints = stack.up(["workload"])
-        assert set(endpoints) == {"zookeeper", "kafka", "control", "storm_ui"}
+        assert set(endpoints) == {"zookeeper", "kafka", "kafka_metrics", "control", "storm_ui"}
         clusters = parse_config((tmp_path / "clusters.yaml").read_text())
         assert clusters[0].storm_ui_url == endpoints["storm_ui"]
 
