@@ -107,6 +107,7 @@ class OffsetsTopicState:
         self._deleted_offsets: dict[tuple[str, str, int], int] = {}
         self._positions: dict[int, int] = {}
         self._events: deque[Event] = deque(maxlen=max_events)
+        self._held: list[Event] = []  # see drain_settled_events
         # Key bytes of offset commits decoded once -> (group, topic, partition): the short path.
         self._commit_keys: dict[bytes, tuple[str, str, int]] = {}
         self.records_decoded = 0
@@ -150,9 +151,46 @@ class OffsetsTopicState:
 
     def drain_events(self) -> list[Event]:
         """The events since the last call, oldest first."""
-        events = list(self._events)
+        events = self._held + list(self._events)
         self._events.clear()
+        self._held = []
         return events
+
+    def drain_settled_events(self) -> list[Event]:
+        """:meth:`drain_events`, less a group's offset tombstones that end what was read of
+        their log partition: those wait one drain.
+
+        Apache Kafka's group coordinator may split one DeleteGroups' records over batches
+        (offset tombstones first, the group's tombstone last), and a read can stop between
+        them; folded a drain apart they would read as two deletions. Nothing else is written
+        between the records of one coordinator operation, so a tombstone followed by anything
+        on its partition is complete. Held once, they go out with the next drain whatever
+        follows: an offsets-only deletion (DeleteOffsets, expiry) comes one cycle later.
+        """
+        held_before = self._held
+        fresh = list(self._events)
+        self._events.clear()
+        positions = self._positions
+        hold: list[Event] = []
+        closed: set[int] = set()  # log partitions whose tail has been looked at
+        tail_group: dict[int, str] = {}
+        keep: list[Event] = []
+        for event in reversed(fresh):
+            p = event.log_partition
+            if p not in closed:
+                if isinstance(event, OffsetDeleted) and (
+                    tail_group.get(p) == event.group
+                    or (p not in tail_group and positions.get(p, 0) == event.log_offset + 1)
+                ):
+                    tail_group[p] = event.group
+                    hold.append(event)
+                    continue
+                closed.add(p)
+            keep.append(event)
+        keep.reverse()
+        hold.reverse()
+        self._held = hold
+        return held_before + keep
 
     # -- folding records --------------------------------------------------------------------
 

@@ -58,7 +58,7 @@ def apply_offsets_topic(
     result.groups[:] = [
         _with_generation(s, state) if s.group in classic else s for s in result.groups
     ]
-    events = state.drain_events()
+    events = state.drain_settled_events()
     result.generation_changes.extend(
         _generation_change(e)
         for e in events

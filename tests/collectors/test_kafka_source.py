@@ -414,6 +414,7 @@ def test_group_deleted_mid_cycle(
         return any(d.group == doomed for d in seen)
 
     wait_for(recorded, 60, "the deletion read from __consumer_offsets")
+    assert len(seen) == 1, seen
     [deletion] = seen
     assert (deletion.group, deletion.kind) == (doomed, "group_deleted")
     assert deletion.detail["offsets_deleted"] == 2

@@ -333,6 +333,84 @@ def test_group_tombstone_applies_only_to_the_group_metadata() -> None:
     assert event == GroupDeleted("g", 2_000, generation_before=None, log_partition=0, log_offset=1)
 
 
+def kinds(events: list) -> list[tuple[str, str]]:
+    return [(type(e).__name__, e.group) for e in events]
+
+
+def test_a_deletion_split_over_two_reads_is_drained_whole() -> None:
+    """Kafka 4.1's coordinator may write one DeleteGroups in two batches; a read that ends
+    between them must not split the deletion over two drains (seen on the real broker)."""
+    log = Log()
+    log.add(offset_key("g", "t", 0), offset_value(4, 5), ts=1_000)
+    log.add(offset_key("g", "t", 1), offset_value(4, 6), ts=1_000)
+    log.state.drain_settled_events()
+    log.add(offset_key("g", "t", 0), None, ts=2_000)  # the first batch ends here
+    assert log.state.drain_settled_events() == []
+    log.add(offset_key("g", "t", 1), None, ts=2_000)
+    log.add(group_key("g"), None, ts=2_000)
+    assert kinds(log.state.drain_settled_events()) == [
+        ("OffsetDeleted", "g"),
+        ("OffsetDeleted", "g"),
+        ("GroupDeleted", "g"),
+    ]
+    assert log.state.drain_settled_events() == []
+
+
+@pytest.mark.parametrize(
+    ("records", "first", "second"),
+    [
+        # (key group, partition, tombstone?) in log order; what each of two drains gives.
+        pytest.param(
+            [("o", "a", 0), ("x", "b", 0)],
+            [("OffsetDeleted", "a")],
+            [],
+            id="followed-on-its-partition",
+        ),
+        pytest.param(
+            [("o", "a", 0), ("o", "b", 1)],
+            [],
+            [("OffsetDeleted", "a"), ("OffsetDeleted", "b")],
+            id="tails-of-two-partitions-wait",
+        ),
+        pytest.param(
+            [("o", "a", 0), ("o", "b", 0)],
+            [("OffsetDeleted", "a")],
+            [("OffsetDeleted", "b")],
+            id="only-the-last-groups-tail-waits",
+        ),
+        pytest.param(
+            [("o", "a", 0), ("g", "a", 0)],
+            [("OffsetDeleted", "a"), ("GroupDeleted", "a")],
+            [],
+            id="whole-deletion-in-one-read",
+        ),
+        pytest.param([("g", "a", 0)], [("GroupDeleted", "a")], [], id="group-tombstone-alone"),
+        pytest.param([], [], [], id="nothing"),
+    ],
+)
+def test_which_offset_tombstones_wait_one_drain(
+    records: list[tuple[str, str, int]], first: list, second: list
+) -> None:
+    log = Log()
+    for what, group, partition in records:
+        if what == "o":
+            log.add(offset_key(group, "t", 0), None, ts=2_000, partition=partition)
+        elif what == "g":
+            log.add(group_key(group), None, ts=2_000, partition=partition)
+        else:  # a commit after: the partition's read went on past the tombstones
+            log.add(offset_key("other", "t", 0), offset_value(4, 1), ts=2_100, partition=partition)
+    assert kinds(log.state.drain_settled_events()) == first
+    # Held once only: the next drain gives them whatever follows.
+    assert kinds(log.state.drain_settled_events()) == second
+
+
+def test_held_tombstones_also_go_out_with_a_plain_drain() -> None:
+    log = Log()
+    log.add(offset_key("g", "t", 0), None, ts=2_000)
+    assert log.state.drain_settled_events() == []
+    assert kinds(log.state.drain_events()) == [("OffsetDeleted", "g")]
+
+
 # --- generation changes --------------------------------------------------------------------------
 
 A = member("a", {"t": [0, 1]})
