@@ -140,10 +140,17 @@ def _wait_group_gone(pgid: int, timeout: float) -> bool:
         time.sleep(_POLL_S)
 
 
-def terminate_group(pid: int, start_ticks: int, *, grace_s: float, kill_wait_s: float = 5.0) -> str:
+def terminate_group(
+    pid: int,
+    start_ticks: int,
+    *,
+    grace_s: float,
+    kill_wait_s: float = 5.0,
+    stop_signal: int = signal.SIGTERM,
+) -> str:
     """Stop the process group led by ``pid`` (our process started with ``start_ticks``).
 
-    Returns "stopped" (ended on SIGTERM), "killed" (needed SIGKILL), "gone" (nothing of ours
+    Returns "stopped" (ended on ``stop_signal``), "killed" (needed SIGKILL), "gone" (nothing of ours
     was left) or "not ours" (the pid now names an unrelated process: left alone). If the
     leader is gone, its group may still hold orphans of ours: the kernel does not reuse a pid
     while a group of that id exists, so such members are ours and are stopped too.
@@ -155,7 +162,7 @@ def terminate_group(pid: int, start_ticks: int, *, grace_s: float, kill_wait_s: 
         _reap(pid)
         return "gone"
     try:
-        os.killpg(pid, signal.SIGTERM)
+        os.killpg(pid, stop_signal)
     except ProcessLookupError:
         return "gone"
     if _wait_group_gone(pid, grace_s):

@@ -13,6 +13,7 @@ import os
 import re
 import secrets
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -84,6 +85,8 @@ class ServiceSpec:
     endpoints: Callable[[Context], dict[str, str]] = _no_endpoints
     ready_timeout_s: float = 30.0
     stop_grace_s: float = 10.0
+    stop_signal: int = signal.SIGTERM  # what asks the service to stop (then SIGKILL after grace)
+    cleanup: Callable[[Context], None] | None = None  # after ``down`` stopped it, not a restart
     optional: bool = False  # started only when named (or required), never by a bare ``up``
 
 
@@ -363,19 +366,25 @@ def ingest_token(ctx: Context) -> str:
     """
     if token := os.environ.get(INGEST_TOKEN_VAR):
         return token
-    path = ctx.run_dir / "ingest-token"
+    return run_secret(ctx, "ingest-token")
+
+
+def run_secret(ctx: Context, name: str) -> str:
+    """A secret generated once for the run directory and kept in ``<run_dir>/<name>`` (mode
+    0600): services started and restarted separately read the same one."""
+    path = ctx.run_dir / name
     ctx.run_dir.mkdir(parents=True, exist_ok=True)
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     except FileExistsError:
-        token = path.read_text().strip()
-        if token:
-            return token
+        secret = path.read_text().strip()
+        if secret:
+            return secret
         fd = os.open(path, os.O_WRONLY | os.O_TRUNC)
-    token = secrets.token_urlsafe(32)
+    secret = secrets.token_urlsafe(32)
     with os.fdopen(fd, "w") as out:
-        out.write(token + "\n")
-    return token
+        out.write(secret + "\n")
+    return secret
 
 
 def django_env(ctx: Context) -> dict[str, str]:
@@ -394,6 +403,10 @@ def django_env(ctx: Context) -> dict[str, str]:
             env[var] = ctx.addr(port_name)
     if "storm_ui" in ctx.ports:
         env["LAGWATCH_LAB_STORM_UI"] = ctx.url("storm_ui")
+    if "postgres" in ctx.ports:
+        from lab.postgres import database_url  # the optional private server (lab/postgres.py)
+
+        env["DATABASE_URL"] = database_url(ctx)
     if "spark_master" in ctx.ports:
         # The stack's Spark cluster runs the jobs; its executors find this interpreter.
         env["SPARK_MASTER"] = f"spark://{LOOPBACK}:{ctx.ports['spark_master']}"

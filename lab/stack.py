@@ -27,6 +27,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from lab import ports, procs
+from lab.postgres import POSTGRES_SERVICES
 from lab.services import (
     LAB_CLUSTER,
     REPO,
@@ -42,9 +43,12 @@ from lab.spark_cluster import SPARK_SERVICES
 
 log = logging.getLogger("lab")
 
-# Every service ``up`` knows: the optional Spark cluster first (it needs nothing; started only when
-# asked for by name; see ``ServiceSpec.optional``).
-ALL_SERVICES: dict[str, ServiceSpec] = {**{s.name: s for s in SPARK_SERVICES}, **SERVICES}
+# Every service ``up`` knows: the optional PostgreSQL server and Spark cluster first (they need
+# nothing; started only when asked for by name; see ``ServiceSpec.optional``).
+ALL_SERVICES: dict[str, ServiceSpec] = {
+    **{s.name: s for s in (*POSTGRES_SERVICES, *SPARK_SERVICES)},
+    **SERVICES,
+}
 
 STATE_VERSION = 1
 _READY_POLL_S = 0.2
@@ -152,6 +156,7 @@ class Stack:
                 self._write_state(state)
             except BaseException:
                 self._stop_records(state)
+                self._clean_up(state)
                 self.state_path.unlink(missing_ok=True)
                 raise
             return self._endpoints(state)
@@ -168,8 +173,17 @@ class Stack:
             if state is None or (only_id is not None and state.get("id") != only_id):
                 return {}
             outcomes = self._stop_records(state)
+            self._clean_up(state)
             self.state_path.unlink(missing_ok=True)
         return outcomes
+
+    def _clean_up(self, state: dict[str, Any]) -> None:
+        """What a service keeps outside the run directory goes with the stack (``cleanup``)."""
+        ctx = self._context(state)
+        for record in _records(state):
+            spec = self.specs.get(record.name)
+            if spec is not None and spec.cleanup is not None and not record.reused:
+                spec.cleanup(ctx)
 
     def status(self) -> dict[str, Any]:
         """Each recorded service's state (running, stopped, dead), pid, port and uptime."""
@@ -452,8 +466,13 @@ class Stack:
         if state.get("boot_id") != procs.boot_id():
             return "gone"
         spec = self.specs.get(record.name)
-        grace = spec.stop_grace_s if spec is not None else _DEFAULT_STOP_GRACE_S
-        return procs.terminate_group(record.pid, record.start_ticks, grace_s=grace)
+        if spec is None:
+            return procs.terminate_group(
+                record.pid, record.start_ticks, grace_s=_DEFAULT_STOP_GRACE_S
+            )
+        return procs.terminate_group(
+            record.pid, record.start_ticks, grace_s=spec.stop_grace_s, stop_signal=spec.stop_signal
+        )
 
     def _clear_stale(self, state: dict[str, Any]) -> None:
         """Refuse while anything recorded still runs; otherwise drop the dead record."""
@@ -474,6 +493,7 @@ class Stack:
             f"{', '.join(dead)} died" if dead else "everything was stopped",
         )
         self._stop_records(state)  # a dead leader may have left children in its group
+        self._clean_up(state)
         self.state_path.unlink(missing_ok=True)
 
     # --- state --------------------------------------------------------------------------------

@@ -19,6 +19,7 @@ from kazoo.client import KazooClient
 
 from lab.stack import Stack
 from tests.lab_world import lab_world  # noqa: F401 - the shared end-to-end stack
+from tests.scheduling import LAB_WORLD_MODULES, StackAwareScheduling, module_of, tier
 
 # Spark must not bind to whatever interface the hostname resolves to (docs/LAB.md).
 os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
@@ -26,6 +27,32 @@ os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
 os.environ.setdefault("LAGWATCH_SPARK_JAVA_OPTIONS", "-XX:+UseSerialGC -XX:TieredStopAtLevel=1")
 
 LAB_SERVICES = ("zookeeper", "kafka")
+
+
+@pytest.hookimpl(trylast=True)  # after pytest-django's ordering, which it keeps within a tier
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The end-to-end tests first, for the parallel workers of ``scripts/test``
+    (``tests/scheduling.py``); without xdist only the order changes."""
+    strays = sorted(
+        {
+            module_of(item.nodeid)
+            for item in items
+            if "lab_world" in getattr(item, "fixturenames", ())
+            and module_of(item.nodeid) not in LAB_WORLD_MODULES
+        }
+    )
+    if strays:
+        raise pytest.UsageError(
+            f"{', '.join(strays)} use lab_world: list them in tests/scheduling.py"
+        )
+    items.sort(key=lambda item: tier(item.nodeid))  # stable
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own answer
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> StackAwareScheduling | None:
+    """``-n N`` alone (``--dist load``) schedules with ``tests/scheduling.py``; an explicit
+    other ``--dist`` is left to pytest-xdist."""
+    return StackAwareScheduling(config, log) if config.getvalue("dist") == "load" else None
 
 
 class LabServices:
@@ -68,6 +95,50 @@ def lab_services(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServic
     try:
         yield LabServices(stack)
     finally:
+        stack.down()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--database",
+        choices=("sqlite", "postgresql"),
+        default=os.environ.get("LAGWATCH_TEST_DATABASE", "sqlite"),
+        help="the database the Django tests run on: SQLite (the embedded default) or a private "
+        "PostgreSQL server this session starts (lab/postgres.py; scripts/test runs both)",
+    )
+
+
+@pytest.fixture(scope="session")
+def django_db_modify_db_settings(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[None]:
+    """pytest-django's place to change the test database's settings, before it creates it.
+
+    On ``--database postgresql`` this session (each xdist worker its own) starts a private
+    PostgreSQL server, and pytest-django creates and drops ``test_lagwatch`` there: the same
+    tests, on the production database's engine. On SQLite, pytest-django's own behaviour.
+    """
+    if request.config.getoption("--database") != "postgresql":
+        request.getfixturevalue("django_db_modify_db_settings_parallel_suffix")
+        yield
+        return
+    import dj_database_url
+    from django.conf import settings
+    from django.db import connections
+
+    from lab.postgres import stack_database_url
+
+    stack = Stack(tmp_path_factory.mktemp("postgres"))
+    endpoints = stack.up(["postgres"])
+    try:
+        db = settings.DATABASES["default"]
+        db.clear()
+        db.update(dj_database_url.parse(stack_database_url(stack.run_dir, endpoints["postgres"])))
+        db["TEST"] = {"NAME": "test_lagwatch"}
+        connections.__dict__.pop("settings", None)  # re-read, if anything looked already
+        yield
+    finally:
+        connections.close_all()
         stack.down()
 
 

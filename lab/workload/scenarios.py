@@ -443,9 +443,7 @@ class RetentionRisk(Scenario):
         ),
     )
 
-    def start(
-        self, world: World, group: str | None = None, retention_ms: int = 180_000
-    ) -> dict:
+    def start(self, world: World, group: str | None = None, retention_ms: int = 180_000) -> dict:
         g = world.group(_target(group, world.spec.roles.retention_risk_group,
                                 "retention-risk group"))  # fmt: skip
         topic = g.spec.topic

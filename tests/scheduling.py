@@ -1,0 +1,59 @@
+"""How ``scripts/test`` spreads the suite over pytest-xdist workers.
+
+The end-to-end tests spend minutes waiting on windows and job periods while using little CPU;
+the unit tests are the opposite. Three units of scheduling keep two cores busy without
+starving the waits: every test of the shared lab stack (``tests/lab_world.py``) goes to one
+worker, so that stack starts once; every test that starts stacks of its own goes to a
+second, so no more than two stacks run at a time; each other module is a unit of its own
+(its module fixtures built once), spread over whichever worker is free. The two stack units
+are scheduled first, so the run does not end on one long test.
+
+pytest-xdist's ``--dist loadgroup`` would do the grouping with markers, but with pytest 9 its
+group suffix no longer reaches the node ids (pytest-xdist 3.8 sets ``item._nodeid``, which
+pytest 9 no longer reads); a scheduler of our own keeps it to public hooks.
+"""
+
+from __future__ import annotations
+
+from xdist.scheduler import LoadScopeScheduling
+
+# Modules whose tests use the ``lab_world`` fixture; tests/conftest.py refuses to run a test
+# that uses it from a module not listed here (it would start a second shared stack).
+LAB_WORLD_MODULES = frozenset({
+    "tests/lab/test_lab_alerts.py",
+    "tests/lab/test_lab_backpressure.py",
+    "tests/lab/test_lab_purgatory.py",
+    "tests/lab/test_lab_retention.py",
+    "tests/reports/test_lab_reports.py",
+    "tests/ui/test_browser.py",
+})  # fmt: skip
+# Outside tests/lab/, modules that start heavy services of their own.
+OWN_STACK_MODULES = frozenset({"tests/spark_jobs/test_standalone_cluster.py"})
+
+LAB_WORLD = "stacks:lab_world"
+OWN_STACKS = "stacks:own"
+
+
+def module_of(nodeid: str) -> str:
+    return nodeid.split("::", 1)[0]
+
+
+def scope_of(nodeid: str) -> str:
+    module = module_of(nodeid)
+    if module in LAB_WORLD_MODULES:
+        return LAB_WORLD
+    if module.startswith("tests/lab/") or module in OWN_STACK_MODULES:
+        return OWN_STACKS
+    return module
+
+
+def tier(nodeid: str) -> int:
+    """Scheduling order: the shared stack's tests, the own-stack tests, everything else."""
+    return {LAB_WORLD: 0, OWN_STACKS: 1}.get(scope_of(nodeid), 2)
+
+
+class StackAwareScheduling(LoadScopeScheduling):
+    """pytest-xdist's scope scheduling with the scopes above."""
+
+    def _split_scope(self, nodeid: str) -> str:
+        return scope_of(nodeid)
