@@ -7,6 +7,7 @@ stopped at the end of the session. Tests share them, so each test uses its own t
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 from collections.abc import Iterator
@@ -16,6 +17,7 @@ from typing import Any
 import pytest
 from confluent_kafka.admin import AdminClient
 from kazoo.client import KazooClient
+from pytest_django.fixtures import validate_django_db
 
 from lab.stack import Stack
 from tests.lab_world import lab_world  # noqa: F401 - the shared end-to-end stack
@@ -135,11 +137,45 @@ def django_db_modify_db_settings(
         db.clear()
         db.update(dj_database_url.parse(stack_database_url(stack.run_dir, endpoints["postgres"])))
         db["TEST"] = {"NAME": "test_lagwatch"}
-        connections.__dict__.pop("settings", None)  # re-read, if anything looked already
+        # A connection made before this point (an import that touched the ORM) would keep
+        # SQLite's backend class: drop it, so the next use builds PostgreSQL's.
+        connections.__dict__.pop("settings", None)
+        with contextlib.suppress(AttributeError):
+            del connections["default"]
         yield
     finally:
         connections.close_all()
         stack.down()
+
+
+# The data migrations (RunPython), whose rows a transactional test's flush deletes.
+_DATA_MIGRATIONS = (
+    ("dashboard.accounts.migrations.0001_roles", "create_roles"),
+    ("dashboard.alerts.migrations.0002_default_rule", "create_default_rule"),
+)
+
+
+@pytest.fixture(autouse=True)
+def _migration_data_after_a_flush(request: pytest.FixtureRequest) -> Iterator[None]:
+    """A transactional test empties every table when it ends, the rows data migrations made
+    included (the role groups, the default alert rule). pytest-django runs such tests last
+    for that reason, but parallel workers take modules in any order: after each one, the
+    data migrations run again, as on a fresh database. (Autouse: torn down after the flush.)"""
+    yield
+    marker = request.node.get_closest_marker("django_db")
+    transactional = {"transactional_db", "live_server"} & set(request.fixturenames) or (
+        marker is not None and validate_django_db(marker)[0]
+    )
+    if not transactional:
+        return
+    import importlib
+
+    from django.apps import apps
+    from django.db import connection
+
+    with connection.schema_editor() as editor:
+        for module, function in _DATA_MIGRATIONS:
+            getattr(importlib.import_module(module), function)(apps, editor)
 
 
 @pytest.fixture(autouse=True)
