@@ -12,11 +12,13 @@ ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 \
     LAGWATCH_DATA_DIR=/data
 WORKDIR /app
 COPY requirements.txt .
+# Installs pyspark's launch scripts too (spark-class, spark-submit) into /usr/local/bin: the
+# compose file's spark-master and spark-worker run that spark-class.
 RUN pip install --no-cache-dir -r requirements.txt
 COPY . .
 RUN DJANGO_SECRET_KEY=build-only-collectstatic python manage.py collectstatic --noinput
 
-RUN useradd --system --uid 10001 lagwatch && mkdir -p /data && chown lagwatch /data
+RUN useradd --system --create-home --uid 10001 lagwatch && mkdir -p /data && chown lagwatch /data
 USER lagwatch
 EXPOSE 8000
 CMD ["gunicorn", "dashboard.wsgi", "--bind", "0.0.0.0:8000", "--workers", "3"]
