@@ -412,6 +412,7 @@ def production_env(ctx: Context) -> dict[str, str]:
         # 64 characters: Django's deployment check wants 50 or more (security.W009).
         "DJANGO_SECRET_KEY": run_secret(ctx, SECRET_KEY_FILE, nbytes=48),
         "DJANGO_ALLOWED_HOSTS": f"{LOOPBACK},localhost",
+        "DJANGO_SECURE_SSL_REDIRECT": "1",
         "DJANGO_SECURE_PROXY_SSL_HEADER": "1",
         "DJANGO_STATIC_ROOT": str(ctx.run_dir / "static"),
     }

@@ -239,28 +239,35 @@ def test_a_user_with_a_role_logs_in_and_sees_every_page(run: ProductionRun, toke
     assert status == 200, body[:500]
     partition = json.loads(body)["results"][0]
 
+    # Each page: its title, and what it shows of the running stack.
+    name, topic = group["name"], partition["topic"]
     pages = {
-        "/": "Overview",
-        "/groups/": SPOUT,
-        f"/groups/{group['id']}/": group["name"],
-        f"/partitions/{partition['id']}/": partition["topic"],
-        "/sources/": "lab",
-        "/jobs/": "status",
-        "/producers/": "Producers",
-        "/clusters/lab/": "lab",
-        "/alerts/": "Alerts",
-        "/alerts/rules/": "Stuck partition (default)",
-        "/alerts/channels/": "Channels",
-        "/alerts/silences/": "Silences",
-        "/reports/": "Reports",
-        "/admin/": "Site administration",
+        "/": ("Overview", "Groups by status"),
+        "/groups/": ("Groups", SPOUT),
+        f"/groups/{group['id']}/": (f"{name} · Groups", f'<h1 class="group-name">{name}</h1>'),
+        f"/partitions/{partition['id']}/": (
+            f"{topic}/{partition['partition']} · {name}",
+            f'<span class="topic">{topic}</span>',
+        ),
+        "/sources/": ("Sources", "Source health"),
+        "/jobs/": ("Spark jobs", "Spark jobs"),
+        "/producers/": ("Producers", "Producers"),
+        "/clusters/lab/": ("lab", "Cluster lab"),
+        "/alerts/": ("Alerts", "Alerts"),
+        "/alerts/rules/": ("Alert rules", "Stuck partition (default)"),
+        "/alerts/channels/": ("Alert channels", "Alert channels"),
+        "/alerts/silences/": ("Silences", "Silences"),
+        "/reports/": ("Reports", "Lag reports"),
+        "/admin/": ("Site administration", "Site administration"),
     }
-    for path, expected in pages.items():
+    for path, (title, shown) in pages.items():
         status, headers, body = client.get(path)
         assert status == 200, (path, status, body[-1000:])
         assert headers.get_content_type() == "text/html", path
-        assert expected.encode() in body, (path, expected)
-        assert b"Traceback" not in body, path
+        text = body.decode()
+        assert re.search(rf"<title>{re.escape(title)} [|·]", text), (path, title)
+        assert shown in text, (path, shown)
+        assert "No data yet" not in text and "Traceback" not in text, path
 
     # Static files come from collectstatic's manifest (hashed names), served by WhiteNoise.
     overview = client.get("/")[2].decode()
