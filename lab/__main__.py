@@ -220,6 +220,8 @@ def _cmd_status(args: argparse.Namespace) -> int:
     if not report["services"]:
         print(f"no lab stack recorded in {report['run_dir']}")
         return 0
+    if report["production"]:
+        print("production mode: gunicorn, production settings, PostgreSQL (docs/LAB.md)")
     print(f"{'SERVICE':<10} {'STATE':<8} {'PID':>7} {'PORT':>6} {'UPTIME':>8}  ENDPOINT / LOG")
     for name, svc in report["services"].items():
         uptime = f"{svc['uptime_s']:.0f}s" if svc["uptime_s"] is not None else "-"

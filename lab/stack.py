@@ -200,7 +200,12 @@ class Stack:
         """Each recorded service's state (running, stopped, dead), pid, port and uptime."""
         state = self._read_state()
         if state is None:
-            return {"run_dir": str(self.run_dir), "services": {}, "endpoints": {}}
+            return {
+                "run_dir": str(self.run_dir),
+                "production": False,
+                "services": {},
+                "endpoints": {},
+            }
         ctx = self._context(state)
         now = time.time()
         services = {}
@@ -223,14 +228,10 @@ class Stack:
             }
         return {
             "run_dir": str(self.run_dir),
+            "production": bool(state.get("production", False)),
             "services": services,
             "endpoints": self._endpoints(state),
         }
-
-    def production(self) -> bool:
-        """Whether the recorded stack runs in the production mode."""
-        state = self._read_state()
-        return bool(state and state.get("production", False))
 
     def recorded_id(self) -> str | None:
         """Identifies the ``up`` that wrote the current record (None when there is none)."""

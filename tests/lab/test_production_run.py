@@ -28,6 +28,7 @@ import urllib.parse
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from email.message import Message
 from pathlib import Path
 from typing import Any
@@ -183,6 +184,37 @@ def _environment(values: dict[str, str]) -> Iterator[None]:
                 os.environ[key] = value
 
 
+@dataclass
+class Armed:
+    hook: HookReceiver
+    poisoned_at: float
+
+
+@pytest.fixture(scope="module")
+def armed(run: ProductionRun) -> Iterator[Armed]:
+    """A webhook channel and a rule of this test (``alerts_config import``), then the
+    ``poison-message`` scenario on orders-spout partition 0. The first test asks for it, so
+    the alert's wait overlaps the other checks; the last test waits for the notice."""
+    hook = HookReceiver()
+    try:
+        config = {
+            "channels": [{"name": "smoke-hook", "kind": "webhook", "url": hook.url}],
+            "rules": [{
+                "name": RULE, "group_pattern": SPOUT, "statuses": ["STALL", "STOP", "ERR"],
+                "min_evaluations": 1, "severity": "critical", "channels": ["smoke-hook"],
+            }],
+        }  # fmt: skip
+        run.manage("alerts_config", "import", "-", input=json.dumps(config))
+        poisoned_at = time.time()
+        start_scenario(run.control, "poison-message")
+        try:
+            yield Armed(hook, poisoned_at)
+        finally:
+            stop_scenario(run.control, "poison-message")
+    finally:
+        hook.close()
+
+
 @pytest.fixture(scope="module")
 def token(run: ProductionRun) -> str:
     return run.manage("api_token", "create", "smoke", "--scope", "read", "--quiet").stdout.strip()
@@ -195,7 +227,7 @@ def _groups(run: ProductionRun, token: str) -> list[dict[str, Any]]:
     return json.loads(body)["results"]
 
 
-def test_the_stack_is_the_production_shape(run: ProductionRun) -> None:
+def test_the_stack_is_the_production_shape(run: ProductionRun, armed: Armed) -> None:
     """gunicorn serves production settings on PostgreSQL; the deployment check is clean."""
     shell = "from django.conf import settings; from django.db import connection; " \
         "print(connection.vendor, settings.SETTINGS_MODULE, settings.DEBUG)"  # fmt: skip
@@ -204,8 +236,8 @@ def test_the_stack_is_the_production_shape(run: ProductionRun) -> None:
     ]  # fmt: skip
     assert run.manage("check", "--deploy", "--fail-level", "WARNING").returncode == 0
 
+    assert run.stack.status()["production"] is True
     state = json.loads((run.stack.run_dir / "stack.json").read_text())
-    assert state["production"] is True
     (web,) = [s for s in state["services"] if s["name"] == "web"]
     assert web["argv"][1:4] == ["-m", "gunicorn", "dashboard.wsgi"]
     children = Path(f"/proc/{web['pid']}/task/{web['pid']}/children").read_text().split()
@@ -324,35 +356,19 @@ def test_ingest_with_the_token_and_refused_without(run: ProductionRun) -> None:
     assert status["ingest"]["posted"] > 0 and status["spout_ingest"]["posted"] > 0
 
 
-def test_one_alert_is_delivered_to_a_webhook(run: ProductionRun) -> None:
-    hook = HookReceiver()
-    try:
-        config = {
-            "channels": [{"name": "smoke-hook", "kind": "webhook", "url": hook.url}],
-            "rules": [{
-                "name": RULE, "group_pattern": SPOUT, "statuses": ["STALL", "STOP", "ERR"],
-                "min_evaluations": 1, "severity": "critical", "channels": ["smoke-hook"],
-            }],
-        }  # fmt: skip
-        run.manage("alerts_config", "import", "-", input=json.dumps(config))
-        t0 = time.time()
-        start_scenario(run.control, "poison-message")
-        try:
-            wait_for(
-                lambda: [b for b in hook.bodies("firing") if b["alert"]["rule"] == RULE],
-                FIRE_TIMEOUT_S, "the webhook's firing notice", 1,
-            )  # fmt: skip
-            print(f"firing webhook {time.time() - t0:.0f} s after the poison", flush=True)
-        finally:
-            stop_scenario(run.control, "poison-message")
-        (notice,) = [b for b in hook.bodies("firing") if b["alert"]["rule"] == RULE]
-        alert = notice["alert"]
-        assert (alert["cluster"], alert["group"], alert["topic"], alert["partition"]) == (
-            "lab", SPOUT, "orders", 0,
-        )  # fmt: skip
-        assert alert["status"] == "STALL" and "POISON_MESSAGE" in alert["diagnosis"], alert
-        (request,) = [r for r in hook.requests if r["body"]["alert"]["rule"] == RULE]
-        assert request["path"] == urllib.parse.urlsplit(hook.url).path
-        assert request["at"] >= t0
-    finally:
-        hook.close()
+def test_one_alert_is_delivered_to_a_webhook(run: ProductionRun, armed: Armed) -> None:
+    hook = armed.hook
+    wait_for(
+        lambda: [b for b in hook.bodies("firing") if b["alert"]["rule"] == RULE],
+        FIRE_TIMEOUT_S, "the webhook's firing notice", 1,
+    )  # fmt: skip
+    print(f"firing webhook {time.time() - armed.poisoned_at:.0f} s after the poison", flush=True)
+    (notice,) = [b for b in hook.bodies("firing") if b["alert"]["rule"] == RULE]
+    alert = notice["alert"]
+    assert (alert["cluster"], alert["group"], alert["topic"], alert["partition"]) == (
+        "lab", SPOUT, "orders", 0,
+    )  # fmt: skip
+    assert alert["status"] == "STALL" and "POISON_MESSAGE" in alert["diagnosis"], alert
+    (request,) = [r for r in hook.requests if r["body"]["alert"]["rule"] == RULE]
+    assert request["path"] == urllib.parse.urlsplit(hook.url).path
+    assert request["at"] >= armed.poisoned_at
