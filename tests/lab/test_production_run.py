@@ -228,7 +228,8 @@ def _groups(run: ProductionRun, token: str) -> list[dict[str, Any]]:
 
 
 def test_the_stack_is_the_production_shape(run: ProductionRun, armed: Armed) -> None:
-    """gunicorn serves production settings on PostgreSQL; the deployment check is clean."""
+    """gunicorn serves production settings on PostgreSQL; the deployment check is clean.
+    (``armed``: the alert's scenario runs from here on; the last test waits for its notice.)"""
     shell = "from django.conf import settings; from django.db import connection; " \
         "print(connection.vendor, settings.SETTINGS_MODULE, settings.DEBUG)"  # fmt: skip
     assert run.shell(shell).split() == [
