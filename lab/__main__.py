@@ -19,6 +19,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from lab.postgres import ROLE
+from lab.services import SECRET_KEY_FILE
 from lab.stack import Stack, StackError, default_run_dir
 
 REPO = Path(__file__).resolve().parents[1]
@@ -54,13 +56,19 @@ def _parser() -> argparse.ArgumentParser:
     up.add_argument(
         "--foreground", action="store_true", help="stay, and tear down on Ctrl-C or SIGTERM"
     )
+    up.add_argument(
+        "--production",
+        action="store_true",
+        help="run the product as docker-compose.yml does: production settings, gunicorn, "
+        "PostgreSQL (added to the services); docs/LAB.md",
+    )
     up.set_defaults(func=_cmd_up)
 
     demo = commands.add_parser(
         "demo", parents=[common], help="up --foreground with every service and the demo workload"
     )
     demo.add_argument("--redis-url", help="reuse this Redis instead of starting a private one")
-    demo.set_defaults(func=_cmd_up, services=None, foreground=True, demo=True)
+    demo.set_defaults(func=_cmd_up, services=None, foreground=True, demo=True, production=False)
 
     down = commands.add_parser("down", parents=[common], help="stop what up started")
     down.set_defaults(func=_cmd_down)
@@ -105,13 +113,15 @@ def _run_dir(args: argparse.Namespace) -> Path:
 def _cmd_up(args: argparse.Namespace) -> int:
     stack = Stack(_run_dir(args), redis_url=args.redis_url)
     services = [s.strip() for s in args.services.split(",") if s.strip()] if args.services else None
+    production = bool(getattr(args, "production", False))
     if not args.foreground:
-        endpoints = stack.up(services)
+        endpoints = stack.up(services, production=production)
         _print_endpoints(stack, endpoints)
         print(f"stop with: python -m lab down --run-dir {stack.run_dir}")
         return 0
     signal.signal(signal.SIGTERM, _interrupt)  # during up, like Ctrl-C: up undoes its work
-    endpoints = stack.up(services)  # if this fails, there is nothing of ours to tear down
+    # If this fails, there is nothing of ours to tear down.
+    endpoints = stack.up(services, production=production)
     ours = stack.recorded_id()
     stop = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
@@ -158,9 +168,23 @@ MANAGE_VARS = (
 
 
 def manage_exports(stack: Stack) -> str:
-    """``export LAGWATCH_DATA_DIR=… REDIS_URL=…`` for a shell, quoted."""
+    """``export LAGWATCH_DATA_DIR=… REDIS_URL=…`` for a shell, quoted.
+
+    With PostgreSQL (and, in the production mode, the secret key) the line reads the secrets
+    from their files in the run directory when the shell runs it (``$(cat …)``): they are
+    never printed.
+    """
     env = stack.django_env()
-    return "export " + " ".join(f"{k}={shlex.quote(env[k])}" for k in MANAGE_VARS if k in env)
+    parts = [f"{k}={shlex.quote(env[k])}" for k in MANAGE_VARS if k in env]
+    secret_file = stack.run_dir / SECRET_KEY_FILE
+    if "DJANGO_SECRET_KEY" in env and secret_file.exists():
+        parts.append(f'DJANGO_SECRET_KEY="$(cat {shlex.quote(str(secret_file))})"')
+    endpoint = stack.endpoints().get("postgres")
+    if endpoint and "DATABASE_URL" in env:
+        password_file = shlex.quote(str(stack.run_dir / "postgres-password"))
+        url = endpoint.replace(f"//{ROLE}@", f"//{ROLE}:$(cat {password_file})@", 1)
+        parts.append(f'DATABASE_URL="{url}"')
+    return "export " + " ".join(parts)
 
 
 def _cmd_env(args: argparse.Namespace) -> int:
@@ -196,6 +220,8 @@ def _cmd_status(args: argparse.Namespace) -> int:
     if not report["services"]:
         print(f"no lab stack recorded in {report['run_dir']}")
         return 0
+    if report["production"]:
+        print("production mode: gunicorn, production settings, PostgreSQL (docs/LAB.md)")
     print(f"{'SERVICE':<10} {'STATE':<8} {'PID':>7} {'PORT':>6} {'UPTIME':>8}  ENDPOINT / LOG")
     for name, svc in report["services"].items():
         uptime = f"{svc['uptime_s']:.0f}s" if svc["uptime_s"] is not None else "-"

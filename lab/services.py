@@ -41,6 +41,9 @@ class Context:
     redis_url: str | None = None
     python: str = sys.executable
     repo: Path = REPO
+    # ``up --production``: the product's processes run as a deployment would (docs/LAB.md,
+    # "Production mode"); recorded in stack.json, so a restarted service keeps the mode.
+    production: bool = False
 
     def addr(self, port_name: str) -> str:
         return f"{LOOPBACK}:{self.ports[port_name]}"
@@ -369,9 +372,10 @@ def ingest_token(ctx: Context) -> str:
     return run_secret(ctx, "ingest-token")
 
 
-def run_secret(ctx: Context, name: str) -> str:
+def run_secret(ctx: Context, name: str, *, nbytes: int = 32) -> str:
     """A secret generated once for the run directory and kept in ``<run_dir>/<name>`` (mode
-    0600): services started and restarted separately read the same one."""
+    0600): services started and restarted separately read the same one. ``nbytes`` of
+    randomness, in URL-safe base64 (4 characters per 3 bytes)."""
     path = ctx.run_dir / name
     ctx.run_dir.mkdir(parents=True, exist_ok=True)
     try:
@@ -381,10 +385,37 @@ def run_secret(ctx: Context, name: str) -> str:
         if secret:
             return secret
         fd = os.open(path, os.O_WRONLY | os.O_TRUNC)
-    secret = secrets.token_urlsafe(32)
+    secret = secrets.token_urlsafe(nbytes)
     with os.fdopen(fd, "w") as out:
         out.write(secret + "\n")
     return secret
+
+
+# What a TLS-terminating proxy in front of the web server tells it (docker-compose.yml trusts
+# it with DJANGO_SECURE_PROXY_SSL_HEADER=1, and so does the production mode): the lab has no
+# proxy, so its clients (the workload, the smoke test) send the header themselves.
+FORWARDED_PROTO_HEADER = ("X-Forwarded-Proto", "https")
+SECRET_KEY_FILE = "django-secret-key"
+
+
+def production_env(ctx: Context) -> dict[str, str]:
+    """The settings docker-compose.yml gives the product, with the lab's secret and hosts.
+
+    The secret key is generated once for the run directory (``run_secret``), so the web
+    server, the workers and ``manage.py`` run from outside sign sessions with the same key.
+    Static files are collected into the run directory, never into the checkout.
+    """
+    if "postgres" not in ctx.ports:
+        raise ValueError("the production mode runs on PostgreSQL: the postgres service is missing")
+    return {
+        "DJANGO_SETTINGS_MODULE": "dashboard.settings.production",
+        # 64 characters: Django's deployment check wants 50 or more (security.W009).
+        "DJANGO_SECRET_KEY": run_secret(ctx, SECRET_KEY_FILE, nbytes=48),
+        "DJANGO_ALLOWED_HOSTS": f"{LOOPBACK},localhost",
+        "DJANGO_SECURE_SSL_REDIRECT": "1",
+        "DJANGO_SECURE_PROXY_SSL_HEADER": "1",
+        "DJANGO_STATIC_ROOT": str(ctx.run_dir / "static"),
+    }
 
 
 def django_env(ctx: Context) -> dict[str, str]:
@@ -395,6 +426,8 @@ def django_env(ctx: Context) -> dict[str, str]:
         LAGWATCH_DATA_DIR=str(ctx.data_dir),
         PYTHONUNBUFFERED="1",
     )
+    if ctx.production:
+        env.update(production_env(ctx))
     env[INGEST_TOKEN_VAR] = ingest_token(ctx)
     if ctx.redis_url:
         env["REDIS_URL"] = ctx.redis_url
@@ -420,6 +453,14 @@ def _prepare_web(ctx: Context, env: dict[str, str], log: Path) -> None:
     The import is idempotent, so it also runs on a restart."""
     ctx.data_dir.mkdir(parents=True, exist_ok=True)
     commands = [["migrate", "--noinput"]]
+    if ctx.production:
+        # What the image does at build time (Dockerfile): the manifest storage of production
+        # settings serves only collected files. Then the deployment check, so a mode whose
+        # settings would fail it never starts.
+        commands += [
+            ["collectstatic", "--noinput", "-v", "0"],
+            ["check", "--deploy", "--fail-level", "WARNING"],
+        ]
     clusters = ctx.run_dir / "clusters.yaml"
     if clusters.exists():
         commands.append(["lagwatch_config", "import", str(clusters)])
@@ -442,7 +483,16 @@ def http_ok(url: str, timeout: float = 2.0) -> bool:
         return response.status == 200
 
 
+# gunicorn's workers in the production mode: the Dockerfile's three.
+GUNICORN_WORKERS = 3
+
+
 def _web_argv(ctx: Context) -> list[str]:
+    if ctx.production:  # as the image runs it (Dockerfile CMD), on the stack's port
+        return [
+            ctx.python, "-m", "gunicorn", "dashboard.wsgi", "--bind", ctx.addr("web"),
+            "--workers", str(GUNICORN_WORKERS), "--access-logfile", "-",
+        ]  # fmt: skip
     return [ctx.python, "manage.py", "runserver", ctx.addr("web"), "--noreload"]
 
 
@@ -513,7 +563,12 @@ def _ingest_args(ctx: Context) -> list[str]:
     only they know (fetch state, client-side lag, rebalance counts, producer queues)."""
     # The token reaches it as $LAGWATCH_INGEST_TOKEN (see _workload_env), never on the
     # command line, which stack.json records and `ps` shows.
-    return ["--ingest-url", ingest_url(ctx)] if "web" in ctx.ports else []
+    if "web" not in ctx.ports:
+        return []
+    args = ["--ingest-url", ingest_url(ctx)]
+    if ctx.production:  # the production web redirects plain HTTP: push as through the proxy
+        args += ["--ingest-header", "=".join(FORWARDED_PROTO_HEADER)]
+    return args
 
 
 def _workload_env(ctx: Context) -> dict[str, str]:

@@ -51,6 +51,8 @@ ALL_SERVICES: dict[str, ServiceSpec] = {
 }
 
 STATE_VERSION = 1
+# What the production mode always adds: the database docker-compose.yml runs.
+PRODUCTION_REQUIRES = ("postgres",)
 _READY_POLL_S = 0.2
 _DEFAULT_STOP_GRACE_S = 10.0
 
@@ -132,13 +134,21 @@ class Stack:
 
     # --- public operations --------------------------------------------------------------------
 
-    def up(self, services: Sequence[str] | None = None) -> dict[str, str]:
+    def up(
+        self, services: Sequence[str] | None = None, *, production: bool = False
+    ) -> dict[str, str]:
         """Start ``services`` (default: all but the optional ones) plus what they require;
         return the endpoints.
+
+        ``production`` runs the product as docker-compose.yml would (docs/LAB.md, "Production
+        mode"): production settings, gunicorn, and PostgreSQL, which it adds to the services.
 
         Returns only once every service answers its readiness check. If one fails, the ones
         already started are stopped again, so a failed ``up`` leaves nothing behind.
         """
+        if production:
+            default = [name for name, spec in self.specs.items() if not spec.optional]
+            services = [*(default if services is None else services), *PRODUCTION_REQUIRES]
         names = self._resolve(services)
         with self._locked():
             previous = self._read_state()
@@ -149,6 +159,7 @@ class Stack:
                 "id": uuid.uuid4().hex,
                 "run_dir": str(self.run_dir),
                 "boot_id": procs.boot_id(),
+                "production": production,
                 "services": [],
             }
             try:
@@ -189,7 +200,12 @@ class Stack:
         """Each recorded service's state (running, stopped, dead), pid, port and uptime."""
         state = self._read_state()
         if state is None:
-            return {"run_dir": str(self.run_dir), "services": {}, "endpoints": {}}
+            return {
+                "run_dir": str(self.run_dir),
+                "production": False,
+                "services": {},
+                "endpoints": {},
+            }
         ctx = self._context(state)
         now = time.time()
         services = {}
@@ -212,6 +228,7 @@ class Stack:
             }
         return {
             "run_dir": str(self.run_dir),
+            "production": bool(state.get("production", False)),
             "services": services,
             "endpoints": self._endpoints(state),
         }
@@ -515,7 +532,11 @@ class Stack:
             if not record.reused:
                 merged.update(record.ports)
         return Context(
-            run_dir=self.run_dir, ports=merged, redis_url=state.get("redis_url"), python=self.python
+            run_dir=self.run_dir,
+            ports=merged,
+            redis_url=state.get("redis_url"),
+            python=self.python,
+            production=bool(state.get("production", False)),
         )
 
     def _endpoints(self, state: dict[str, Any]) -> dict[str, str]:

@@ -48,9 +48,24 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         help="bearer token for the ingest endpoint (default: $LAGWATCH_INGEST_TOKEN)",
     )
     parser.add_argument(
+        "--ingest-header",
+        action="append",
+        default=[],
+        type=_header,
+        metavar="NAME=VALUE",
+        help="a header sent with every push (the lab's production mode: X-Forwarded-Proto=https)",
+    )
+    parser.add_argument(
         "--prefix", default="", help="prefix every name (topics, groups, zkRoot) to share a stack"
     )
     return parser.parse_args(argv)
+
+
+def _header(text: str) -> tuple[str, str]:
+    name, sep, value = text.partition("=")
+    if not sep or not name.strip():
+        raise argparse.ArgumentTypeError(f"expected NAME=VALUE, got {text!r}")
+    return name.strip(), value.strip()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -64,7 +79,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
 
-    poster = StatsPoster(args.ingest_url, args.ingest_token) if args.ingest_url else None
+    headers = dict(args.ingest_header)
+    poster = (
+        StatsPoster(args.ingest_url, args.ingest_token, headers=headers)
+        if args.ingest_url
+        else None
+    )
     registry = TopologyRegistry()
     world = World(
         DEMO_WORLD.prefixed(args.prefix),
@@ -76,7 +96,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     runner = ScenarioRunner(world)
     spout_poster = (
-        SpoutStatsPoster(args.ingest_url, args.ingest_token, world.topologies.spouts)
+        SpoutStatsPoster(
+            args.ingest_url, args.ingest_token, world.topologies.spouts, headers=headers
+        )
         if args.ingest_url
         else None
     )

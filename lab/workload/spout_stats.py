@@ -13,7 +13,7 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from lab.storm.spout import KafkaSpoutSim
@@ -69,10 +69,12 @@ class SpoutStatsPoster:
         interval_s: float = 5.0,
         max_queue: int = 200,
         timeout_s: float = 5.0,
+        headers: Mapping[str, str] | None = None,
     ) -> None:
         self._poster = IngestPoster(
-            ingest_url.rstrip("/") + "/spout", token, max_queue, timeout_s, "spout-stats-poster"
-        )
+            ingest_url.rstrip("/") + "/spout", token, max_queue, timeout_s, "spout-stats-poster",
+            headers,
+        )  # fmt: skip
         self._spouts = spouts
         self._interval_s = interval_s
         self._stop = threading.Event()

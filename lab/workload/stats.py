@@ -19,6 +19,7 @@ import threading
 import time
 import urllib.parse
 import urllib.request
+from collections.abc import Mapping
 
 log = logging.getLogger(__name__)
 
@@ -33,9 +34,13 @@ class IngestPoster:
         max_queue: int = 200,
         timeout_s: float = 5.0,
         name: str = "ingest-poster",
+        headers: Mapping[str, str] | None = None,
     ) -> None:
         self.url = url
         self._token = token
+        # Sent with every push: what a proxy on the way would add (``X-Forwarded-Proto``
+        # in the lab's production mode, docs/LAB.md).
+        self._headers = dict(headers or {})
         self._timeout_s = timeout_s
         self._queue: queue.Queue[tuple[str, str]] = queue.Queue(maxsize=max_queue)
         self._stop = threading.Event()
@@ -88,7 +93,7 @@ class IngestPoster:
                     )
 
     def _post(self, url: str, body: str) -> None:
-        headers = {"Content-Type": "application/json"}
+        headers = {**self._headers, "Content-Type": "application/json"}
         if self._token:
             headers["Authorization"] = f"Bearer {self._token}"
         req = urllib.request.Request(url, data=body.encode(), headers=headers, method="POST")
@@ -100,11 +105,17 @@ class StatsPoster(IngestPoster):
     """librdkafka statistics to ``<ingest>/librdkafka``, a consumer's with its group."""
 
     def __init__(
-        self, ingest_url: str, token: str | None, max_queue: int = 200, timeout_s: float = 5.0
+        self,
+        ingest_url: str,
+        token: str | None,
+        max_queue: int = 200,
+        timeout_s: float = 5.0,
+        headers: Mapping[str, str] | None = None,
     ) -> None:
         super().__init__(
-            ingest_url.rstrip("/") + "/librdkafka", token, max_queue, timeout_s, "stats-poster"
-        )
+            ingest_url.rstrip("/") + "/librdkafka", token, max_queue, timeout_s, "stats-poster",
+            headers,
+        )  # fmt: skip
 
     def submit(self, stats_json: str, group: str | None = None) -> None:
         """Enqueue one statistics document; never blocks. The document does not carry the
