@@ -285,9 +285,11 @@ def run_status_job(
     window_ms: int = DEFAULT_STATUS_LOOKBACK_MS,
     config: EvaluatorConfig | None = None,
     keep: int = DEFAULT_KEEP_RUNS,
+    per_cluster: Mapping[str, EvaluatorConfig] | None = None,
 ) -> JobResult:
     """Status and diagnosis of every partition and group seen in the last ``window_ms`` of
-    samples (up to and including ``now_ms``), written as one run.
+    samples (up to and including ``now_ms``), written as one run; a cluster named in
+    ``per_cluster`` is judged with its own thresholds, the others with ``config``.
 
     ``window_ms`` is the look-back of the read, not the evaluator's window (its last
     ``config.window`` commits): see the module's docstring. Raises on any failure (an
@@ -305,7 +307,7 @@ def run_status_job(
     partitions = None
     try:
         input_rows = samples.count()
-        partitions, groups = evaluate_status(samples, now_ms, config)
+        partitions, groups = evaluate_status(samples, now_ms, config, per_cluster)
         # The group frame is built from the partition frame: evaluate the partitions once.
         partitions = partitions.persist(StorageLevel.MEMORY_AND_DISK)
         _write(partitions, f"{temp}/partitions")

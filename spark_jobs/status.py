@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import pandas as pd
@@ -141,13 +141,21 @@ def _drop_duplicates(cols: dict[str, list[Any]]) -> dict[str, list[Any]]:
 
 
 def evaluate_group_samples(
-    cols: dict[str, list[Any]], config: EvaluatorConfig, now_ms: int
+    cols: dict[str, list[Any]],
+    config: EvaluatorConfig,
+    now_ms: int,
+    per_cluster: Mapping[str, EvaluatorConfig] | None = None,
 ) -> dict[str, list[Any]]:
     """Verdict rows (``PARTITION_VERDICT_SCHEMA``'s columns) of every partition of one group,
-    from the group's samples as column lists sorted by (topic, partition, ts_ms)."""
+    from the group's samples as column lists sorted by (topic, partition, ts_ms).
+
+    ``per_cluster`` holds the thresholds of clusters that set their own (SPEC §2.4); the
+    others are judged with ``config``."""
     cols = _drop_duplicates(cols)
     topic, part = cols["topic"], cols["partition"]
     cluster, source, group = cols["cluster"][0], cols["source"][0], cols["group"][0]
+    if per_cluster:
+        config = per_cluster.get(cluster, config)
     runs = _partition_runs(topic, part)
     # Two topics under one spout path: two topologies sharing a spoutConfig.id (DOMAIN §1).
     spout_topics = sorted(set(topic)) if source == "storm" else []
@@ -172,13 +180,17 @@ def evaluate_group_samples(
     return rows
 
 
-def _group_evaluator(config: EvaluatorConfig, now_ms: int) -> Callable[[pa.Table], pa.Table]:
+def _group_evaluator(
+    config: EvaluatorConfig, now_ms: int, per_cluster: Mapping[str, EvaluatorConfig] | None
+) -> Callable[[pa.Table], pa.Table]:
     order = [("topic", "ascending"), ("partition", "ascending"), ("ts_ms", "ascending")]
+    per_cluster = dict(per_cluster or {})  # shipped to the executors with the function
 
     def evaluate(table: pa.Table) -> pa.Table:
         table = table.sort_by(order)
         cols = {name: table.column(name).to_pylist() for name in _INPUT_COLUMNS}
-        return pa.table(evaluate_group_samples(cols, config, now_ms), schema=_VERDICT_ARROW_SCHEMA)
+        rows = evaluate_group_samples(cols, config, now_ms, per_cluster)
+        return pa.table(rows, schema=_VERDICT_ARROW_SCHEMA)
 
     return evaluate
 
@@ -212,7 +224,10 @@ def _evaluate_group_frame(pdf: pd.DataFrame) -> pd.DataFrame:
 
 
 def evaluate_status(
-    samples: DataFrame, now_ms: int, config: EvaluatorConfig
+    samples: DataFrame,
+    now_ms: int,
+    config: EvaluatorConfig,
+    per_cluster: Mapping[str, EvaluatorConfig] | None = None,
 ) -> tuple[DataFrame, DataFrame]:
     """Partition verdicts and group verdicts (``PARTITION_VERDICT_SCHEMA``,
     ``GROUP_VERDICT_SCHEMA``) of every partition in ``samples`` as of ``now_ms``.
@@ -225,7 +240,7 @@ def evaluate_status(
     partitions = (
         samples.select(*_INPUT_COLUMNS)
         .groupBy(*GROUP_KEY)
-        .applyInArrow(_group_evaluator(config, now_ms), PARTITION_VERDICT_SCHEMA)
+        .applyInArrow(_group_evaluator(config, now_ms, per_cluster), PARTITION_VERDICT_SCHEMA)
     )
     groups = partitions.groupBy(*GROUP_KEY).applyInPandas(
         _evaluate_group_frame, GROUP_VERDICT_SCHEMA

@@ -22,6 +22,8 @@ from urllib.parse import urlsplit
 import yaml
 
 from dashboard.secrecy import env_ref, env_var_name, is_env_ref, is_secret_key, mask_config
+from spark_jobs.evaluator.types import WindowInputError
+from spark_jobs.evaluator.window_document import parse_config as parse_evaluator_config
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 # The columns' lengths (``Cluster``): PostgreSQL refuses a longer value, so the file does too.
@@ -81,6 +83,9 @@ class ClusterConfig:
     broker_metrics_urls: list[str] = field(default_factory=list)
     # RETENTION_RISK below this many seconds before retention deletes unread messages; 0: off.
     retention_risk_s: int = 3600
+    # The evaluator's thresholds this cluster sets itself (SPEC §2.4, §4), over the
+    # deployment's ``LAGWATCH_EVALUATOR``: allowed_lag, window, minimum_complete, ...
+    evaluator: dict[str, Any] = field(default_factory=dict)
 
     def __repr__(self) -> str:  # a log line or an error report never prints a password
         fields = {**asdict(self), "kafka_config": mask_config(self.kafka_config)}
@@ -119,10 +124,25 @@ class ClusterConfig:
         if self.broker_metrics_urls:
             entry["broker_metrics_urls"] = list(self.broker_metrics_urls)
         entry["retention_risk_s"] = self.retention_risk_s
+        if self.evaluator:
+            entry["evaluator"] = dict(self.evaluator)
         return entry
 
     def as_fields(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def evaluator_problem(overrides: object) -> str | None:
+    """What is wrong with a cluster's evaluator thresholds, or None: the same checks as the
+    ``config`` object of an ``evaluate_window`` document (one definition of a valid
+    threshold)."""
+    if overrides is None or overrides == {}:
+        return None
+    try:
+        parse_evaluator_config(overrides, "evaluator")
+    except WindowInputError as exc:
+        return str(exc)
+    return None
 
 
 def _line(node: yaml.Node | None) -> int | None:
@@ -272,8 +292,16 @@ def _setting(where: str, line: int | None, key: str, value: Any, environ: Mappin
 
 def _cluster(reader: _Reader, environ: Mapping[str, str]) -> ClusterConfig:
     keys = reader.mapping(
-        {"name", "poll_interval_s", "kafka", "zookeeper", "storm_ui_url", "broker_metrics_urls",
-         "retention_risk_s"}
+        {
+            "name",
+            "poll_interval_s",
+            "kafka",
+            "zookeeper",
+            "storm_ui_url",
+            "broker_metrics_urls",
+            "retention_risk_s",
+            "evaluator",
+        }
     )
     if "name" not in keys:
         raise reader.fail("missing 'name'")
@@ -334,6 +362,11 @@ def _cluster(reader: _Reader, environ: Mapping[str, str]) -> ClusterConfig:
         fields["broker_metrics_urls"] = urls
     if "retention_risk_s" in keys:
         fields["retention_risk_s"] = keys["retention_risk_s"].integer(0, 365 * 86400)
+    if "evaluator" in keys:
+        overrides = keys["evaluator"].plain()
+        if (problem := evaluator_problem(overrides)) is not None:
+            raise keys["evaluator"].fail(problem)
+        fields["evaluator"] = dict(overrides or {})
     if "kafka" not in keys and "zookeeper" not in keys:
         raise reader.fail(f"cluster {name!r} has neither 'kafka' nor 'zookeeper'")
     return ClusterConfig(**fields)

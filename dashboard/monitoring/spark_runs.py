@@ -26,7 +26,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from dashboard.monitoring.locks import exclusive
-from dashboard.monitoring.models import SparkJobOutcome, SparkJobRun
+from dashboard.monitoring.models import Cluster, SparkJobOutcome, SparkJobRun
 from dashboard.monitoring.rollup_history import apply_rollup_results
 from dashboard.monitoring.signals import status_applied
 from dashboard.monitoring.spark_results import apply_status_results
@@ -88,6 +88,16 @@ def evaluator_config() -> EvaluatorConfig:
     return EvaluatorConfig(**settings.LAGWATCH_EVALUATOR)
 
 
+def cluster_evaluator_configs() -> dict[str, EvaluatorConfig]:
+    """The thresholds of each cluster that sets its own (``Cluster.evaluator``), each over
+    the deployment's: a cluster changes only what it names."""
+    return {
+        name: EvaluatorConfig(**{**settings.LAGWATCH_EVALUATOR, **overrides})
+        for name, overrides in Cluster.objects.values_list("name", "evaluator")
+        if overrides
+    }
+
+
 def _execute(job: str, window_s: int, now_ms: int) -> JobResult:
     """The job itself; pyspark is imported here so a web process never loads it."""
     from spark_jobs.jobs import run_rollups_job, run_status_job
@@ -100,8 +110,9 @@ def _execute(job: str, window_s: int, now_ms: int) -> JobResult:
     window_ms = window_s * 1000
     if job == "status":
         return run_status_job(
-            spark, sample_url, results_url, now_ms, window_ms, evaluator_config(), keep
-        )
+            spark, sample_url, results_url, now_ms, window_ms, evaluator_config(), keep,
+            per_cluster=cluster_evaluator_configs(),
+        )  # fmt: skip
     return run_rollups_job(spark, sample_url, results_url, now_ms, window_ms, keep)
 
 

@@ -167,6 +167,31 @@ def test_an_unreadable_file_is_a_clear_error(tmp_path: Path) -> None:
             r"clusters\[1\]\.name: duplicate cluster name \(line 4\)",
         ),
         ("clusters:\n  - name: a\n    name: b\n", "name: duplicate key"),
+        # The evaluator's thresholds: the evaluate_window document's checks, the key named.
+        (
+            "clusters:\n  - name: a\n    zookeeper: {hosts: x}\n    evaluator: {window: 0}\n",
+            r"evaluator\.window.*\(line 4\)",
+        ),
+        (
+            "clusters:\n  - name: a\n    zookeeper: {hosts: x}\n    evaluator: {allowed_lag: -1}\n",
+            r"evaluator\.allowed_lag",
+        ),
+        (
+            "clusters:\n  - name: a\n    zookeeper: {hosts: x}\n    evaluator: {alowed_lag: 5}\n",
+            "alowed_lag",
+        ),
+        (
+            "clusters:\n  - name: a\n    zookeeper: {hosts: x}\n    evaluator: {minimum_complete: 2}\n",
+            r"evaluator\.minimum_complete",
+        ),
+        (
+            "clusters:\n  - name: a\n    zookeeper: {hosts: x}\n    evaluator: [window, 5]\n",
+            "evaluator",
+        ),
+        (
+            "clusters:\n  - name: a\n    zookeeper: {hosts: x}\n    evaluator: {window: '5'}\n",
+            r"evaluator\.window",
+        ),
     ],
 )
 def test_bad_input_names_the_key_and_line(text: str, message: str) -> None:
@@ -205,3 +230,51 @@ def test_retention_risk_threshold_imports_exports_and_defaults(tmp_path: Path) -
     assert Cluster.objects.get(name="zk-only").retention_risk_s == 3600  # the default
     exported = parse_config(run("export"))
     assert {c.name: c.retention_risk_s for c in exported} == {"local": 0, "zk-only": 3600}
+
+
+@pytest.mark.django_db
+def test_evaluator_thresholds_per_cluster_import_export_and_reach_the_status_job(
+    tmp_path: Path,
+) -> None:
+    """SPEC §2.4: a cluster's own thresholds, over the deployment's (LAGWATCH_EVALUATOR)."""
+    from dashboard.monitoring.spark_runs import cluster_evaluator_configs, evaluator_config
+
+    text = GOOD.replace(
+        "    storm_ui_url: null\n",
+        "    storm_ui_url: null\n    evaluator: {allowed_lag: 500, window: 20}\n",
+    )
+    run("import", write(tmp_path, text))
+    assert Cluster.objects.get(name="local").evaluator == {"allowed_lag": 500, "window": 20}
+    assert Cluster.objects.get(name="zk-only").evaluator == {}
+    exported = parse_config(run("export"))
+    assert {c.name: c.evaluator for c in exported} == {
+        "local": {"allowed_lag": 500, "window": 20},
+        "zk-only": {},
+    }
+    default = evaluator_config()
+    configs = cluster_evaluator_configs()
+    assert set(configs) == {"local"}  # the other cluster keeps the deployment's
+    own = configs["local"]
+    assert (own.allowed_lag, own.window) == (500, 20)
+    # What the cluster does not name stays the deployment's.
+    assert own.minimum_complete == default.minimum_complete
+    assert own.rebalance_storm_count == default.rebalance_storm_count
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ({"window": 0}, r"evaluator\.window"),
+        ({"backpressure_share": 0}, r"evaluator\.backpressure_share"),
+        ({"nonsense": 1}, "nonsense"),
+        ("allowed_lag=5", "evaluator"),
+    ],
+)
+def test_the_admin_refuses_bad_evaluator_thresholds_naming_the_key(value, message) -> None:
+    from django.core.exceptions import ValidationError
+
+    cluster = Cluster(name="c", zk_hosts="x", evaluator=value)
+    with pytest.raises(ValidationError, match=message):
+        cluster.full_clean()
+    Cluster(name="c", zk_hosts="x", evaluator={"allowed_lag": 3}).full_clean()

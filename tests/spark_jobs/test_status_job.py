@@ -11,6 +11,7 @@ fixture), so the whole file costs one ``applyInPandas`` round.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any
 
@@ -996,3 +997,21 @@ def test_spout_figures_older_than_the_windows_first_commit_are_left_out() -> Non
     window = window_from_samples("p", columns(rows), CONFIG)  # window=5: from poll 3 on
     assert window.spout_pending == (103, 104, 105, 106, 107)
     assert window.max_spout_pending is None and window.smallest_failed_offset is None
+
+
+def test_a_cluster_with_its_own_thresholds_is_judged_by_them(spark: SparkSession) -> None:
+    """SPEC §2.4: thresholds are per cluster. The same samples under a second cluster name,
+    which allows any lag: its partitions get the lenient verdicts, c1's the default ones."""
+    lenient = dataclasses.replace(CONFIG, allowed_lag=10**12)
+    copy = [{**r, "cluster": "c2"} for r in ROWS]
+    partitions, _ = evaluate_status(frame(spark, ROWS + copy), NOW, CONFIG, {"c2": lenient})
+    rows = [r.asDict() for r in partitions.collect()]
+    assert len(rows) == 2 * len(WINDOWS)
+    changed = 0
+    for row in rows:
+        pid = partition_id("c1", row["source"], row["group"], row["topic"], row["partition"])
+        config = lenient if row["cluster"] == "c2" else CONFIG
+        expected = evaluate_partition(WINDOWS[pid], config, NOW)
+        assert (row["status"], row["reason"]) == (expected.status, expected.reason), pid
+        changed += row["cluster"] == "c2" and row["status"] != EXPECTED[pid].status
+    assert changed  # the lenient thresholds did turn some verdicts

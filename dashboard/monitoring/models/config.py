@@ -8,6 +8,7 @@ from dashboard.monitoring.config_file import (
     MAX_BROKER_METRICS_URLS,
     NAME_RE,
     ClusterConfig,
+    evaluator_problem,
     metrics_url_problem,
 )
 
@@ -29,6 +30,11 @@ def _validate_metrics_urls(value: object) -> None:
             raise ValidationError(f"broker_metrics_urls[{i}]: {problem}")
     if len(set(value)) != len(value):
         raise ValidationError("broker_metrics_urls: a URL is listed twice")
+
+
+def _validate_evaluator(value: object) -> None:
+    if (problem := evaluator_problem(value)) is not None:
+        raise ValidationError(problem)
 
 
 class Cluster(models.Model):
@@ -63,6 +69,16 @@ class Cluster(models.Model):
         help_text="RETENTION_RISK when retention may delete unread messages within this many "
         "seconds; 0 turns it off.",
     )
+    # The evaluator's thresholds this cluster sets itself, over LAGWATCH_EVALUATOR (SPEC §2.4).
+    evaluator = models.JSONField(
+        "evaluator thresholds",
+        default=dict,
+        blank=True,
+        validators=[_validate_evaluator],
+        help_text='This cluster\'s own status thresholds, e.g. {"allowed_lag": 100, "window": 20}; '
+        "allowed_lag, minimum_complete, window, min_distance_s, rebalance_storm_count, "
+        "backpressure_share. Empty: the deployment's (LAGWATCH_EVALUATOR).",
+    )
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
@@ -84,4 +100,5 @@ class Cluster(models.Model):
             storm_ui_url=self.storm_ui_url or None,
             broker_metrics_urls=list(self.broker_metrics_urls or []),
             retention_risk_s=self.retention_risk_s,
+            evaluator=dict(self.evaluator or {}),
         )
