@@ -415,6 +415,8 @@ def production_env(ctx: Context) -> dict[str, str]:
         "DJANGO_SECURE_SSL_REDIRECT": "1",
         "DJANGO_SECURE_PROXY_SSL_HEADER": "1",
         "DJANGO_STATIC_ROOT": str(ctx.run_dir / "static"),
+        # Links in alert notices point at this stack's web server (compose: the public URL).
+        "LAGWATCH_BASE_URL": ctx.url("web"),
     }
 
 

@@ -3,10 +3,10 @@
 The end-to-end tests spend minutes waiting on windows and job periods while using little CPU;
 the unit tests are the opposite. Three units of scheduling keep two cores busy without
 starving the waits: every test of the shared lab stack (``tests/lab_world.py``) goes to one
-worker, so that stack starts once; every test that starts stacks of its own goes to a
-second, so no more than two stacks run at a time; each other module is a unit of its own
-(its module fixtures built once), spread over whichever worker is free. The two stack units
-are scheduled first, so the run does not end on one long test.
+worker, so that stack starts once; the tests that start stacks of their own go to two more
+units, so no more than three stacks run at a time; each other module is a unit of its own
+(its module fixtures built once), spread over whichever worker is free. The stack units are
+scheduled first, so the run does not end on one long test.
 
 pytest-xdist's ``--dist loadgroup`` would do the grouping with markers, but with pytest 9 its
 group suffix no longer reaches the node ids (pytest-xdist 3.8 sets ``item._nodeid``, which
@@ -29,9 +29,17 @@ LAB_WORLD_MODULES = frozenset({
 })  # fmt: skip
 # Outside tests/lab/, modules that start heavy services of their own.
 OWN_STACK_MODULES = frozenset({"tests/spark_jobs/test_standalone_cluster.py"})
+# The longest own-stack modules, a unit of their own so that the two halves take about as
+# long (~9 and ~10 minutes on a quiet machine).
+OWN_STACKS_LONG = frozenset({
+    "tests/lab/test_lab_verdicts.py",
+    "tests/lab/test_lab_status.py",
+    "tests/lab/test_collection_under_outage.py",
+})  # fmt: skip
 
 LAB_WORLD = "stacks:lab_world"
 OWN_STACKS = "stacks:own"
+OWN_STACKS_B = "stacks:own-long"
 
 
 def module_of(nodeid: str) -> str:
@@ -42,6 +50,8 @@ def scope_of(nodeid: str) -> str:
     module = module_of(nodeid)
     if module in LAB_WORLD_MODULES:
         return LAB_WORLD
+    if module in OWN_STACKS_LONG:
+        return OWN_STACKS_B
     if module.startswith("tests/lab/") or module in OWN_STACK_MODULES:
         return OWN_STACKS
     return module
@@ -49,7 +59,7 @@ def scope_of(nodeid: str) -> str:
 
 def tier(nodeid: str) -> int:
     """Scheduling order: the shared stack's tests, the own-stack tests, everything else."""
-    return {LAB_WORLD: 0, OWN_STACKS: 1}.get(scope_of(nodeid), 2)
+    return {LAB_WORLD: 0, OWN_STACKS_B: 1, OWN_STACKS: 1}.get(scope_of(nodeid), 2)
 
 
 class StackAwareScheduling(LoadScopeScheduling):
