@@ -72,6 +72,7 @@ class FoundGroup:
     topology_id: str
     last_seen_at: datetime
     poll_interval_s: int
+    window: int = 10  # the cluster's evaluator window (its own threshold, else the deployment's)
 
 
 def _epoch_ms(column: str) -> str:
@@ -91,7 +92,7 @@ def _sql() -> tuple[str, str]:
     partitions, samples = q(PartitionState._meta.db_table), q(OffsetSample._meta.db_table)
     group = (
         "SELECT g.id, g.source, g.name, g.status, g.complete, g.members, g.topology_id,"
-        " g.last_seen_at, c.poll_interval_s"
+        " g.last_seen_at, c.poll_interval_s, c.evaluator"
         f" FROM {groups} g JOIN {clusters} c ON c.id = g.cluster_id"
         " WHERE c.name = %s AND g.name IN (%s, %s)"
     )
@@ -130,7 +131,7 @@ def find_group(cluster: str, name: str) -> FoundGroup | None:
         cursor.execute(_sql()[0], [cluster, name, plain])
         found = cursor.fetchall()
     ranked = []
-    for pk, source, gname, status, complete, members, topology_id, seen, poll in found:
+    for pk, source, gname, status, complete, members, topology_id, seen, poll, evaluator in found:
         if gname == name and source in _NAMED:
             rank = _NAMED.index(source)
         elif source == SourceKind.STORM and STORM_PREFIX + gname == name:
@@ -139,8 +140,11 @@ def find_group(cluster: str, name: str) -> FoundGroup | None:
             continue
         if isinstance(members, str | bytes):
             members = json.loads(members)
+        if isinstance(evaluator, str | bytes):
+            evaluator = json.loads(evaluator)
         ranked.append((rank, FoundGroup(pk, source, status, complete, members or [],
-                                        topology_id, _aware(seen), poll)))  # fmt: skip
+                                        topology_id, _aware(seen), poll,
+                                        window(evaluator))))  # fmt: skip
     return min(ranked, key=lambda r: r[0])[1] if ranked else None
 
 
@@ -153,14 +157,16 @@ def _client_ids(group: FoundGroup) -> dict[str, tuple[str, str]]:
     return found
 
 
-def window() -> int:
-    """Commits in a status window: Burrow's ``intervals``, the length of its offset ring."""
-    return int(settings.LAGWATCH_EVALUATOR["window"])
+def window(cluster_evaluator: dict | None = None) -> int:
+    """Commits in a status window: Burrow's ``intervals``, the length of its offset ring; a
+    cluster's own evaluator window (``Cluster.evaluator``) wins over the deployment's."""
+    own = (cluster_evaluator or {}).get("window")
+    return int(own if own is not None else settings.LAGWATCH_EVALUATOR["window"])
 
 
 def _window_start(group: FoundGroup) -> datetime:
     """One window's span before the group's last poll, at one commit per poll."""
-    return group.last_seen_at - timedelta(seconds=window() * max(group.poll_interval_s, 1))
+    return group.last_seen_at - timedelta(seconds=group.window * max(group.poll_interval_s, 1))
 
 
 def partition_rows(group: FoundGroup) -> list[PartitionRow]:

@@ -106,7 +106,7 @@ def consumer_detail(request: HttpRequest, cluster: str, group: str) -> ApiJsonRe
     if found is None:
         return _refuse(request, 404, "cluster or consumer not found", {})
     topics = burrow.consumer_topics(
-        burrow_data.partition_rows(found), burrow_data.poll_offsets(found), burrow_data.window()
+        burrow_data.partition_rows(found), burrow_data.poll_offsets(found), found.window
     )
     return ApiJsonResponse(
         burrow.envelope("consumer detail returned", _request_info(request), topics=topics)

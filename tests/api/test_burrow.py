@@ -242,6 +242,18 @@ def test_consumer_detail_of_a_kafka_group_matches_burrow(client: Client, world: 
     assert topics["invoices"][0]["owner"] == "/10.0.0.1"
 
 
+def test_a_cluster_with_its_own_window_rings_that_many_commits(
+    client: Client, world: World
+) -> None:
+    """SPEC §2.4: a cluster's own evaluator window is Burrow's ``intervals`` for its groups."""
+    Cluster.objects.filter(pk=world.clusters["prod"].pk).update(evaluator={"window": 4})
+    body = get(client, "/v3/kafka/prod/consumer/billing")
+    offsets = body["topics"]["invoices"][1]["offsets"]
+    assert len(offsets) == 4
+    polls = [ms(world.now - timedelta(seconds=10 * k)) for k in range(3, 0, -1)]
+    assert [o["timestamp"] for o in offsets[:-1]] == polls
+
+
 def test_consumer_detail_fills_partitions_without_a_row_as_burrow_does(
     client: Client, world: World
 ) -> None:
