@@ -10,7 +10,7 @@ from urllib.parse import quote
 import pytest
 from django.test import Client
 
-from dashboard.monitoring.models import ConsumerGroup, OffsetSample, PartitionState
+from dashboard.monitoring.models import Cluster, ConsumerGroup, OffsetSample, PartitionState
 from tests.api import burrow_documented as doc
 from tests.api.world import HOSTILE, World
 
