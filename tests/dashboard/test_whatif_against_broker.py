@@ -124,7 +124,15 @@ def test_whatif_of_the_assignor_in_use_moves_nothing(
     assert doc["type"] == "classic"
     assert len(doc["members"]) == MEMBERS
     ran = doc["assignors"][key]
-    assert ran["moves"] == 0 and ran["unowned_assigned"] == 0
+    # (Failed once under a load average of ~25: two moves. The figures say which.)
+    assert ran["moves"] == 0 and ran["unowned_assigned"] == 0, {
+        "held": real,
+        "assignor": ran["assignment"],
+        "members": [
+            (m["member_id"], m.get("subscription"), m.get("client_id")) for m in doc["members"]
+        ],
+        "partitions": doc.get("partitions") or doc.get("topics"),
+    }
     assert ran["assignment"] == real
     # The layout is one where the assignors differ, so agreeing above is not a coincidence.
     assert doc["assignors"][other]["moves"] > 0
