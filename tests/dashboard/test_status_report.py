@@ -179,13 +179,16 @@ def test_brokers_purgatory_with_as_of_and_error(groups) -> None:
 
 
 def test_spouts_latest_figures_by_cluster_and_topology(groups) -> None:
+    # Spouts are shown while fresh (10 min) by the wall clock: the time of the test, not of
+    # the module's import (parallel workers may import it long before they run it).
+    now = timezone.now().replace(microsecond=0)
     prod = Cluster.objects.get(name="prod")
     other = Cluster.objects.create(name="other")
     rows = [
-        (prod, "topo-1", "spout", NOW - timedelta(seconds=5), 90, 20),
-        (prod, "topo-1", "spout", NOW, 100, 20),  # the latest of topo-1/spout
-        (prod, "topo-0", "spout", NOW - timedelta(hours=1), 5, None),  # killed long ago
-        (other, "topo-9", XSS, NOW, 7, None),
+        (prod, "topo-1", "spout", now - timedelta(seconds=5), 90, 20),
+        (prod, "topo-1", "spout", now, 100, 20),  # the latest of topo-1/spout
+        (prod, "topo-0", "spout", now - timedelta(hours=1), 5, None),  # killed long ago
+        (other, "topo-9", XSS, now, 7, None),
     ]
     SpoutSample.objects.bulk_create(
         SpoutSample(cluster=c, topology_id=t, spout_id=s, at=at, emitted=e, acked=e, failed=0,
@@ -194,10 +197,10 @@ def test_spouts_latest_figures_by_cluster_and_topology(groups) -> None:
     )  # fmt: skip
     doc = status()
     assert doc["spouts"] == [
-        {"cluster": "other", "topology_id": "topo-9", "spout_id": XSS, "at": iso(NOW),
+        {"cluster": "other", "topology_id": "topo-9", "spout_id": XSS, "at": iso(now),
          "emitted": 7, "acked": 7, "failed": 0, "complete_latency_ms": 3.5, "pending": None,
          "max_spout_pending": None},
-        {"cluster": "prod", "topology_id": "topo-1", "spout_id": "spout", "at": iso(NOW),
+        {"cluster": "prod", "topology_id": "topo-1", "spout_id": "spout", "at": iso(now),
          "emitted": 100, "acked": 100, "failed": 0, "complete_latency_ms": 3.5, "pending": 20,
          "max_spout_pending": 20},
     ]  # fmt: skip
