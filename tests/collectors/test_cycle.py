@@ -18,7 +18,7 @@ from collectors.client_reports import ClientReport
 from collectors.cluster_sources import ClusterSettings
 from collectors.cycle import runner
 from collectors.cycle.stale import Staleness
-from collectors.cycle.store_port import BrokerOffsetPoint
+from collectors.cycle.store_port import BrokerOffsetPoint, StoredCycle
 from collectors.cycle.write import sample_columns, sample_rows, write_cycle
 from collectors.figures import PartitionFigure
 from collectors.outcome import CycleOutcome, SourceOutcome
@@ -26,6 +26,7 @@ from collectors.records import (
     CollectionResult,
     CommittedOffset,
     GroupMember,
+    GroupSnapshot,
     PartitionOffsets,
     Source,
     SpoutFigures,
@@ -44,6 +45,19 @@ class FakeStore:
         self.written: list[tuple[CycleOutcome, Staleness]] = []
         self.offsets: list[BrokerOffsetPoint] = []
         self.asked_offsets_since: list[int] = []
+
+    def last_cycle(self) -> StoredCycle | None:
+        if not self.written:
+            return None
+        outcome = self.written[-1][0]
+        return outcome.cycle_ms, outcome.collected_by
+
+    def group_snapshots(self) -> list[GroupSnapshot]:
+        """The groups of the newest write, each group's newest where it was absent since."""
+        groups: dict[tuple[Source, str], GroupSnapshot] = {}
+        for outcome, _ in self.written:
+            groups.update(((g.source, g.group), g) for g in outcome.groups)
+        return list(groups.values())
 
     def broker_offsets_since(self, since_ms: int) -> Iterator[BrokerOffsetPoint]:
         self.asked_offsets_since.append(since_ms)
