@@ -59,14 +59,15 @@ def exclusive(key: str, ttl_s: int) -> Iterator[bool]:
 
 
 @contextmanager
-def lease(key: str, ttl_s: float, wait_s: float = 0.0) -> Iterator[bool]:
+def lease(key: str, ttl_s: float, wait_s: float = 0.0, holder: str = "") -> Iterator[bool]:
     """Yields whether ``key`` was taken, waiting up to ``wait_s`` for its holder to let go.
 
     While held, a daemon thread renews it every third of ``ttl_s``: a long cycle keeps it,
     and a holder that dies (SIGKILL, a lost machine) loses it ``ttl_s`` later at most.
-    Released on exit only if still ours.
+    Released on exit only if still ours. Its value is ``<holder>/<random token>``: who holds
+    a cluster can be read from Redis.
     """
-    token = secrets.token_hex(8)
+    token = f"{holder}/{secrets.token_hex(8)}"
     ttl_ms = max(1000, int(ttl_s * 1000))
     deadline = time.monotonic() + max(0.0, wait_s)
     while not (taken := bool(client().set(key, token, nx=True, px=ttl_ms))):

@@ -79,7 +79,8 @@ def collect_cluster(self, name: str, cycle_ms: int) -> dict | None:
     deadline_ms = cycle_ms + (interval + ttl_s + 1) * 1000
     wait_s = max(0.0, (deadline_ms - time.time() * 1000) / 1000)
     mark = f"lagwatch:collected:{name}"
-    with lease(f"lagwatch:collecting:{name}", ttl_s, wait_s) as mine:
+    me = collector_id()
+    with lease(f"lagwatch:collecting:{name}", ttl_s, wait_s, holder=me) as mine:
         if not mine:
             log.warning("cluster %s: previous cycle still running, slot %d skipped", name, cycle_ms)
             return None
@@ -96,7 +97,7 @@ def collect_cluster(self, name: str, cycle_ms: int) -> dict | None:
             raise self.retry(exc=exc, countdown=1) from exc
         # Kept a while past any redelivery (Celery's ``expires`` drops older tasks anyway).
         raise_mark(mark, cycle_ms, ttl_s=max(600, 10 * interval))
-        log.info("cluster %s: slot %d collected by %s", name, cycle_ms, collector_id())
+        log.info("cluster %s: slot %d collected by %s", name, cycle_ms, me)
         return report.as_dict()
 
 

@@ -8,7 +8,8 @@ only: the workload's ZooKeeper consumer and one this test registers by hand). Be
 each cluster's slot every few seconds; whichever collector takes it runs it.
 
 Midway a member joins a KIP-848 group and a ZooKeeper consumer group, then the first
-collector is killed with SIGKILL (its whole process group), and the members leave again.
+collector is killed with SIGKILL (its whole process group) while it holds a cluster's lease,
+in a cycle, and the members leave again.
 What is checked, from the stack's database and both collectors' logs:
 
 - no (cluster, slot) collected twice, and each stored cycle names the process the log does;
@@ -33,6 +34,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+import redis
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from kazoo.client import KazooClient
@@ -274,8 +276,21 @@ def test_two_collectors_share_three_clusters_and_survive_one_killed(
         load.add_848_member()
         register(zk, "zk-2")
         time.sleep(PHASE_S / 2)
+        # Killed mid-cycle: while it holds a cluster's lease (its value names the process).
+        leases = redis.Redis.from_url(endpoints["redis"])
+        doomed = f":{pids['collector']}/"
+
+        def in_a_cycle() -> str | None:
+            for key in leases.scan_iter("lagwatch:collecting:*"):
+                holder = leases.get(key)
+                if holder is not None and doomed in holder.decode():
+                    return key.decode()
+            return None
+
+        held = wait_for(in_a_cycle, 60, "the first collector in a cycle", 0.005)
         killed_at = int(time.time() * 1000)
         stack.kill_service("collector")
+        leases.close()
         time.sleep(PHASE_S / 2)
         load.extra_stop.set()
         zk.delete(f"/consumers/{ZK_GROUP}/ids/zk-2")
@@ -315,6 +330,10 @@ def test_two_collectors_share_three_clusters_and_survive_one_killed(
         }
         assert ran_before >= {killed, survivor}, (cluster, ran_before)
         assert ran_after == {survivor}, (cluster, ran_after)
+
+    # The cluster whose cycle was cut short went on, on the survivor, once the lease expired.
+    cut = held.rsplit(":", 1)[1]
+    assert any(slot > killed_at and p.endswith(f":{survivor}") for slot, p in cycles[cut]), held
 
     # No gap over two polls, the kill included.
     for cluster in CLUSTERS:
