@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('monitoring', '0011_retention_forecast'),
+        ('monitoring', '0012_cluster_evaluator'),
     ]
 
     operations = [
