@@ -42,8 +42,9 @@ __all__ = ["CycleMemory", "assemble_cycle"]
 class CycleMemory:
     """What a collector keeps between cycles of one cluster: offset history and last groups.
 
-    Lost on a worker restart, at the cost of a few cycles: the time tables are re-seeded from
-    stored broker offsets, and the rebalance tracker's first cycle reports no events.
+    Lost on a worker restart, and stale in a worker that another one relieved: the time
+    tables are re-seeded from stored broker offsets, and the rebalance tracker from the stored
+    groups (``collectors.cycle.runner``).
     """
 
     tables: TimeTables

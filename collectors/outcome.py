@@ -44,3 +44,6 @@ class CycleOutcome:
     errors: list[SourceError] = field(default_factory=list)
     brokers: list[BrokerFigures] = field(default_factory=list)  # purgatory figures (DOMAIN §5)
     topic_configs: list[TopicRetention] = field(default_factory=list)
+    # The collector process that ran the cycle (``collectors.cycle.runner.collector_id``):
+    # stored with the cycle, so that the next process knows whose memory the store holds.
+    collected_by: str = ""

@@ -21,6 +21,7 @@ and is not reported again. The core is the pure function ``derive_rebalance_even
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -356,6 +357,20 @@ class RebalanceTracker:
                 self._snapshots.pop((result.source, event.group), None)
             events.append(event)
         return events
+
+    def restore(self, snapshots: Iterable[GroupSnapshot]) -> None:
+        """Start again from another process's last cycle: ``snapshots`` are the groups as the
+        store holds them, which is what that process's tracker held after its cycle.
+
+        Several collector processes share a cluster's cycles; one that takes a cycle after
+        another's compares with the stored groups, not with its own stale memory (which would
+        report again what the other already reported, at a new time) nor with nothing (which
+        would miss what changed since). The partition counts are not stored: they restart
+        unknown, so a partition count that changed across the hand-over is not a cause (the
+        assignment that moved with it still is).
+        """
+        self._snapshots = {(s.source, s.group): s for s in snapshots}
+        self._counts = {}
 
     def forget(self, source: Source, group: str) -> None:
         """Drop a group that is known to be gone (deleted), so it is new if it comes back."""

@@ -513,13 +513,14 @@ def _worker_argv(ctx: Context) -> list[str]:
     ]  # fmt: skip
 
 
-def _collector_argv(ctx: Context) -> list[str]:
+def _collector_argv(ctx: Context, node: str = "lagwatch-collector") -> list[str]:
     # One process, a thread per cluster: the adapters' connections and each cluster's offset
-    # history stay in this process between cycles (collectors/cycle/runner.py).
+    # history stay in this process between cycles (collectors/cycle/runner.py). A second one
+    # (``collector2``) shares the clusters' cycles with it (docs/ARCHITECTURE.md).
     return [
         ctx.python, "-m", "celery", "-A", "dashboard", "worker", "-Q", "collectors",
         "-l", "info", "--pool", "threads", "--concurrency", "4",
-        "-n", "lagwatch-collector@%h", "--without-gossip", "--without-mingle",
+        "-n", f"{node}@%h", "--without-gossip", "--without-mingle",
     ]  # fmt: skip
 
 
@@ -660,6 +661,16 @@ SERVICES: dict[str, ServiceSpec] = {
             ready=_worker_ready,
             ready_timeout_s=60.0,
             stop_grace_s=15.0,
+        ),
+        ServiceSpec(
+            name="collector2",
+            requires=("redis",),
+            env=django_env,
+            argv=lambda ctx: _collector_argv(ctx, "lagwatch-collector2"),
+            ready=_worker_ready,
+            ready_timeout_s=60.0,
+            stop_grace_s=15.0,
+            optional=True,
         ),
         ServiceSpec(
             name="beat",

@@ -262,6 +262,24 @@ class Stack:
         log.info("%s stopped (%s)", name, outcome)
         return outcome
 
+    def kill_service(self, name: str) -> str:
+        """SIGKILL one service's whole process group at once: a crash (the OOM killer, a lost
+        machine), which no handler sees and no cleanup follows, unlike ``stop_service``. Lab
+        only (the sharded collectors' test kills a collector mid-run). ``start_service``
+        starts it again on the same port(s)."""
+        with self._locked():
+            state, record = self._find(name)
+            if record.reused:
+                raise StackError(f"{name} is reused, not started by the lab: not killing it")
+            if record.pid is None or record.start_ticks is None:
+                raise StackError(f"{name} is not running")
+            outcome = procs.terminate_group(
+                record.pid, record.start_ticks, grace_s=0.0, stop_signal=signal.SIGKILL
+            )
+            self._mark_stopped(state, record)
+        log.info("%s killed (%s)", name, outcome)
+        return outcome
+
     def pause_service(self, name: str, paused: bool = True) -> int:
         """SIGSTOP (``paused``) or SIGCONT one running service's process group: a broker
         that holds its connections open and answers nothing, which a stop cannot give (the

@@ -117,6 +117,9 @@ class OffsetsTopicState:
         self.skipped_key_versions: Counter[int] = Counter()  # record types not decoded
         self.events_dropped = 0
         self.last_error: str | None = None
+        # Set by the reader's caller once a poll read every partition to its end: from then
+        # on the picture is the coordinator's, not a prefix of its history.
+        self.read_to_end = False
 
     # -- reading the picture ----------------------------------------------------------------
 

@@ -10,10 +10,13 @@ time (the start of its poll-interval slot), not the time it ran. A retried task 
 same ``cycle_ms`` and rewrites the same rows and the same sample-log file.
 
 Memory: adapters (their connections), the latest-offset history behind time lag and the
-previous group snapshots behind rebalance events live in this process, per cluster. Run one
-collector process per set of clusters (the ``collectors`` queue); a second process collecting
-the same cluster stays correct (its offset history catches up from the store before each
-cycle) but sees only its own cycles' group changes.
+previous group snapshots behind rebalance events live in this process, per cluster. Several
+collector processes may share a cluster's cycles (the ``collectors`` queue; the Celery task
+makes each slot run once, one at a time): before each cycle the offset history catches up on
+what the store got since this process last looked, and when the newest stored cycle is not
+this process's own last one, the rebalance tracker starts again from the groups the store
+holds (:meth:`RebalanceTracker.restore`), so that a change another process already reported
+is not reported again, nor one it did not see missed.
 
 Garbage collection: the cycles own the collector's garbage collector
 (:mod:`collectors.cycle.gc_policy`): no collection runs during a cycle, one runs at its end.
@@ -22,6 +25,8 @@ Garbage collection: the cycles own the collector's garbage collector
 from __future__ import annotations
 
 import logging
+import os
+import socket
 import threading
 import time
 from dataclasses import dataclass, field
@@ -36,7 +41,14 @@ from collectors.rebalance import RebalanceTracker
 
 log = logging.getLogger(__name__)
 
-__all__ = ["TIME_TABLE_POINTS", "CycleReport", "cycle_slot", "forget_clusters", "run_cycle"]
+__all__ = [
+    "TIME_TABLE_POINTS",
+    "CycleReport",
+    "collector_id",
+    "cycle_slot",
+    "forget_clusters",
+    "run_cycle",
+]
 
 # Points of latest-offset history per partition: an hour at a 10 s poll once flat stretches
 # are folded (OffsetTimeTable keeps a flat line as its two ends).
@@ -57,12 +69,15 @@ class CycleReport:
     groups: int
     errors: int
     unreachable: list[str] = field(default_factory=list)
+    collected_by: str = ""
+    groups_rebuilt: bool = False  # the tracker started from the store's groups
 
     def as_dict(self) -> dict:
         return {
             "cluster": self.cluster, "cycle_ms": self.cycle_ms,
             "duration_s": round(self.duration_s, 3), "partitions": self.partitions,
             "groups": self.groups, "errors": self.errors, "unreachable": self.unreachable,
+            "collected_by": self.collected_by, "groups_rebuilt": self.groups_rebuilt,
         }  # fmt: skip
 
 
@@ -72,11 +87,20 @@ class _ClusterMemory:
     sources: ClusterSources
     memory: CycleMemory
     offsets_seen_until_ms: int | None = None
+    # The last cycle the tracker observed here: when the store's newest is another, the
+    # tracker's memory is not the store's.
+    observed_slot: int | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
 _memories: dict[str, _ClusterMemory] = {}
 _memories_lock = threading.Lock()
+
+
+def collector_id() -> str:
+    """This collector process, as stored with each cycle it runs (host and pid: the memory
+    the runner keeps is a process's; read at each call, so a forked child is itself)."""
+    return f"{socket.gethostname()}:{os.getpid()}"
 
 
 def cycle_slot(now_ms: int, poll_interval_s: int) -> int:
@@ -125,6 +149,22 @@ def _catch_up_offsets(store: CycleStore, held: _ClusterMemory, now_ms: int) -> N
         held.offsets_seen_until_ms = last_ms
 
 
+def _catch_up_groups(store: CycleStore, held: _ClusterMemory, name: str, me: str) -> bool:
+    """Rebuild the rebalance tracker from the store when its newest cycle is not the one this
+    process observed last (another process ran cycles since, or this one's write failed).
+    Returns whether it did."""
+    last = store.last_cycle()
+    if last is None or last == (held.observed_slot, me):
+        return False
+    held.memory.tracker.restore(store.group_snapshots())
+    log.info(
+        "cluster %s: rebalance memory rebuilt from the store (newest cycle %d by %s)",
+        name,
+        *last,
+    )
+    return True
+
+
 def run_cycle(
     cluster: ClusterSettings,
     store: CycleStore,
@@ -153,12 +193,16 @@ def _run_cycle(
     now_ms = int(time.time() * 1000)
     slot = cycle_slot(now_ms, poll_interval_s) if cycle_ms is None else cycle_ms
     held = _memory_for(cluster)
+    me = collector_id()
     with held.lock:
         _catch_up_offsets(store, held, now_ms)
+        rebuilt = _catch_up_groups(store, held, cluster.name, me)
         results = held.sources.collect(now_ms)
         max_age_s = max(30.0, 3.0 * poll_interval_s)
         reports, pushed = store.recent_reports(now_ms, max_age_s)
         outcome = assemble_cycle(cluster.name, slot, now_ms, results, held.memory, reports, pushed)
+        outcome.collected_by = me
+        held.observed_slot = slot
 
         def stored() -> None:
             held.offsets_seen_until_ms = max(held.offsets_seen_until_ms or now_ms, slot)
@@ -170,6 +214,7 @@ def _run_cycle(
         partitions=len(outcome.figures), groups=len(outcome.groups),
         errors=len(outcome.errors),
         unreachable=sorted(s.source for s in outcome.sources if not s.reachable),
+        collected_by=me, groups_rebuilt=rebuilt,
     )  # fmt: skip
     log.info("collection cycle done", extra={"cycle": report.as_dict()})
     return report

@@ -53,11 +53,18 @@ def apply_offsets_topic(
         )
     if state is None:
         return
+    if outcome.caught_up:
+        state.read_to_end = True
     result.commits[:] = [_with_commit_time(c, state) for c in result.commits]
     classic = {s.group for s in result.groups if s.protocol_type == "classic"}
-    result.groups[:] = [
-        _with_generation(s, state) if s.group in classic else s for s in result.groups
-    ]
+    if state.read_to_end:
+        # Before its first read to the end, a reader may have folded a group's old metadata
+        # and not yet its last: that generation is not the group's, and a rebalance tracker
+        # rebuilt from the store (another collector's cycles) would read the step back as a
+        # re-created group. Unknown until then, as the AdminClient leaves it.
+        result.groups[:] = [
+            _with_generation(s, state) if s.group in classic else s for s in result.groups
+        ]
     events = state.drain_settled_events()
     result.generation_changes.extend(
         _generation_change(e)

@@ -18,13 +18,21 @@ from collectors.client_reports import ClientReport
 from collectors.cluster_sources import ClusterSettings
 from collectors.cycle.runner import CycleReport, run_cycle
 from collectors.cycle.stale import Staleness
-from collectors.cycle.store_port import BrokerOffsetPoint
+from collectors.cycle.store_port import BrokerOffsetPoint, StoredCycle
 from collectors.figures import PartitionFigure
 from collectors.outcome import CycleOutcome
-from collectors.records import Source, SpoutFigures
+from collectors.rebalance import GROUP_DELETED
+from collectors.records import GroupMember, GroupSnapshot, Source, SpoutFigures
 from collectors.sample_log import SampleLog
 from dashboard.monitoring.ingest_store import recent_reports
-from dashboard.monitoring.models import BrokerOffsetSample, Cluster, PartitionState
+from dashboard.monitoring.models import (
+    BrokerOffsetSample,
+    Cluster,
+    CollectedCycle,
+    ConsumerGroup,
+    PartitionState,
+    RebalanceEvent,
+)
 from dashboard.monitoring.store import ms_to_dt, store_cycle
 
 __all__ = ["OrmCycleStore", "cluster_settings", "run_cluster_cycle"]
@@ -76,6 +84,29 @@ class OrmCycleStore:
         for topic, partition, at, latest in rows.iterator(chunk_size=5000):
             yield topic, partition, _ms(at), latest
 
+    def last_cycle(self) -> StoredCycle | None:
+        row = (
+            CollectedCycle.objects.filter(cluster=self.cluster)
+            .order_by("-at")
+            .values_list("at", "collected_by")
+            .first()
+        )
+        return None if row is None else (_ms(row[0]), row[1])
+
+    def group_snapshots(self) -> list[GroupSnapshot]:
+        deleted = dict(
+            RebalanceEvent.objects.filter(group__cluster=self.cluster, cause=GROUP_DELETED)
+            .order_by("group_id", "at")
+            .values_list("group_id", "at")
+        )  # the newest deletion of each group wins
+        rows = ConsumerGroup.objects.filter(cluster=self.cluster, topics__isnull=False).values_list(
+            "id", "source", "name", "state", "group_type", "generation", "assignment_epoch",
+            "assignor", "coordinator", "members", "members_known", "topics", "last_seen_at",
+        )  # fmt: skip
+        return [
+            _snapshot(row) for row in rows if not (row[0] in deleted and deleted[row[0]] >= row[-1])
+        ]
+
     def recent_reports(
         self, now_ms: int, max_age_s: float
     ) -> tuple[list[ClientReport], list[SpoutFigures]]:
@@ -95,6 +126,31 @@ class OrmCycleStore:
 
     def write_cycle(self, outcome: CycleOutcome, stale: Staleness) -> None:
         store_cycle(self.cluster, outcome, stale)
+
+
+def _snapshot(row: tuple) -> GroupSnapshot:
+    """A stored group as the source's snapshot was (``store.member_document`` reversed)."""
+    _, source, name, state, group_type, generation, epoch, assignor, coordinator = row[:9]
+    members, members_known, topics = row[9:12]
+    return GroupSnapshot(
+        source=Source(source), group=name, state=state or None, generation=generation,
+        assignor=assignor or None, coordinator=coordinator or None,
+        protocol_type=group_type or None, assignment_epoch=epoch,
+        members=tuple(_member(m) for m in members or ()), members_known=members_known,
+        topics=tuple(topics),
+    )  # fmt: skip
+
+
+def _member(doc: dict) -> GroupMember:
+    target = doc.get("target_assignment")
+    subscription = doc.get("subscription")
+    return GroupMember(
+        member_id=doc["member_id"], client_id=doc.get("client_id"), host=doc.get("host"),
+        assignment=tuple((t, p) for t, p in doc.get("assignment") or ()),
+        instance_id=doc.get("instance_id"), member_epoch=doc.get("member_epoch"),
+        target_assignment=None if target is None else tuple((t, p) for t, p in target),
+        subscription=None if subscription is None else tuple(subscription),
+    )  # fmt: skip
 
 
 def _last_known(row: tuple) -> PartitionFigure:

@@ -22,6 +22,7 @@ from dashboard.monitoring.models import (
     BrokerOffsetSample,
     BrokerPurgatory,
     Cluster,
+    CollectedCycle,
     CollectionError,
     ConsumerGroup,
     OffsetSample,
@@ -41,6 +42,7 @@ GROUP_FIELDS = [
     "coordinator",
     "members",
     "members_known",
+    "topics",
     "owner",
     "topology_id",
     "stale",
@@ -89,12 +91,21 @@ def member_document(member: GroupMember) -> dict:
     }
 
 
+class SupersededCycle(Exception):
+    """A newer cycle of the cluster is stored already: this one would write older state over
+    it (a collector that lost its lease while stalled, a task redelivered late)."""
+
+
 def store_cycle(cluster: Cluster, outcome: CycleOutcome, stale: Staleness | None = None) -> None:
-    """``stale``: the cycle's verdicts, as the sample log got them (computed if not given)."""
+    """``stale``: the cycle's verdicts, as the sample log got them (computed if not given).
+
+    Raises :class:`SupersededCycle`, writing nothing, when a newer cycle is stored already.
+    """
     at = ms_to_dt(outcome.cycle_ms)
     if stale is None:
         stale = Staleness.of(outcome)
     with transaction.atomic():
+        _record_cycle(cluster, outcome, at)
         groups = _upsert_groups(cluster, outcome, at)
         _upsert_partitions(groups, outcome.figures, at, stale)
         _insert_samples(cluster, at)
@@ -108,6 +119,19 @@ def store_cycle(cluster: Cluster, outcome: CycleOutcome, stale: Staleness | None
         _record_brokers(cluster, outcome)
 
 
+def _record_cycle(cluster: Cluster, outcome: CycleOutcome, at: datetime) -> None:
+    """Which process stored this cycle (a retry's process replaces the failed one's)."""
+    newer = CollectedCycle.objects.filter(cluster=cluster, at__gt=at).order_by("-at").first()
+    if newer is not None:
+        raise SupersededCycle(
+            f"cluster {cluster.name}: cycle {outcome.cycle_ms} not stored, the cycle of "
+            f"{newer.at.isoformat()} ({newer.collected_by}) is"
+        )
+    CollectedCycle.objects.update_or_create(
+        cluster=cluster, at=at, defaults={"collected_by": outcome.collected_by}
+    )
+
+
 def _upsert_groups(cluster: Cluster, outcome: CycleOutcome, at: datetime) -> dict:
     """Upsert the cycle's groups; returns (source, name) -> id of every group of the cluster.
 
@@ -115,6 +139,7 @@ def _upsert_groups(cluster: Cluster, outcome: CycleOutcome, at: datetime) -> dic
     took 20-40 ms for a few hundred groups, preparing every field of every instance.
     """
     members_field = ConsumerGroup._meta.get_field("members")
+    topics_field = ConsumerGroup._meta.get_field("topics")
     db_at = _db_datetime(at)
     no_members = members_field.get_db_prep_save([], connection)
     rows: dict[tuple[str, str], list] = {}
@@ -125,7 +150,8 @@ def _upsert_groups(cluster: Cluster, outcome: CycleOutcome, at: datetime) -> dic
             (snap.protocol_type or "") if snap.source is Source.KAFKA else "",
             snap.generation, snap.assignment_epoch, snap.assignor or "", snap.coordinator or "",
             members_field.get_db_prep_save(members, connection) if members else no_members,
-            snap.members_known, "", "", False, db_at, db_at,
+            snap.members_known, topics_field.get_db_prep_save(list(snap.topics), connection),
+            "", "", False, db_at, db_at,
         ]  # fmt: skip
     for fig in outcome.figures:
         key = (str(fig.source), fig.group)
@@ -133,15 +159,15 @@ def _upsert_groups(cluster: Cluster, outcome: CycleOutcome, at: datetime) -> dic
         if row is None:
             row = rows[key] = [
                 cluster.id, key[0], fig.group, "", "", None, None, "", "", no_members, False,
-                "", "", False, db_at, db_at,
+                None, "", "", False, db_at, db_at,
             ]  # fmt: skip
         if fig.topology_id:
-            row[11] = fig.owner or ""  # owner
-            row[12] = fig.topology_id
+            row[12] = fig.owner or ""  # owner
+            row[13] = fig.topology_id
     columns = [
         "cluster", "source", "name", "state", "group_type", "generation", "assignment_epoch",
-        "assignor", "coordinator", "members", "members_known", "owner", "topology_id", "stale",
-        "first_seen_at", "last_seen_at",
+        "assignor", "coordinator", "members", "members_known", "topics", "owner",
+        "topology_id", "stale", "first_seen_at", "last_seen_at",
     ]  # fmt: skip
     _insert_rows(
         ConsumerGroup, columns, [tuple(r) for r in rows.values()],
@@ -412,4 +438,5 @@ def prune_history(older_than: timedelta, now: datetime) -> int:
     deleted, _ = OffsetSample.objects.filter(at__lt=cutoff).delete()
     deleted_b, _ = BrokerOffsetSample.objects.filter(at__lt=cutoff).delete()
     deleted_s, _ = SpoutSample.objects.filter(at__lt=cutoff).delete()
-    return deleted + deleted_b + deleted_s
+    deleted_c, _ = CollectedCycle.objects.filter(at__lt=cutoff).delete()
+    return deleted + deleted_b + deleted_s + deleted_c

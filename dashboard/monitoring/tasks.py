@@ -11,15 +11,15 @@ from django.conf import settings
 from django.db import DatabaseError
 from django.utils import timezone
 
-from collectors.cycle.runner import cycle_slot
+from collectors.cycle.runner import collector_id, cycle_slot
 from collectors.sample_log import SampleLog
 from dashboard.monitoring.cycle_store import run_cluster_cycle
 from dashboard.monitoring.ingest_store import prune_reports
-from dashboard.monitoring.locks import claim_once, exclusive
+from dashboard.monitoring.locks import claim_once, lease, newest_mark, raise_mark
 from dashboard.monitoring.models import Cluster, ServiceHeartbeat
 from dashboard.monitoring.rollup_history import prune_rollups
 from dashboard.monitoring.spark_runs import run_job
-from dashboard.monitoring.store import prune_history
+from dashboard.monitoring.store import SupersededCycle, prune_history
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +50,11 @@ def dispatch_collection() -> int:
     return sent
 
 
+def lease_ttl_s(poll_interval_s: int) -> int:
+    """How long a dead collector keeps a cluster: short, since a live one renews it."""
+    return max(4, poll_interval_s // 2)
+
+
 @shared_task(
     bind=True,
     name="dashboard.monitoring.tasks.collect_cluster",
@@ -57,18 +62,43 @@ def dispatch_collection() -> int:
     max_retries=3,
 )
 def collect_cluster(self, name: str, cycle_ms: int) -> dict | None:
-    """One cycle; retried with the same ``cycle_ms`` if storing failed (idempotent)."""
+    """One cycle; retried with the same ``cycle_ms`` if storing failed (idempotent).
+
+    Any number of collector workers take these (docs/ARCHITECTURE.md, "What runs
+    concurrently"): the cluster's lease makes its cycles run one at a time, in whichever
+    worker; under it, a slot at or below the cluster's mark (the newest slot stored) is
+    skipped: stored already, or older than one that is (a redelivery after its worker died).
+    A task waits for the lease while another cycle of the cluster runs, and for as long as a
+    dead holder's lease takes to expire, so the next slot is collected, late, not lost.
+    """
     cluster = Cluster.objects.filter(name=name, enabled=True).first()
     if cluster is None:
         return None
-    with exclusive(f"lagwatch:collecting:{name}", ttl_s=3 * cluster.poll_interval_s) as mine:
+    interval = cluster.poll_interval_s
+    ttl_s = lease_ttl_s(interval)
+    deadline_ms = cycle_ms + (interval + ttl_s + 1) * 1000
+    wait_s = max(0.0, (deadline_ms - time.time() * 1000) / 1000)
+    mark = f"lagwatch:collected:{name}"
+    me = collector_id()
+    with lease(f"lagwatch:collecting:{name}", ttl_s, wait_s, holder=me) as mine:
         if not mine:
             log.warning("cluster %s: previous cycle still running, slot %d skipped", name, cycle_ms)
             return None
+        newest = newest_mark(mark)
+        if newest is not None and newest >= cycle_ms:
+            log.info("cluster %s: slot %d skipped, slot %d is stored", name, cycle_ms, newest)
+            return None
         try:
-            return run_cluster_cycle(cluster, cycle_ms).as_dict()
+            report = run_cluster_cycle(cluster, cycle_ms)
+        except SupersededCycle as exc:
+            log.warning("%s", exc)
+            return None
         except (DatabaseError, OSError) as exc:
             raise self.retry(exc=exc, countdown=1) from exc
+        # Kept a while past any redelivery (Celery's ``expires`` drops older tasks anyway).
+        raise_mark(mark, cycle_ms, ttl_s=max(600, 10 * interval))
+        log.info("cluster %s: slot %d collected by %s", name, cycle_ms, me)
+        return report.as_dict()
 
 
 @shared_task(name="dashboard.monitoring.tasks.maintain_storage", ignore_result=True)

@@ -18,7 +18,7 @@ from collectors.client_reports import ClientReport
 from collectors.cluster_sources import ClusterSettings
 from collectors.cycle import runner
 from collectors.cycle.stale import Staleness
-from collectors.cycle.store_port import BrokerOffsetPoint
+from collectors.cycle.store_port import BrokerOffsetPoint, StoredCycle
 from collectors.cycle.write import sample_columns, sample_rows, write_cycle
 from collectors.figures import PartitionFigure
 from collectors.outcome import CycleOutcome, SourceOutcome
@@ -26,6 +26,7 @@ from collectors.records import (
     CollectionResult,
     CommittedOffset,
     GroupMember,
+    GroupSnapshot,
     PartitionOffsets,
     Source,
     SpoutFigures,
@@ -44,6 +45,19 @@ class FakeStore:
         self.written: list[tuple[CycleOutcome, Staleness]] = []
         self.offsets: list[BrokerOffsetPoint] = []
         self.asked_offsets_since: list[int] = []
+
+    def last_cycle(self) -> StoredCycle | None:
+        if not self.written:
+            return None
+        outcome = self.written[-1][0]
+        return outcome.cycle_ms, outcome.collected_by
+
+    def group_snapshots(self) -> list[GroupSnapshot]:
+        """The groups of the newest write, each group's newest where it was absent since."""
+        groups: dict[tuple[Source, str], GroupSnapshot] = {}
+        for outcome, _ in self.written:
+            groups.update(((g.source, g.group), g) for g in outcome.groups)
+        return list(groups.values())
 
     def broker_offsets_since(self, since_ms: int) -> Iterator[BrokerOffsetPoint]:
         self.asked_offsets_since.append(since_ms)
@@ -225,3 +239,88 @@ def test_a_whole_cycle_runs_against_any_store_and_catches_up_on_its_offsets() ->
     first, second = store.asked_offsets_since
     assert now_ms - runner.CATCH_UP_MS <= first <= now_ms - runner.CATCH_UP_MS + 60_000
     assert second >= SLOT  # only what was stored since this process's own write
+
+
+class MembershipSources:
+    """One Kafka KIP-848 group whose members the test sets between cycles."""
+
+    members: tuple[str, ...] = ("m1",)
+
+    def __init__(self, settings: ClusterSettings) -> None:
+        self.settings = settings
+
+    def collect(self, now_ms: int) -> list[CollectionResult]:
+        members = MembershipSources.members
+        tps = [("t", p) for p in range(4)]
+        group = GroupSnapshot(
+            Source.KAFKA, "g", "Stable", generation=len(members) * 10 + sum(map(len, members)),
+            protocol_type="consumer", topics=("t",),
+            members=tuple(
+                GroupMember(m, assignment=tuple(tps[i :: len(members)]))
+                for i, m in enumerate(members)
+            ),
+        )  # fmt: skip
+        return [
+            CollectionResult(
+                source=Source.KAFKA, started_ms=now_ms, finished_ms=now_ms + 5, groups=[group],
+                commits=[CommittedOffset(Source.KAFKA, "g", t, p, 40) for t, p in tps],
+                offsets=[PartitionOffsets(t, p, 0, 100, now_ms) for t, p in tps],
+                partition_counts={"t": 4},
+            )
+        ]  # fmt: skip
+
+    def close(self) -> None:
+        pass
+
+
+def test_processes_taking_turns_report_each_rebalance_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Two collector processes share one cluster's cycles through one store. Each change of
+    membership is one event, whichever process sees it first, and the other process, whose
+    own memory is older, neither reports it again nor misses the next one."""
+    monkeypatch.setattr(runner, "ClusterSources", MembershipSources)
+    store, log = FakeStore(), FakeLog()
+    cluster = ClusterSettings(name="shared", kafka_bootstrap_servers="k:9092")
+    memories: dict[str, dict] = {"A": {}, "B": {}}
+
+    def cycle(process: str, n: int, *members: str) -> runner.CycleReport:
+        MembershipSources.members = members
+        monkeypatch.setattr(runner, "_memories", memories[process])
+        monkeypatch.setattr(runner, "collector_id", lambda: process)
+        return runner.run_cycle(cluster, store, log, poll_interval_s=10, cycle_ms=SLOT + n)
+
+    turns = [
+        ("A", "m1"), ("A", "m1"), ("B", "m1"),  # B's first cycle: nothing changed
+        ("A", "m1", "m2"),  # m2 joins, seen by A: B's memory still has m1 alone
+        ("B", "m1", "m2"),  # B must not report the join again
+        ("B", "m2"),  # m1 leaves, seen by B
+        ("A", "m2"),  # A's memory has m1 and m2: it must not report the departure again
+        ("A", "m2", "m3"),  # A's own next cycle: no rebuild, the join reported
+    ]  # fmt: skip
+    reports = [cycle(p, n * 10_000, *members) for n, (p, *members) in enumerate(turns)]
+    events = [
+        (n, e.cause, e.generation)
+        for n, (outcome, _) in enumerate(store.written)
+        for e in outcome.rebalances
+    ]
+    assert events == [(3, "member_joined", 24), (5, "member_left", 12), (7, "member_joined", 24)]
+    assert [r.groups_rebuilt for r in reports] == [
+        False, False, True, True, True, False, True, False,
+    ]  # fmt: skip
+    assert [r.collected_by for r in reports] == [p for p, *_ in turns]
+
+
+def test_each_process_without_the_rebuild_would_report_twice() -> None:
+    """The same turns with no store to rebuild from: what the rebuild prevents (the
+    duplicate of a join and of a departure) does happen to two plain trackers."""
+    from collectors.rebalance import RebalanceTracker
+
+    trackers = {"A": RebalanceTracker(), "B": RebalanceTracker()}
+    turns = [("A", "m1"), ("B", "m1"), ("A", "m1", "m2"), ("B", "m1", "m2")]
+    events = []
+    for n, (process, *members) in enumerate(turns):
+        MembershipSources.members = tuple(members)
+        [result] = MembershipSources(ClusterSettings(name="x")).collect(SLOT + n)
+        events += [(n, e.cause) for e in trackers[process].observe(result)]
+    assert events == [(2, "member_joined"), (3, "member_joined")]

@@ -8,6 +8,7 @@ from dashboard.monitoring.models.jobs import SparkJobOutcome, SparkJobRun
 from dashboard.monitoring.models.rollups import LagRollup, RollupLevel
 from dashboard.monitoring.models.state import (
     BrokerOffsetSample,
+    CollectedCycle,
     ConsumerGroup,
     OffsetSample,
     PartitionState,
@@ -24,6 +25,7 @@ __all__ = [
     "BrokerPurgatory",
     "ClientReportRow",
     "Cluster",
+    "CollectedCycle",
     "CollectionError",
     "ConsumerGroup",
     "IngestKind",

@@ -43,6 +43,11 @@ class ConsumerGroup(models.Model):
     # [{member_id, instance_id, client_id, host, assignment, target_assignment, member_epoch}]
     members = models.JSONField(default=list)
     members_known = models.BooleanField(default=True)
+    # The topics the source named for the group (subscribed, assigned, committed), as the
+    # rebalance tracker compares them; null for a group no source described (a Storm spout).
+    # With the fields above it is the group's snapshot, which another collector process
+    # rebuilds its rebalance tracker from (collectors/cycle/runner.py).
+    topics = models.JSONField(null=True)
     owner = models.CharField(max_length=255, blank=True)  # topology name for a spout
     topology_id = models.CharField(max_length=255, blank=True)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.UNKNOWN)
@@ -198,6 +203,28 @@ class RebalanceEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.group_id} {self.cause} @ {self.at:%H:%M:%S}"
+
+
+class CollectedCycle(models.Model):
+    """One stored cycle of a cluster and the collector process that ran it.
+
+    Written in the cycle's transaction: the newest row tells the next collector process
+    whether the store's groups are what its own memory holds (several collectors share the
+    clusters, docs/ARCHITECTURE.md), and a cycle older than a stored one is refused rather
+    than written over newer state. Short history, pruned with ``OffsetSample``.
+    """
+
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="+")
+    at = models.DateTimeField()  # the cycle's slot (cycle_ms)
+    collected_by = models.CharField(max_length=255)  # host:pid
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["cluster", "at"], name="uniq_collected_cycle")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.cluster_id}@{self.at:%H:%M:%S} by {self.collected_by}"
 
 
 class StatusChange(models.Model):
