@@ -30,11 +30,13 @@ LAB_WORLD_MODULES = frozenset({
 # Outside tests/lab/, modules that start heavy services of their own.
 OWN_STACK_MODULES = frozenset({"tests/spark_jobs/test_standalone_cluster.py"})
 # The longest own-stack modules, a unit of their own so that the two halves take about as
-# long (~9 and ~10 minutes on a quiet machine).
+# long.
 OWN_STACKS_LONG = frozenset({
     "tests/lab/test_lab_verdicts.py",
     "tests/lab/test_lab_status.py",
     "tests/lab/test_collection_under_outage.py",
+    "tests/lab/test_postgres_restart.py",
+    "tests/lab/test_production_run.py",
 })  # fmt: skip
 
 LAB_WORLD = "stacks:lab_world"
