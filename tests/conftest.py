@@ -155,27 +155,30 @@ _DATA_MIGRATIONS = (
 )
 
 
-@pytest.fixture(autouse=True)
-def _migration_data_after_a_flush(request: pytest.FixtureRequest) -> Iterator[None]:
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Any:
     """A transactional test empties every table when it ends, the rows data migrations made
     included (the role groups, the default alert rule). pytest-django runs such tests last
-    for that reason, but parallel workers take modules in any order: after each one, the
-    data migrations run again, as on a fresh database. (Autouse: torn down after the flush.)"""
-    yield
-    marker = request.node.get_closest_marker("django_db")
-    transactional = {"transactional_db", "live_server"} & set(request.fixturenames) or (
+    for that reason, but parallel workers take modules in any order: once its fixtures are
+    torn down (the flush done), the data migrations run again, as on a fresh database."""
+    result = yield
+    if nextitem is None:
+        return result  # the session is over: its database is gone with it
+    marker = item.get_closest_marker("django_db")
+    fixtures = set(getattr(item, "fixturenames", ()))
+    if {"transactional_db", "live_server"} & fixtures or (
         marker is not None and validate_django_db(marker)[0]
-    )
-    if not transactional:
-        return
-    import importlib
+    ):
+        import importlib
 
-    from django.apps import apps
-    from django.db import connection
+        from django.apps import apps
+        from django.db import connection
+        from pytest_django.plugin import blocking_manager_key
 
-    with connection.schema_editor() as editor:
-        for module, function in _DATA_MIGRATIONS:
-            getattr(importlib.import_module(module), function)(apps, editor)
+        with item.config.stash[blocking_manager_key].unblock(), connection.schema_editor() as e:
+            for module, function in _DATA_MIGRATIONS:
+                getattr(importlib.import_module(module), function)(apps, e)
+    return result
 
 
 @pytest.fixture(autouse=True)
