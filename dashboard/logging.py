@@ -1,5 +1,6 @@
 """One-line JSON log records, so collectors' and jobs' logs can be searched by field."""
 
+import contextlib
 import json
 import logging
 import sys
@@ -37,6 +38,19 @@ class StderrHandler(logging.StreamHandler):
     @property
     def stream(self):  # type: ignore[override]
         return sys.stderr
+
+    def handleError(self, record: logging.LogRecord) -> None:  # noqa: N802 - logging's name
+        """One line naming the failure, instead of logging's report: that prints the record's
+        message and arguments unredacted, and the traceback of the error being logged (its
+        message may quote a secret) as the context of its own."""
+        if not logging.raiseExceptions:
+            return
+        exc = sys.exc_info()[1]
+        with contextlib.suppress(Exception):  # nowhere left to say it
+            sys.stderr.write(
+                f"--- logging error: a record of {record.name} could not be written "
+                f"({type(exc).__name__ if exc is not None else 'unknown error'}) ---\n"
+            )
 
 
 class RedactSecretsFilter(logging.Filter):

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db.models import Count, Max, Sum
+from django.db.models import Count, Max, Q, Sum
 
 from dashboard.api.serializers import iso
 from dashboard.monitoring.models import ConsumerGroup, LagRollup, OffsetSample, PartitionState
@@ -107,7 +107,9 @@ def group_points(g: ConsumerGroup, resolution: str, since: datetime, until: date
                 lag=Sum("lag"),
                 max_time_lag_s=Max("time_lag_s"),
                 partitions=Count("id"),
-                stale=Max("stale"),
+                # Any partition stale at that poll (MAX of a boolean is SQLite's, not
+                # PostgreSQL's: a count of the stale ones works on both).
+                stale=Count("id", filter=Q(stale=True)),
             )  # fmt: skip
             .order_by("at")
         )

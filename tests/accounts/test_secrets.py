@@ -359,3 +359,32 @@ def test_error_reports_hide_secret_settings(settings) -> None:
     settings.EMAIL_HOST_PASSWORD = SMTP_PW
     shown = json.dumps(get_default_exception_reporter_filter().get_safe_settings(), default=str)
     assert "redisPw-1a2b3c4d" not in shown and SMTP_PW not in shown
+
+
+def test_a_record_that_cannot_be_written_is_reported_without_its_content(capsys) -> None:
+    """logging's own report of a failed record prints its message, arguments and the
+    traceback being logged (whose message may quote a secret): one line names it instead."""
+    import logging
+
+    from dashboard.logging import StderrHandler
+
+    class Broken(logging.Formatter):
+        def format(self, record: logging.LogRecord) -> str:
+            raise ValueError("formatter broke")
+
+    handler = StderrHandler()
+    handler.setFormatter(Broken())
+    log = logging.getLogger("lagwatch.test.broken")
+    log.addHandler(handler)
+    log.propagate = False
+    try:
+        try:
+            raise RuntimeError(f"unexpected failure for {HOOK_URL}")
+        except RuntimeError:
+            log.exception("delivery to %s failed", HOOK_URL)
+    finally:
+        log.removeHandler(handler)
+        log.propagate = True
+    err = capsys.readouterr().err
+    assert "could not be written (ValueError)" in err
+    assert_no_secret(err, "logging's error report")
