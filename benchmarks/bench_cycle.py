@@ -30,6 +30,7 @@ time of full time tables, which the benchmark's never-moving offsets do not reac
 
     .venv/bin/python -m benchmarks.bench_cycle [--which zookeeper|kafka|both] [--reps 5]
         [--json FILE] [--no-profile] [--no-steady-tables] [--no-cycle-gc]
+        [--database sqlite|postgresql]
 """
 
 from __future__ import annotations
@@ -80,13 +81,16 @@ STORE_PARTS = ["groups", "partitions", "samples", "broker_offsets", "rebalances"
 # -- environment -----------------------------------------------------------------------------
 
 
-def setup_django(tmp: Path | None) -> None:
-    """Django on a temporary SQLite database and sample log; ``tmp=None``: inherit them."""
+def setup_django(tmp: Path | None, database: str = "sqlite") -> None:
+    """Django on a temporary database (SQLite, or a private PostgreSQL server started here:
+    ``lab/postgres.py``) and sample log; ``tmp=None``: inherit them (the worker process)."""
     if tmp is not None:
         os.environ["LAGWATCH_DATA_DIR"] = str(tmp / "data")
         os.environ["LAGWATCH_SAMPLE_LOG_URL"] = str(tmp / "samples")
         os.environ["DJANGO_STATIC_ROOT"] = str(tmp / "static")
         os.environ.pop("DATABASE_URL", None)
+        if database == "postgresql":
+            os.environ["DATABASE_URL"] = start_postgres(tmp / "postgres")
         # A collector runs with DEBUG off; on, Django keeps every query's SQL in memory.
         os.environ["DJANGO_DEBUG"] = "0"
     os.environ["DJANGO_SETTINGS_MODULE"] = "dashboard.settings.base"
@@ -98,6 +102,19 @@ def setup_django(tmp: Path | None) -> None:
         from django.core.management import call_command
 
         call_command("migrate", verbosity=0)
+
+
+def start_postgres(run_dir: Path) -> str:
+    """A private PostgreSQL server for this run, stopped when the benchmark exits."""
+    import atexit
+
+    from lab.postgres import stack_database_url
+    from lab.stack import Stack
+
+    stack = Stack(run_dir)
+    endpoints = stack.up(["postgres"])
+    atexit.register(stack.down)
+    return stack_database_url(run_dir, endpoints["postgres"])
 
 
 def rss_bytes() -> int:
@@ -767,6 +784,12 @@ def main(argv: list[str] | None = None) -> int:
         help="the product's garbage-collection policy around cycles (--no-cycle-gc: the "
         "collector left to its thresholds, as before it)",
     )
+    parser.add_argument(
+        "--database",
+        choices=["sqlite", "postgresql"],
+        default="sqlite",
+        help="the store's database: SQLite (a temporary file) or a private PostgreSQL server",
+    )
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--tables-worker", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--worker-base-ms", type=int, default=0, help=argparse.SUPPRESS)
@@ -779,7 +802,7 @@ def main(argv: list[str] | None = None) -> int:
 
     reports = []
     with tempfile.TemporaryDirectory(prefix="bench-cycle-") as tmp:
-        setup_django(Path(tmp))
+        setup_django(Path(tmp), args.database)
         if not args.cycle_gc:
             leave_gc_alone()
         watch = instrument()
@@ -797,6 +820,7 @@ def main(argv: list[str] | None = None) -> int:
         "sqlite": __import__("sqlite3").sqlite_version,
         "cpus": os.cpu_count(),
         "cycle_gc": args.cycle_gc,
+        "database": args.database,
     }
     doc = {"environment": env, "figures": reports}
     if args.json:
