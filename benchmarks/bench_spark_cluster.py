@@ -78,6 +78,9 @@ def drive(master: str, data: Path, manifest: dict, results: Path) -> dict[str, A
          "--samples", str(data / "samples"), "--results", str(results),
          "--now-ms", str(now_ms), "--window-ms", str(window_ms)],
         capture_output=True, text=True, check=True, timeout=1800,
+        # The executors' Python workers: this interpreter, which has the project's packages
+        # (as the lab gives the product's processes, lab/services.py django_env).
+        env={**os.environ, "PYSPARK_PYTHON": sys.executable},
     )  # fmt: skip
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -92,7 +95,9 @@ def run(args: argparse.Namespace, data: Path) -> dict[str, Any]:
     try:
         for rep in range(args.reps):
             for name, master in ((LOCAL, LOCAL), ("cluster", cluster)):
-                found = drive(master, data, manifest, data / f"results-{name}")
+                # "results-local", not "results-local[2]": Hadoop's paths glob brackets.
+                results = data / f"results-{'local' if master == LOCAL else 'cluster'}"
+                found = drive(master, data, manifest, results)
                 found["load"] = os.getloadavg()[0]
                 runs[name].append(found)
                 print(f"rep {rep + 1} {name}: {found}", flush=True)
