@@ -23,7 +23,7 @@ too: on a shared machine it says what the throughput would be with the two cores
 
     .venv/bin/python -m benchmarks.bench_api [--groups 1000] [--partitions 20]
         [--target-partitions 50] [--samples 60] [--duration 20] [--metrics-duration 60]
-        [--connections 32]
+        [--connections 32] [--database sqlite|postgresql]
         [--workers 3] [--threads 2] [--keep DIR] [--json FILE]
 """
 
@@ -294,6 +294,8 @@ def main() -> None:
     parser.add_argument("--worker-class", default="gthread", choices=("gthread", "sync"))
     parser.add_argument("--only", nargs="*", help="measure only these runs (names as printed)")
     parser.add_argument("--keep", type=Path, help="data directory to create or reuse")
+    parser.add_argument("--database", choices=["sqlite", "postgresql"], default="sqlite",
+                        help="SQLite in the data directory, or a private PostgreSQL server")
     parser.add_argument("--json", type=Path, help="write the results here too")
     parser.add_argument("--populate", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -310,7 +312,14 @@ def main() -> None:
     env = _env(data_dir)
     db = data_dir / "lagwatch.sqlite3"
     data: dict = {"reused": True}
-    if not db.exists():
+    fresh = not db.exists()
+    if args.database == "postgresql":
+        # A private PostgreSQL server for this run (lab/postgres.py), stopped at exit.
+        from benchmarks.bench_cycle import start_postgres
+
+        env["DATABASE_URL"] = start_postgres(data_dir / "postgres")
+        fresh = True
+    if fresh:
         subprocess.run([PYTHON, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, check=True)
         done = subprocess.run(
             [PYTHON, "-m", "benchmarks.bench_api", "--populate", "--groups", str(args.groups),
@@ -319,7 +328,9 @@ def main() -> None:
             cwd=ROOT, env=env, check=True, capture_output=True, text=True,
         )  # fmt: skip
         data = json.loads(done.stdout.strip().splitlines()[-1])
-    data["db_mb"] = round(db.stat().st_size / 2**20, 1)
+    data["database"] = args.database
+    if db.exists() and args.database == "sqlite":
+        data["db_mb"] = round(db.stat().st_size / 2**20, 1)
     print("data:", data, flush=True)
 
     results: dict = {
