@@ -503,7 +503,9 @@ def test_full_stack_serves_the_dashboard_and_runs_celery(tmp_path: Path) -> None
 
         from celery import Celery
 
-        probe = Celery(broker=endpoints["redis"])
+        # Not the current app: shared tasks of later tests would resolve to it (its broker
+        # is this stack's Redis, gone after the test) instead of the project's.
+        probe = Celery(broker=endpoints["redis"], set_as_current=False)
         replies = probe.control.ping(timeout=5)
         assert any(name.startswith("lagwatch-lab@") for reply in replies for name in reply), replies
         assert "beat: Starting" in (tmp_path / "logs" / "beat.log").read_text()
