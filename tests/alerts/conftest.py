@@ -65,11 +65,17 @@ def mworld(db) -> MonitoredWorld:
 @pytest.fixture
 def eager_celery(settings) -> Iterator[None]:
     """Deliveries run in this process, at once, retries included (countdowns skipped)."""
+    from celery import current_app
+
     before = celery_app.conf.task_always_eager, celery_app.conf.task_eager_propagates
+    previous = current_app._get_current_object()
+    # Shared tasks resolve to the current app: the project's, whatever an earlier test made.
+    celery_app.set_current()
     celery_app.conf.task_always_eager = True
     celery_app.conf.task_eager_propagates = False
     yield
     celery_app.conf.task_always_eager, celery_app.conf.task_eager_propagates = before
+    previous.set_current()
 
 
 @pytest.fixture

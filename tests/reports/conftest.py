@@ -18,13 +18,19 @@ def log(tmp_path, settings) -> SampleLog:
 @pytest.fixture
 def eager_celery():
     """Tasks run in-process when sent (the task body is what is tested, not the broker)."""
+    from celery import current_app
+
     from dashboard import celery_app
 
     before = celery_app.conf.task_always_eager, celery_app.conf.task_eager_propagates
+    previous = current_app._get_current_object()
+    # Shared tasks resolve to the current app: the project's, whatever an earlier test made.
+    celery_app.set_current()
     celery_app.conf.task_always_eager = True
     celery_app.conf.task_eager_propagates = True
     yield celery_app
     celery_app.conf.task_always_eager, celery_app.conf.task_eager_propagates = before
+    previous.set_current()
 
 
 @pytest.fixture
