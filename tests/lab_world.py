@@ -143,7 +143,7 @@ def lab_world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabWorld]:
     try:
         # The lab's services inherit the environment they start in (lab/services.py): set the
         # knobs for the start only, or every stack started later in the session gets them.
-        with _environment(
+        with environment(
             LAGWATCH_LAB_POLL_S=str(POLL_S),
             LAGWATCH_STATUS_EVERY_S=str(JOB_S),
             LAGWATCH_STATUS_WINDOW_COMMITS=str(WINDOW),
@@ -159,7 +159,8 @@ def lab_world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabWorld]:
 
 
 @contextmanager
-def _environment(**values: str) -> Iterator[None]:
+def environment(**values: str) -> Iterator[None]:
+    """``os.environ`` with ``values`` for the block (a lab stack's services inherit it)."""
     saved = {key: os.environ.get(key) for key in values}
     os.environ.update(values)
     try:

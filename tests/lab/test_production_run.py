@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import http.cookiejar
 import json
-import os
 import re
 import subprocess
 import sys
@@ -27,7 +26,6 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from email.message import Message
 from pathlib import Path
@@ -40,6 +38,7 @@ from lab.stack import REPO, Stack
 from lab.workload.control import start_scenario, stop_scenario
 from tests.alerts.receivers import HookReceiver
 from tests.collectors.ingest_documents import producer_doc
+from tests.lab_world import environment
 from tests.waiting import wait_for
 
 pytestmark = pytest.mark.lab
@@ -161,7 +160,7 @@ class ProductionRun:
 def run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProductionRun]:
     stack = Stack(tmp_path_factory.mktemp("production-run"))
     try:
-        with _environment(KNOBS):  # for the start only: the services inherit them
+        with environment(**KNOBS):  # for the start only: the services inherit them
             t0 = time.monotonic()
             endpoints = stack.up(production=True)
         print(f"production stack up in {time.monotonic() - t0:.0f} s", flush=True)
@@ -170,18 +169,6 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProductionRun]:
         stack.down()
 
 
-@contextmanager
-def _environment(values: dict[str, str]) -> Iterator[None]:
-    saved = {key: os.environ.get(key) for key in values}
-    os.environ.update(values)
-    try:
-        yield
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
 
 
 @dataclass
