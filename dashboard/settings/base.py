@@ -218,16 +218,31 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"json": {"()": "dashboard.logging.JsonFormatter"}},
-    "filters": {"secrets": {"()": "dashboard.logging.RedactSecretsFilter"}},
+    "filters": {
+        "secrets": {"()": "dashboard.logging.RedactSecretsFilter"},
+        "require_debug_false": {"()": "django.utils.log.RequireDebugFalse"},
+    },
     "handlers": {
         "console": {
             "class": "dashboard.logging.StderrHandler",
             "formatter": "json",
             "filters": ["secrets"],
-        }
+        },
+        "mail_admins": {
+            "class": "django.utils.log.AdminEmailHandler",
+            "level": "ERROR",
+            "filters": ["require_debug_false"],
+        },
     },
     "root": {"handlers": ["console"], "level": env_str("LAGWATCH_LOG_LEVEL", "INFO")},
-    "loggers": {"kazoo": {"level": "WARNING"}},
+    "loggers": {
+        "kazoo": {"level": "WARNING"},
+        # Django's own "django" logger has a plain console handler in DEBUG: it prints a 500's
+        # traceback unredacted (an exception's message may quote a webhook URL) to the stderr
+        # of the moment logging was configured. Its records go to the root's redacting
+        # handler instead; mails to ADMINS stay (their report is SecretsExceptionReporter).
+        "django": {"handlers": ["mail_admins"], "level": "INFO", "propagate": True},
+    },
 }
 
 # -- Lag reports (SPEC §9, docs/REPORTS.md) ------------------------------------------------

@@ -345,7 +345,11 @@ def test_a_500_error_report_shows_no_secret(world, monkeypatch, settings, capsys
     page = response.content.decode()
     assert "RuntimeError" in page and "unexpected failure for" in page  # it is the report
     assert_no_secret(page, "the DEBUG 500 page")
-    assert_no_secret(capsys.readouterr().err, "the error log line")
+    err = capsys.readouterr().err
+    # The error is logged (through the root's redacting handler, to today's stderr: Django's
+    # own DEBUG console handler wrote it unredacted to the stderr of configuration time).
+    assert "Internal Server Error" in err and "unexpected failure for" in err
+    assert_no_secret(err, "the error log line")
     settings.DEBUG = False
     response = client.post(f"/alerts/channels/{channel.pk}/test/")
     assert response.status_code == 500
@@ -388,3 +392,23 @@ def test_a_record_that_cannot_be_written_is_reported_without_its_content(capsys)
     err = capsys.readouterr().err
     assert "could not be written (ValueError)" in err
     assert_no_secret(err, "logging's error report")
+
+
+@pytest.mark.parametrize("name", ["", "django", "django.request", "django.security", "celery"])
+def test_every_console_handler_on_the_error_path_redacts(name: str) -> None:
+    """Django's default "django" logger prints a 500's traceback to the console in DEBUG,
+    unredacted; the settings route those records to the root's redacting handler only."""
+    import logging
+
+    from dashboard.logging import RedactSecretsFilter
+
+    logger = logging.getLogger(name)
+    while logger is not None:
+        for handler in logger.handlers:
+            if type(handler).__module__.startswith("_pytest"):
+                continue  # pytest's own capture, not the product's configuration
+            if isinstance(handler, logging.StreamHandler):
+                assert any(isinstance(f, RedactSecretsFilter) for f in handler.filters), (
+                    f"{handler!r} on logger {logger.name!r} writes without redacting"
+                )
+        logger = logger.parent if logger.propagate else None
