@@ -229,3 +229,14 @@ def spark() -> Iterator[Any]:
     session.conf.set("spark.sql.shuffle.partitions", "2")
     yield session
     session.stop()
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _metrics_scrapes_build_inline() -> Iterator[None]:
+    """Tests write rows and scrape at once: their scrapes build /metrics themselves. The
+    published exposition is tested where a test turns it on (tests/api/test_metrics_exposition.py)
+    and in the lab stacks' processes, which keep the product's default."""
+    from django.conf import settings
+
+    settings.LAGWATCH_METRICS_PREBUILT = False
+    yield

@@ -7,3 +7,8 @@ class ApiConfig(AppConfig):
     name = "dashboard.api"
     label = "api"
     verbose_name = "API"
+
+    def ready(self) -> None:
+        from dashboard.api import signals
+
+        signals.connect()

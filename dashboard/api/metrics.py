@@ -104,16 +104,35 @@ class LagwatchCollector:
     def collect(self) -> Iterator[Metric]:
         started = time.perf_counter()
         now = timezone.now()
+        yield from self.bulk(now)
+        yield from self.live(now, started)
+
+    def bulk(self, now) -> Iterator[Metric]:
+        """The families that grow with groups and partitions. They change when a cycle is
+        stored or a Spark run applied, so ``dashboard/api/exposition.py`` encodes them once
+        then; every family named ``lagwatch_partition_*`` is per partition."""
         groups = self._groups()
         yield from self._lag(groups)
         yield from self._membership(groups)
-        yield from self._spouts(now)
         yield from self._trends(now)
+
+    def live(self, now, started: float, exposition_age_s: float = 0.0) -> Iterator[Metric]:
+        """The small families, read at each scrape: ages run with the clock, and sources,
+        spouts, producers and jobs change between cycles."""
+        yield from self._spouts(now)
         yield from self._sources(now)
         yield from self._brokers()
         yield from self._spark_jobs(now)
         yield from self._heartbeats(now)
         yield from self._producers(now)
+        age = _gauge(
+            "lagwatch_metrics_exposition_age_seconds",
+            "Age of the per-group and per-partition series served (built after each stored "
+            "cycle or Spark run; 0: built by this scrape).",
+            [],
+        )
+        age.add_metric([], exposition_age_s)
+        yield age
         took = _gauge(
             "lagwatch_metrics_collect_seconds",
             "Time this scrape spent reading the database and building the series.",

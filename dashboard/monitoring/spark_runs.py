@@ -28,7 +28,7 @@ from django.utils import timezone
 from dashboard.monitoring.locks import exclusive
 from dashboard.monitoring.models import Cluster, SparkJobOutcome, SparkJobRun
 from dashboard.monitoring.rollup_history import apply_rollup_results
-from dashboard.monitoring.signals import status_applied
+from dashboard.monitoring.signals import figures_stored, status_applied
 from dashboard.monitoring.spark_results import apply_status_results
 from spark_jobs.evaluator import EvaluatorConfig
 
@@ -169,6 +169,7 @@ def run_job(job: str, window_s: int | None = None, now_ms: int | None = None) ->
     _finish(run, SparkJobOutcome.OK, started)
     if job == "status":
         _announce(run, applied.changes)
+    announce_figures(run=run)
     _prune_runs(job)
     log.info("spark job done", extra={"run": run.as_dict()})
     return run
@@ -193,6 +194,14 @@ def _announce(run: SparkJobRun, changes: list) -> None:
     for receiver, outcome in status_applied.send_robust(sender=None, run=run, changes=changes):
         if isinstance(outcome, Exception):
             log.error("status_applied receiver %r failed: %s", receiver, outcome)
+
+
+def announce_figures(**kwargs: object) -> None:
+    """Tell the apps downstream (/metrics) that stored figures changed; as robust as
+    :func:`_announce`."""
+    for receiver, outcome in figures_stored.send_robust(sender=None, **kwargs):
+        if isinstance(outcome, Exception):
+            log.error("figures_stored receiver %r failed: %s", receiver, outcome)
 
 
 def _prune_runs(job: str) -> None:

@@ -18,7 +18,7 @@ from dashboard.monitoring.ingest_store import prune_reports
 from dashboard.monitoring.locks import claim_once, lease, newest_mark, raise_mark
 from dashboard.monitoring.models import Cluster, ServiceHeartbeat
 from dashboard.monitoring.rollup_history import prune_rollups
-from dashboard.monitoring.spark_runs import run_job
+from dashboard.monitoring.spark_runs import announce_figures, run_job
 from dashboard.monitoring.store import SupersededCycle, prune_history
 
 log = logging.getLogger(__name__)
@@ -97,6 +97,7 @@ def collect_cluster(self, name: str, cycle_ms: int) -> dict | None:
             raise self.retry(exc=exc, countdown=1) from exc
         # Kept a while past any redelivery (Celery's ``expires`` drops older tasks anyway).
         raise_mark(mark, cycle_ms, ttl_s=max(600, 10 * interval))
+        announce_figures(cluster=name)
         log.info("cluster %s: slot %d collected by %s", name, cycle_ms, me)
         return report.as_dict()
 

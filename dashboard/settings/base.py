@@ -308,3 +308,10 @@ if LAGWATCH_OPEN_ENDPOINTS_AUTH == "basic" and not (
         "LAGWATCH_OPEN_ENDPOINTS_AUTH=basic needs LAGWATCH_OPEN_ENDPOINTS_USER and "
         "LAGWATCH_OPEN_ENDPOINTS_PASSWORD"
     )
+# /metrics serves its per-group and per-partition series from an exposition built once after
+# each stored cycle or Spark run (a debounced Celery task, dashboard/api/exposition.py) in
+# METRICS_DIR; a scrape finding none younger than MAX_AGE_S builds it itself, as when off.
+LAGWATCH_METRICS_PREBUILT = env_bool("LAGWATCH_METRICS_PREBUILT", True)
+LAGWATCH_METRICS_DIR = env_str("LAGWATCH_METRICS_DIR", str(DATA_DIR / "metrics"))
+LAGWATCH_METRICS_MAX_AGE_S = env_int("LAGWATCH_METRICS_MAX_AGE_S", 60)
+CELERY_TASK_ROUTES["dashboard.api.tasks.build_metrics_exposition"] = {"queue": "celery"}

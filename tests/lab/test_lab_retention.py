@@ -99,14 +99,21 @@ def test_retention_risk_on_the_pages_the_api_and_metrics(lab_world) -> None:
         assert status == 200 and "RETENTION_RISK" in html
         assert 'class="retention-left"' in html and "<dt>retention.ms</dt><dd>2m 30s</dd>" in html
 
-        # /metrics: the figure per partition, the count per group.
-        m = scrape(lab_world.web_url + "/metrics")
+        # /metrics: the figure per partition, the count per group. Its per-group and
+        # per-partition series are built after each stored cycle or Spark run (a Celery task):
+        # they may follow the API by one build.
+        group = (("cluster", "lab"), ("group", GROUP), ("source", "kafka"))
+
+        def partitions_at_risk() -> dict | None:
+            m = scrape(lab_world.web_url + "/metrics")
+            risky = m.get("lagwatch_group_retention_risk_partitions", {}).get(group)
+            return m if risky == PARTITIONS else None
+
+        m = wait_for(partitions_at_risk, 3 * POLL_S + 60, "/metrics: the group's risk")
         left = {dict(k)["partition"]: v
                 for k, v in m["lagwatch_partition_retention_seconds_left"].items()
                 if dict(k)["group"] == GROUP}  # fmt: skip
         assert len(left) == PARTITIONS and all(0 <= v < LAB_RETENTION_RISK_S for v in left.values())
-        group = (("cluster", "lab"), ("group", GROUP), ("source", "kafka"))
-        assert m["lagwatch_group_retention_risk_partitions"][group] == PARTITIONS
 
         # Trends: one rollups run, as beat runs it; the held group's lag rises, nothing drains.
         lab_world.manage("spark_job", "rollups", "--window", "30m", timeout=600)
@@ -115,8 +122,13 @@ def test_retention_risk_on_the_pages_the_api_and_metrics(lab_world) -> None:
         assert trend is not None and trend["direction"] == "rising", trend
         assert trend["produce_per_s"] > 0 and trend["eta_s"] is None
         assert groups[0]["retention_left_s"] < LAB_RETENTION_RISK_S
-        m = scrape(lab_world.web_url + "/metrics")
-        assert m["lagwatch_group_lag_slope_messages_per_second"][group] > 0
+        slope = "lagwatch_group_lag_slope_messages_per_second"
+        m = wait_for(
+            lambda: (m := scrape(lab_world.web_url + "/metrics")).get(slope, {}).get(group)
+            and m,
+            3 * POLL_S + 60, "/metrics: the rollups' slope",
+        )  # fmt: skip
+        assert m[slope][group] > 0
         status, body, _ = browser.get(f"/groups/?q={GROUP}")
         assert "↑" in body.decode() and "retention-risk" in body.decode()
     finally:

@@ -1,0 +1,13 @@
+"""Receivers: /metrics reacts to stored figures (the monitoring app never calls it)."""
+
+from dashboard.monitoring.signals import figures_stored
+
+
+def _on_figures_stored(sender: object, **kwargs: object) -> None:
+    from dashboard.api.exposition import request_build
+
+    request_build()
+
+
+def connect() -> None:
+    figures_stored.connect(_on_figures_stored, dispatch_uid="api.metrics_exposition")
