@@ -21,10 +21,16 @@ The server's own CPU time per request (gunicorn master and workers, from /proc) 
 too: on a shared machine it says what the throughput would be with the two cores to itself.
 ``/metrics?partitions=false`` (group series only) is measured too.
 
+``/metrics`` (issue 13): before the server starts, the exposition is built and published as
+the Celery task does after each stored cycle (its build time reported); ``/metrics`` is then
+measured as served from it, plain and gzipped (as Prometheus asks), and, in the same run, by a
+second server with ``LAGWATCH_METRICS_PREBUILT=0`` where every scrape builds everything (the
+baseline; ``--no-inline`` skips it).
+
     .venv/bin/python -m benchmarks.bench_api [--groups 1000] [--partitions 20]
         [--target-partitions 50] [--samples 60] [--duration 20] [--metrics-duration 60]
         [--connections 32] [--database sqlite|postgresql]
-        [--workers 3] [--threads 2] [--keep DIR] [--json FILE]
+        [--workers 3] [--threads 2] [--keep DIR] [--json FILE] [--no-inline]
 """
 
 from __future__ import annotations
@@ -151,9 +157,13 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _get(url: str, timeout: float = 60) -> tuple[int, bytes]:
+GZIP = "Accept-Encoding: gzip"
+
+
+def _get(url: str, timeout: float = 60, headers: tuple[str, ...] = ()) -> tuple[int, bytes]:
+    request = urllib.request.Request(url, headers=dict(h.split(": ", 1) for h in headers))
     try:
-        with urllib.request.urlopen(url, timeout=timeout) as response:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
             return response.status, response.read()
     except urllib.error.HTTPError as exc:
         return exc.code, exc.read()
@@ -189,11 +199,12 @@ def _ms(text: str) -> float:
     return float(number) * _UNITS[unit]
 
 
-def wrk(url: str, connections: int, duration: int) -> dict:
+def wrk(url: str, connections: int, duration: int, headers: tuple[str, ...] = ()) -> dict:
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    header_args = [arg for header in headers for arg in ("-H", header)]
     done = subprocess.run(
         ["wrk", "-t2", f"-c{connections}", f"-d{duration}s", "--timeout", "30s", "--latency",
-         url],
+         *header_args, url],
         capture_output=True, text=True, check=True,
     )  # fmt: skip
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -223,26 +234,44 @@ def check_responses(base: str, target_partitions: int) -> dict:
     bad = len(doc["status"]["partitions"])
     status, body = _get(f"{base}/metrics")
     assert status == 200 and b'lagwatch_partition_lag{cluster="bench"' in body
+    age = re.search(rb"^lagwatch_metrics_exposition_age_seconds (\S+)$", body, re.M)
+    published = float(age.group(1)) > 0
 
-    def single(url: str) -> float:
+    def single(url: str, headers: tuple[str, ...] = ()) -> float:
         times = []
         for _ in range(3):
             started = time.perf_counter()
-            _get(url)
+            _get(url, headers=headers)
             times.append(time.perf_counter() - started)
         return round(min(times), 3)
 
+    gzipped = _get(f"{base}/metrics", headers=(GZIP,))[1]
     return {
         "status_body_bytes": len(_get(f"{base}/v3/kafka/{CLUSTER}/consumer/{TARGET}/status")[1]),
         "status_partitions_listed": bad,
+        "metrics_from_published_exposition": published,
         "metrics_bytes": len(body),
+        "metrics_gzip_bytes": len(gzipped),
         "metrics_series": body.count(b"\n") - body.count(b"\n#"),
         "metrics_single_scrape_s": single(f"{base}/metrics"),
+        "metrics_gzip_single_scrape_s": single(f"{base}/metrics", (GZIP,)),
         "metrics_groups_only_single_scrape_s": single(f"{base}/metrics?partitions=false"),
         "burrow_status_single_request_ms": round(
             single(f"{base}/v3/kafka/{CLUSTER}/consumer/{TARGET}/status") * 1000, 1
         ),
     }
+
+
+def publish_exposition(env: dict) -> float:
+    """What the Celery task does after a stored cycle, timed: the bulk of /metrics built and
+    published under the data directory (dashboard/api/exposition.py)."""
+    code = (
+        "import time, django; django.setup(); from dashboard.api.exposition import build; "
+        "t = time.perf_counter(); build(); print(time.perf_counter() - t)"
+    )
+    done = subprocess.run([PYTHON, "-c", code], cwd=ROOT, env=env, check=True,
+                          capture_output=True, text=True)  # fmt: skip
+    return round(float(done.stdout.strip().splitlines()[-1]), 2)
 
 
 def server_cpu_s(master: int) -> float:
@@ -276,6 +305,36 @@ def wait_idle(master: int, timeout_s: float = 300) -> float:
     return round(time.monotonic() - started, 1)
 
 
+def measure_urls(urls: dict, args: argparse.Namespace, server: subprocess.Popen,
+                 results: dict) -> None:  # fmt: skip
+    for name, (url, headers) in urls.items():
+        if args.only and name not in args.only:
+            continue
+        duration = args.metrics_duration if name.startswith("metrics") else args.duration
+        wrk(url, args.connections, 3, headers)  # warm-up
+        wait_idle(server.pid)
+        load = load_average()
+        cpu_before = server_cpu_s(server.pid)
+        run = wrk(url, args.connections, duration, headers)
+        cpu = server_cpu_s(server.pid) - cpu_before
+        run["server_cpu_s"] = round(cpu, 2)
+        run["server_cpu_ms_per_request"] = round(1000 * cpu / max(run["requests"], 1), 2)
+        run["load_average_before"] = load
+        run["duration_s"] = duration
+        run["drain_after_s"] = wait_idle(server.pid)
+        results["runs"][name] = run
+        print(name, run, flush=True)
+
+
+def stop_server(server: subprocess.Popen) -> None:
+    server.terminate()
+    try:
+        server.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        server.kill()
+        server.wait()
+
+
 def load_average() -> list[float]:
     return [round(x, 2) for x in os.getloadavg()]
 
@@ -297,6 +356,8 @@ def main() -> None:
     parser.add_argument("--database", choices=["sqlite", "postgresql"], default="sqlite",
                         help="SQLite in the data directory, or a private PostgreSQL server")
     parser.add_argument("--json", type=Path, help="write the results here too")
+    parser.add_argument("--no-inline", action="store_true",
+                        help="skip the baseline: /metrics built by every scrape")  # fmt: skip
     parser.add_argument("--populate", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
 
@@ -349,40 +410,34 @@ def main() -> None:
         "data": data,
         "runs": {},
     }
+    # The bench runs no collector to rebuild it each cycle: the published set stays valid.
+    env["LAGWATCH_METRICS_MAX_AGE_S"] = "86400"
+    results["exposition_build_s"] = publish_exposition(env)
+    print("exposition built in", results["exposition_build_s"], "s", flush=True)
     server, base = start_server(env, args.workers, args.threads, args.worker_class)
     try:
         results["checks"] = check_responses(base, args.target_partitions)
         print("checks:", results["checks"], flush=True)
         urls = {
-            "burrow_status": f"{base}/v3/kafka/{CLUSTER}/consumer/{TARGET}/status",
-            "burrow_lag": f"{base}/v3/kafka/{CLUSTER}/consumer/{TARGET}/lag",
-            "metrics": f"{base}/metrics",
-            "metrics_groups_only": f"{base}/metrics?partitions=false",
+            "burrow_status": (f"{base}/v3/kafka/{CLUSTER}/consumer/{TARGET}/status", ()),
+            "burrow_lag": (f"{base}/v3/kafka/{CLUSTER}/consumer/{TARGET}/lag", ()),
+            "metrics": (f"{base}/metrics", ()),
+            "metrics_gzip": (f"{base}/metrics", (GZIP,)),
+            "metrics_groups_only": (f"{base}/metrics?partitions=false", ()),
         }
-        for name, url in urls.items():
-            if args.only and name not in args.only:
-                continue
-            duration = args.metrics_duration if name.startswith("metrics") else args.duration
-            wrk(url, args.connections, 3)  # warm-up
-            wait_idle(server.pid)
-            load = load_average()
-            cpu_before = server_cpu_s(server.pid)
-            run = wrk(url, args.connections, duration)
-            cpu = server_cpu_s(server.pid) - cpu_before
-            run["server_cpu_s"] = round(cpu, 2)
-            run["server_cpu_ms_per_request"] = round(1000 * cpu / max(run["requests"], 1), 2)
-            run["load_average_before"] = load
-            run["duration_s"] = duration
-            run["drain_after_s"] = wait_idle(server.pid)
-            results["runs"][name] = run
-            print(name, run, flush=True)
+        measure_urls(urls, args, server, results)
     finally:
-        server.terminate()
+        stop_server(server)
+    if not args.no_inline and (not args.only or "metrics_inline" in args.only):
+        # The baseline in the same run: every scrape builds everything (as before issue 13).
+        env["LAGWATCH_METRICS_PREBUILT"] = "0"
+        server, base = start_server(env, args.workers, args.threads, args.worker_class)
         try:
-            server.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
+            results["checks_inline"] = check_responses(base, args.target_partitions)
+            print("checks (inline):", results["checks_inline"], flush=True)
+            measure_urls({"metrics_inline": (f"{base}/metrics", ())}, args, server, results)
+        finally:
+            stop_server(server)
     results["machine"]["load_average_after"] = load_average()
     if args.keep is None:
         shutil.rmtree(data_dir, ignore_errors=True)

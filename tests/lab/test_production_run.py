@@ -16,6 +16,7 @@ a webhook receiver in this process when the ``poison-message`` scenario stalls a
 
 from __future__ import annotations
 
+import gzip
 import http.cookiejar
 import json
 import re
@@ -320,6 +321,19 @@ def test_api_with_a_token_v3_and_metrics(run: ProductionRun, token: str) -> None
     status, headers, body = client.get("/metrics")
     assert status == 200 and headers.get_content_type() == "text/plain", headers
     assert re.search(rb'^lagwatch_partition_lag\{cluster="lab",', body, re.M), body[:500]
+
+    def from_the_published_exposition() -> str | None:
+        """A scrape as Prometheus makes it (gzip), served from the set the worker built after
+        a stored cycle (its age above 0; a scrape that builds inline reports 0)."""
+        status, headers, body = client.get("/metrics", headers={"Accept-Encoding": "gzip"})
+        if status != 200 or headers.get("Content-Encoding") != "gzip":
+            return None
+        text = gzip.decompress(body).decode()
+        age = re.search(r"^lagwatch_metrics_exposition_age_seconds (\S+)$", text, re.M)
+        return text if age and float(age.group(1)) > 0 else None
+
+    text = wait_for(from_the_published_exposition, 120, "/metrics from a published set", 2)
+    assert re.search(r'^lagwatch_partition_lag\{cluster="lab",', text, re.M), text[:500]
 
 
 def test_ingest_with_the_token_and_refused_without(run: ProductionRun) -> None:
