@@ -7,7 +7,8 @@ Celery task (``build_metrics_exposition``) collects the bulk families once
 (``LagwatchCollector.bulk``), encodes them in both formats, gzips them, and publishes the set
 atomically under ``LAGWATCH_METRICS_DIR``. A scrape then reads the published bytes (kept in
 process memory until the next set) and adds the small live families (ages, sources, jobs,
-spouts, producers) read now. Same series and values as building everything per scrape.
+spouts, producers), read at most once a second per process. Same series and values as
+building everything per scrape.
 
 The file, not process memory, is what gunicorn's workers and the Celery worker share. A scrape
 builds inline, as before, when no set younger than ``LAGWATCH_METRICS_MAX_AGE_S`` exists (no
@@ -22,8 +23,9 @@ import json
 import logging
 import os
 import shutil
+import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -126,9 +128,12 @@ class _Published:
 _published: _Published | None = None
 
 
-def published_bulk(kind: str, partitions: bool, gzipped: bool) -> tuple[list[bytes], float] | None:
-    """The published bodies a scrape needs (group then partition families) and their age in
-    seconds; None when the scrape must build inline (off, none published, too old)."""
+def published_bulk(
+    kind: str, partitions: bool, gzipped: bool
+) -> tuple[list[bytes], float, str] | None:
+    """The published bodies a scrape needs (group then partition families), their age in
+    seconds and the set's name; None when the scrape must build inline (off, none
+    published, too old)."""
     global _published
     if not settings.LAGWATCH_METRICS_PREBUILT:
         return None
@@ -151,7 +156,32 @@ def published_bulk(kind: str, partitions: bool, gzipped: bool) -> tuple[list[byt
             except OSError:
                 return None  # pruned under us: a newer set exists, build inline this once
         bodies.append(_published.bodies[file])
-    return bodies, max(age, 0.0)
+    return bodies, max(age, 0.0), _published.name
+
+
+LIVE_REFRESH_S = 1.0
+_bodies: dict[tuple, tuple[float, bytes]] = {}
+_bodies_lock = threading.Lock()
+
+
+def served_body(key: tuple, make: Callable[[], bytes]) -> bytes:
+    """The whole response body for ``key`` (the published set, format, variant, encoding),
+    made at most once per ``LIVE_REFRESH_S`` per process: concurrent scrapes wait for the one
+    making it instead of each reading the live families (a stampede of 32 scrapers read them
+    32 times). The live figures served are thus up to a second old, as if scraped then."""
+    now = time.monotonic()
+    cached = _bodies.get(key)
+    if cached is not None and cached[0] > now:
+        return cached[1]
+    with _bodies_lock:
+        cached = _bodies.get(key)
+        if cached is not None and cached[0] > time.monotonic():
+            return cached[1]
+        body = make()
+        for old in [k for k in _bodies if k[0] != key[0]]:
+            del _bodies[old]  # another set's bodies: never served again
+        _bodies[key] = (time.monotonic() + LIVE_REFRESH_S, body)
+        return body
 
 
 def request_build() -> None:

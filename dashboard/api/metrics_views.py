@@ -49,14 +49,17 @@ def metrics(request: HttpRequest) -> HttpResponse:
     if published is None:
         exposition.request_build()
         return HttpResponse(encoder(_REGISTRIES[partitions]), content_type=content_type)
-    bulk, age_s = published
-    live = exposition.finish(
-        kind,
-        exposition.encode(kind, LagwatchCollector(partitions).live(timezone.now(), started, age_s)),
-    )
-    # A gzip stream may hold several members (RFC 1952 §2.2): the stored ones, then this one.
-    tail = gzip.compress(live, compresslevel=1) if gzipped else live
-    response = HttpResponse(b"".join([*bulk, tail]), content_type=content_type)
+    bulk, age_s, set_name = published
+
+    def body() -> bytes:
+        live = LagwatchCollector(partitions).live(timezone.now(), started, age_s)
+        live_bytes = exposition.finish(kind, exposition.encode(kind, live))
+        # A gzip stream may hold several members (RFC 1952 §2.2): the stored ones, then this.
+        tail = gzip.compress(live_bytes, compresslevel=1) if gzipped else live_bytes
+        return b"".join([*bulk, tail])
+
+    key = (set_name, kind, partitions, gzipped)
+    response = HttpResponse(exposition.served_body(key, body), content_type=content_type)
     response["Vary"] = "Accept-Encoding"
     if gzipped:
         response["Content-Encoding"] = "gzip"

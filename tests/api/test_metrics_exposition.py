@@ -203,3 +203,42 @@ def test_gzip_only_when_accepted(header: str, gzipped: bool) -> None:
     from dashboard.api.metrics_views import _accepts_gzip
 
     assert _accepts_gzip(header) is gzipped
+
+
+def test_the_live_families_are_read_at_most_once_a_second(
+    client: Client, world: World, published: Path, monkeypatch
+) -> None:
+    from dashboard.monitoring.models import SourceHealth
+
+    exposition.build()
+    first = scrape(client)[1]
+    SourceHealth.objects.update(consecutive_failures=41)
+    assert scrape(client)[1] == first  # within the second: the same body
+    monkeypatch.setattr(exposition, "LIVE_REFRESH_S", 0.0)
+    exposition.served_body(("flush",), lambda: b"")  # a refresh of 0 s: every scrape reads
+    again = scrape(client)[1]
+    assert "lagwatch_source_consecutive_failures" in again and " 41.0" in again
+
+
+def test_concurrent_scrapes_make_the_body_once() -> None:
+    import threading
+
+    made = []
+    started = threading.Barrier(8)
+
+    def make() -> bytes:
+        made.append(1)
+        time.sleep(0.2)
+        return b"body"
+
+    def scrape_once(out: list) -> None:
+        started.wait()
+        out.append(exposition.served_body(("set-x", "text", True, False), make))
+
+    out: list = []
+    threads = [threading.Thread(target=scrape_once, args=(out,)) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert out == [b"body"] * 8 and len(made) == 1
