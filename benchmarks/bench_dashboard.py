@@ -1,4 +1,5 @@
-"""Dashboard server times and page weights at 1,000 groups and 20,000 partitions (issue 5).
+"""Dashboard server times and page weights at 1,000 groups and 20,000 partitions (issue 5),
+or any size (``--groups 5000 --partitions 100000``: issue 13).
 
 Populates a temporary SQLite database with bulk inserts: 1,000 groups (one with 1,000
 partitions, the others ~19 each: 20,000 partitions), 15 minutes of raw history per partition
@@ -9,6 +10,7 @@ request: middleware, session, queries, templates) and reports medians over repea
 with the query count and the HTML size; and the static assets' sizes (raw and gzip).
 
     .venv/bin/python benchmarks/bench_dashboard.py [--repeat 15] [--json]
+        [--groups 1000] [--partitions 20000]
 """
 
 from __future__ import annotations
@@ -302,6 +304,12 @@ def asset_sizes(paths: set[bytes]) -> dict[str, tuple[int, int]]:
     return out
 
 
+def set_scale(groups: int, partitions: int) -> None:
+    """The world's size (module constants, read by ``populate``)."""
+    global GROUPS, PARTITIONS
+    GROUPS, PARTITIONS = groups, partitions
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=15)
@@ -309,7 +317,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keep", metavar="DIR", help="keep (or reuse) the populated database")
     parser.add_argument("--only", help="only the pages whose name contains this")
     parser.add_argument("--queries", action="store_true", help="print each page's queries")
+    parser.add_argument("--groups", type=int, default=GROUPS)
+    parser.add_argument("--partitions", type=int, default=PARTITIONS,
+                        help="in all (issue 13: 100,000 over 5,000 groups)")  # fmt: skip
     args = parser.parse_args(argv)
+    set_scale(args.groups, args.partitions)
     with tempfile.TemporaryDirectory(prefix="bench-dashboard-") as tmp:
         base = Path(args.keep) if args.keep else Path(tmp)
         base.mkdir(parents=True, exist_ok=True)
