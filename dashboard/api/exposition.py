@@ -184,9 +184,14 @@ def served_body(key: tuple, make: Callable[[], bytes]) -> bytes:
         return body
 
 
+BUILD_DELAY_S = 2  # the cycles of several clusters finishing together make one build
+_BUILDING_KEY = "lagwatch:metrics:building"
+
+
 def request_build() -> None:
-    """Asks for one build soon: requests made while one is queued are folded into it (the
-    task clears the flag when it starts, so a write during a build asks for the next)."""
+    """Asks for one build in ``BUILD_DELAY_S``: requests made while one is queued are folded
+    into it (the task clears the flag when it starts, so a write during a build asks for the
+    next)."""
     if not settings.LAGWATCH_METRICS_PREBUILT:
         return
     from dashboard.api.tasks import build_metrics_exposition
@@ -194,9 +199,23 @@ def request_build() -> None:
 
     try:
         if claim_once(_REQUESTED_KEY, ttl_s=max(30, settings.LAGWATCH_METRICS_MAX_AGE_S)):
-            build_metrics_exposition.delay()
+            build_metrics_exposition.apply_async(countdown=BUILD_DELAY_S)
     except Exception as exc:  # noqa: BLE001 - Redis or the broker down: scrapes build inline
         log.warning("metrics exposition build not requested: %s", exc)
+
+
+def build_once() -> Path | None:
+    """One build at a time across workers (a build reads every partition: two at once
+    would only double the cost). A request finding one running asks for the next, which
+    then reads what was written meanwhile; returns None then."""
+    from dashboard.monitoring.locks import exclusive
+
+    clear_request()
+    with exclusive(_BUILDING_KEY, ttl_s=max(60, settings.LAGWATCH_METRICS_MAX_AGE_S)) as mine:
+        if not mine:
+            request_build()
+            return None
+        return build()
 
 
 def clear_request() -> None:

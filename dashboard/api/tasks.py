@@ -9,7 +9,5 @@ from dashboard.api import exposition
 
 @shared_task(name="dashboard.api.tasks.build_metrics_exposition", ignore_result=True)
 def build_metrics_exposition() -> str:
-    """One build of the stored figures' exposition; requests made while it runs ask for the
-    next (the flag is cleared first)."""
-    exposition.clear_request()
-    return str(exposition.build())
+    """One build of the stored figures' exposition (``exposition.build_once``)."""
+    return str(exposition.build_once() or "")

@@ -242,3 +242,69 @@ def test_concurrent_scrapes_make_the_body_once() -> None:
     for t in threads:
         t.join()
     assert out == [b"body"] * 8 and len(made) == 1
+
+
+# --- the build requests, on a real Redis ---------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def redis_url(tmp_path_factory: pytest.TempPathFactory):
+    from lab.stack import Stack
+
+    stack = Stack(tmp_path_factory.mktemp("exposition-redis"))
+    stack.up(["redis"])
+    try:
+        yield stack.endpoints()["redis"]
+    finally:
+        stack.down()
+
+
+@pytest.fixture
+def queued(redis_url: str, settings, published: Path, monkeypatch) -> list:
+    """The build tasks sent to the Celery broker (recorded here: the test has no worker)."""
+    from dashboard.api.tasks import build_metrics_exposition
+    from dashboard.monitoring import locks
+
+    settings.REDIS_URL = redis_url
+    locks._client = None
+    locks.client().flushdb()
+    sent: list = []
+    monkeypatch.setattr(build_metrics_exposition, "apply_async", lambda **kw: sent.append(kw))
+    yield sent
+    locks._client = None
+
+
+def test_requests_while_one_is_queued_fold_into_it(queued: list, world: World) -> None:
+    from dashboard.monitoring.spark_runs import announce_figures
+
+    for _ in range(5):  # five clusters' cycles stored together
+        announce_figures(cluster="prod")
+    assert queued == [{"countdown": exposition.BUILD_DELAY_S}]
+    assert exposition.build_once() is not None  # the task: clears the request, builds
+    announce_figures(cluster="prod")  # a write after the build started asks for the next
+    assert len(queued) == 2
+
+
+def test_a_build_running_elsewhere_is_followed_not_doubled(
+    queued: list, world: World, published: Path
+) -> None:
+    from dashboard.monitoring.locks import exclusive
+
+    with exclusive("lagwatch:metrics:building", 60) as mine:  # another worker's build
+        assert mine
+        assert exposition.build_once() is None
+    assert not list(published.glob("set-*")) and len(queued) == 1  # asked for the next one
+    assert exposition.build_once() is not None
+
+
+def test_no_redis_means_scrapes_build_inline(client: Client, world: World, published: Path,
+                                             settings) -> None:  # fmt: skip
+    settings.REDIS_URL = "redis://127.0.0.1:1/0"  # nothing listens there
+    from dashboard.monitoring import locks
+
+    locks._client = None
+    try:
+        _, text = scrape(client)  # asks for a build, which fails: logged, the scrape answers
+    finally:
+        locks._client = None
+    assert series_value(text, "lagwatch_metrics_exposition_age_seconds") == 0
