@@ -24,6 +24,7 @@ import socket
 import sys
 from pathlib import Path
 
+from pyspark import SparkContext
 from pyspark.sql import SparkSession
 
 __all__ = [
@@ -122,16 +123,42 @@ def _usable(session: SparkSession) -> bool:
         return False
 
 
+def _jvm_gone() -> bool:
+    """True when this process's Spark JVM (the gateway pyspark launched) has died: killed, or
+    out of memory. pyspark keeps it in class attributes, so without this every later session,
+    even ``getActiveSession``, calls the dead JVM and fails until the process restarts."""
+    gateway = SparkContext._gateway
+    if gateway is None:
+        return False
+    proc = getattr(gateway, "proc", None)  # the spark-submit JVM, when pyspark launched it
+    return proc is not None and proc.poll() is not None
+
+
+def _forget_dead_jvm() -> None:
+    """Drop pyspark's process-wide references to a dead JVM, so the builder launches a new one
+    (a Celery worker's child keeps its session between runs; benchmarks/soak.py kills the JVM
+    mid-run and the child's later runs failed, each, until the worker was restarted)."""
+    if not _jvm_gone():
+        return
+    logging.getLogger(__name__).warning("the Spark JVM of this process died: starting a new one")
+    SparkContext._gateway = None
+    SparkContext._jvm = None
+    SparkContext._active_spark_context = None
+    SparkSession._instantiatedSession = None
+    SparkSession._activeSession = None
+
+
 def spark_session(app_name: str, master: str | None = None) -> SparkSession:
     """The active session if there is one, else a new one configured for Lagwatch's jobs.
 
     Reusing the active session matters twice: a test suite pays the JVM start (4-9 s) once,
     and a job called from another job does not silently get a second configuration. A session
     whose context has stopped is not reused, and a ``spark://`` master that does not answer
-    fails at once (:func:`check_master`). The
+    fails at once (:func:`check_master`); a JVM that died is replaced. The
     jobs themselves depend on none of the settings below for their results (times are integer
     milliseconds throughout), so a session made elsewhere gives the same answers.
     """
+    _forget_dead_jvm()
     # The builder reuses the process's instantiated session whether or not it is active, and
     # Spark clears the active one when it stops a context itself: look at both.
     active = SparkSession.getActiveSession() or SparkSession._instantiatedSession

@@ -115,3 +115,26 @@ def test_a_stopped_context_is_not_reused() -> None:
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.strip().splitlines()[-1] == "5"
+
+
+def test_a_dead_jvm_is_replaced() -> None:
+    """The JVM of a worker's session killed mid-run (the soak, benchmarks/soak.py): the
+    worker's next run must start a new one, not fail for as long as the process lives."""
+    code = (
+        "import os, signal\n"
+        "from spark_jobs.session import spark_session\n"
+        "first = spark_session('a', 'local[1]')\n"
+        "jvm = first.sparkContext._gateway.proc\n"
+        "os.kill(jvm.pid, signal.SIGKILL)\n"
+        "jvm.wait(30)\n"
+        "second = spark_session('b', 'local[1]')\n"
+        "assert second is not first, 'reused a session of the dead JVM'\n"
+        "print(second.range(5).count())\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[2],
+        env={**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"},
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip().splitlines()[-1] == "5"
