@@ -1,0 +1,758 @@
+"""The soak under faults (issue 15, item 5): a whole lab stack for ``--minutes`` with the
+workload's scenarios cycling and one of each fault injected, spaced out over the run.
+
+Why: every fault here is survived by some test on its own (Redis under beat, PostgreSQL
+restarted, a collector SIGKILLed, a master down); what no test shows is the product running
+for half an hour through all of them while the scenarios keep producing real stuck
+partitions, and whether it then still collects every slot, alerts on what is stuck and on
+nothing else, keeps its memory flat and tells the user, on the sources page, what is down.
+
+The stack is the lab tests' (``tests/lab_world.py``): ZooKeeper, the Kafka 4 broker, Redis,
+the workload, web, worker (queues ``celery`` and ``spark``, Spark in local mode in its
+prefork children), the collector and beat; the lab cluster polled every 5 s, the status job
+every 15 s, a window of 10 commits. Alerts are the product's default rule (any STALL, STOP or
+ERR lasting two evaluations).
+
+Scenarios, in turn (``ACTIVE_S`` on, ``REST_S`` off): ``poison-message`` on ``orders-spout``
+(a new partition each round: STALL, an alert expected), ``dead-consumer`` on
+``payments-ledger`` (STOP, an alert expected), ``slow-consumer`` and ``rebalance-storm`` (WARN
+or OK: nothing stuck, no alert expected).
+
+Faults, one each, at even spacing: ZooKeeper stopped ``OUTAGE_S`` and started; the broker the
+same; Redis the same; the collector SIGKILLed while it holds the lab cluster's lease (mid
+cycle) and started again; every Spark JVM of the worker SIGKILLed while a status run is
+going (the worker's next run starts a new one: ``spark_jobs.session``); the SQLite database
+held by ``BEGIN EXCLUSIVE`` for 10 s from this process.
+
+Figures (printed as JSON, and written to ``--json``):
+
+- samples lost: every poll slot of the run against the ``CollectedCycle`` rows (a row is
+  written in the cycle's transaction, and a cycle is stored only when both the database and
+  the Parquet sample log took it: ``collectors/cycle/write.py``), cross-checked against the
+  distinct ``ts_ms`` of the Parquet sample log; slots missing while Redis or the collector was
+  deliberately down are excused, any other is lost; gaps over two polls listed with the fault
+  active then;
+- stuck alerts for partitions no scenario made stuck, and stuck statuses (``StatusChange`` to
+  STALL/STOP/ERR) for them, with the fault active in the two minutes before;
+- alerts missed: each scenario round that should fire one, and whether it did;
+- each service's memory (RSS of its process tree, ``/proc``) at the start and the end;
+- each fault: whether the sources page (logged in as a ``demo_user``) showed the source down
+  while it lasted (ZooKeeper, Kafka) and whether it was served at all (every fault).
+
+    .venv/bin/python -m benchmarks.soak [--minutes 30] [--json FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import signal
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import traceback
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from lab.services import LAB_CLUSTER  # noqa: E402
+from lab.stack import Stack  # noqa: E402
+from lab.workload.control import start_scenario, stop_scenario  # noqa: E402
+from tests.lab_world import Browser  # noqa: E402
+from tests.waiting import wait_for  # noqa: E402
+
+POLL_S, JOB_S, WINDOW = 5, 15, 10
+SERVICES = ["zookeeper", "kafka", "redis", "workload", "web", "worker", "collector", "beat"]
+PRODUCT = ("web", "worker", "collector", "beat", "workload")
+OUTAGE_S = 30  # ZooKeeper, the broker, Redis
+COLLECTOR_DOWN_S = 5
+DB_LOCK_S = 10
+ACTIVE_S, REST_S = 180, 60
+# An alert may fire after its scenario stopped: the window still holds the stuck samples.
+GRACE_S = WINDOW * POLL_S + 3 * JOB_S + 25
+STUCK = ("STALL", "STOP", "ERR")
+# Slots missing while these were down are not counted lost: nothing could collect them.
+EXCUSED = {"redis", "collector-kill"}
+DOWN_ROW = re.compile(r'<tr class="down-row">\s*<td>([^<]+)</td>')
+USER = "soak"
+
+
+def now() -> float:
+    return time.time()
+
+
+def iso(t: float) -> str:
+    return datetime.fromtimestamp(t, UTC).strftime("%H:%M:%S")
+
+
+def loadavg() -> list[float]:
+    return [round(x, 2) for x in os.getloadavg()]
+
+
+def db_time(text: str) -> float:
+    """A Django datetime column as SQLite stores it (UTC), as epoch seconds."""
+    at = datetime.fromisoformat(text)
+    return (at if at.tzinfo else at.replace(tzinfo=UTC)).timestamp()
+
+
+# --- the stack ---------------------------------------------------------------------------------
+
+
+class Lab:
+    """The soak's stack and what the script reads of it: the SQLite file (read-only), the
+    control endpoint, a logged-in browser on the pages."""
+
+    def __init__(self, run_dir: Path) -> None:
+        self.stack = Stack(run_dir)
+        self.db = run_dir / "data" / "lagwatch.sqlite3"
+        self.endpoints: dict[str, str] = {}
+        self.browser: Browser | None = None
+
+    def up(self) -> None:
+        """Start every service with the lab tests' fast periods, then log in."""
+        os.environ.update(
+            LAGWATCH_LAB_POLL_S=str(POLL_S),
+            LAGWATCH_STATUS_EVERY_S=str(JOB_S),
+            LAGWATCH_STATUS_WINDOW_COMMITS=str(WINDOW),
+            SPARK_LOCAL_IP="127.0.0.1",
+        )
+        self.endpoints = self.stack.up(SERVICES)
+        password = self.manage("demo_user", USER).strip().splitlines()[-1]
+        self.browser = Browser(self.endpoints["web"].rstrip("/"))
+        self.browser.login(USER, password)
+
+    def manage(self, *args: str, timeout: float = 120) -> str:
+        done = subprocess.run(
+            [sys.executable, "manage.py", *args], cwd=REPO, env=self.stack.django_env(),
+            capture_output=True, text=True, timeout=timeout, check=True,
+        )  # fmt: skip
+        return done.stdout
+
+    def rows(self, sql: str, *args: object) -> list[tuple]:
+        """Rows of the stack's database, opened read-only (WAL: never blocks the writers)."""
+        if not self.db.exists():
+            return []
+        conn = sqlite3.connect(f"file:{self.db}?mode=ro", uri=True, timeout=30)
+        try:
+            return conn.execute(sql, args).fetchall()
+        except sqlite3.OperationalError:
+            return []
+        finally:
+            conn.close()
+
+    def pid(self, service: str) -> int | None:
+        return self.stack.status()["services"][service]["pid"]
+
+    def judged(self) -> bool:
+        """Every partition collected and evaluated once: the warm-up is over."""
+        (row,) = self.rows(
+            "SELECT COUNT(*), SUM(evaluated_at IS NULL) FROM monitoring_partitionstate"
+        ) or [(0, 0)]
+        groups = self.rows("SELECT COUNT(*) FROM monitoring_consumergroup")
+        return bool(row[0]) and not row[1] and groups[0][0] >= 8
+
+
+# --- processes ---------------------------------------------------------------------------------
+
+
+def _children() -> dict[int, list[int]]:
+    out: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        out.setdefault(ppid, []).append(int(entry.name))
+    return out
+
+
+def descendants(pid: int) -> list[int]:
+    """``pid`` and every process under it (a worker's prefork children, their Spark JVMs)."""
+    children = _children()
+    found, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        found.append(p)
+        todo.extend(children.get(p, []))
+    return found
+
+
+def rss_kib(pid: int) -> int:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return ""
+
+
+def memory(lab: Lab) -> dict[str, dict[str, Any]]:
+    """Each service's RSS: its main process and its whole process tree, in MiB."""
+    out = {}
+    for name in (*PRODUCT, "zookeeper", "kafka", "redis"):
+        pid = lab.pid(name)
+        if pid is None:
+            out[name] = {"pid": None}
+            continue
+        tree = descendants(pid)
+        out[name] = {
+            "pid": pid,
+            "rss_mib": round(rss_kib(pid) / 1024, 1),
+            "tree_rss_mib": round(sum(rss_kib(p) for p in tree) / 1024, 1),
+            "processes": len(tree),
+        }
+    return out
+
+
+# --- the sources page --------------------------------------------------------------------------
+
+
+@dataclass
+class PageLook:
+    at: float
+    status: int | str
+    down: list[str]
+
+
+class PageWatcher:
+    """Fetches the sources page every few seconds while a fault lasts: was the page served,
+    and which sources did it show unreachable?"""
+
+    def __init__(self, browser: Browser, every_s: float = 3.0) -> None:
+        self.browser = browser
+        self.every_s = every_s
+        self.looks: list[PageLook] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.looks.append(self.look())
+            self._stop.wait(self.every_s)
+
+    def look(self) -> PageLook:
+        t = now()
+        try:
+            status, body, _ = self.browser.get(f"/sources/?cluster={LAB_CLUSTER}")
+        except Exception as exc:  # noqa: BLE001 - a failed fetch is a finding, not a crash
+            return PageLook(t, f"{type(exc).__name__}: {exc}"[:200], [])
+        text = body.decode(errors="replace")
+        if 'name="password"' in text:
+            return PageLook(t, "login page", [])
+        return PageLook(t, status, sorted(set(DOWN_ROW.findall(text))))
+
+    @contextmanager
+    def watching(self) -> Iterator[PageWatcher]:
+        self._thread.start()
+        try:
+            yield self
+        finally:
+            self._stop.set()
+            self._thread.join(60)
+
+
+def page_figures(looks: list[PageLook], expected: str | None, t0: float) -> dict[str, Any]:
+    """Whether every fetch was served, and when the expected source first showed down."""
+    shown = [lk for lk in looks if expected and expected in lk.down]
+    return {
+        "fetches": len(looks),
+        "served": sum(1 for lk in looks if lk.status == 200),
+        "not_served": [f"{iso(lk.at)} {lk.status}" for lk in looks if lk.status != 200][:5],
+        "expected_down": expected,
+        "shown_down": (bool(shown) if expected else None),
+        "first_shown_after_s": round(shown[0].at - t0, 1) if shown else None,
+        "down_seen": sorted({s for lk in looks for s in lk.down}),
+    }
+
+
+# --- faults ------------------------------------------------------------------------------------
+
+
+@dataclass
+class Fault:
+    name: str
+    started: float = 0.0
+    ended: float = 0.0
+    details: dict[str, Any] = field(default_factory=dict)
+    page: dict[str, Any] = field(default_factory=dict)
+    error: str | None = None
+
+
+def restart_service(lab: Lab, service: str, fault: Fault) -> None:
+    """Stopped for ``OUTAGE_S``, then started on the same port (ready when it returns)."""
+    fault.started = now()
+    fault.details["stop"] = lab.stack.stop_service(service)
+    time.sleep(OUTAGE_S)
+    t = now()
+    lab.stack.start_service(service)
+    fault.details["start_s"] = round(now() - t, 1)
+    fault.ended = now()
+
+
+def kill_collector_mid_cycle(lab: Lab, fault: Fault) -> None:
+    """SIGKILL the collector while it holds the lab cluster's lease, i.e. in a cycle."""
+    import redis
+
+    client = redis.Redis.from_url(lab.endpoints["redis"])
+    pid = lab.pid("collector")
+    try:
+        holder = wait_for(
+            lambda: (v := client.get(f"lagwatch:collecting:{LAB_CLUSTER}")) and v.decode(),
+            60, "the collector in a cycle", 0.005,
+        )  # fmt: skip
+    finally:
+        client.close()
+    fault.started = now()
+    fault.details.update(pid=pid, lease_holder=holder, kill=lab.stack.kill_service("collector"))
+    time.sleep(COLLECTOR_DOWN_S)
+    t = now()
+    lab.stack.start_service("collector")
+    fault.details["start_s"] = round(now() - t, 1)
+    fault.ended = now()
+
+
+def spark_jvms(worker_pid: int) -> list[int]:
+    return [
+        p for p in descendants(worker_pid)
+        if "org.apache.spark.deploy.SparkSubmit" in cmdline(p)
+    ]  # fmt: skip
+
+
+def running_status_run(lab: Lab) -> tuple[int, float] | None:
+    rows = lab.rows(
+        "SELECT id, started_at FROM monitoring_sparkjobrun WHERE job = 'status' "
+        "AND outcome = 'running' ORDER BY id DESC LIMIT 1"
+    )
+    return (rows[0][0], db_time(rows[0][1])) if rows else None
+
+
+def run_outcome(lab: Lab, run_id: int) -> str | None:
+    rows = lab.rows("SELECT outcome FROM monitoring_sparkjobrun WHERE id = ?", run_id)
+    return rows[0][0] if rows else None
+
+
+def kill_spark_mid_run(lab: Lab, fault: Fault) -> None:
+    """SIGKILL every Spark JVM of the worker while a status run is going (the one running it
+    is among them), then wait for a status run that succeeds: the worker starts a new JVM."""
+    worker = lab.pid("worker")
+    assert worker is not None
+
+    def in_a_run() -> tuple[int, float] | None:
+        run = running_status_run(lab)
+        return run if run and now() - run[1] > 1.0 and spark_jvms(worker) else None
+
+    run_id, _ = wait_for(in_a_run, 180, "a status run going", 0.2)
+    jvms = spark_jvms(worker)
+    fault.started = now()
+    for pid in jvms:
+        os.kill(pid, signal.SIGKILL)
+    fault.details.update(run=run_id, jvms_killed=len(jvms))
+    wait_for(lambda: run_outcome(lab, run_id) not in (None, "running"), 300, "the cut run", 1)
+    fault.details["cut_run_outcome"] = run_outcome(lab, run_id)
+    ok = wait_for(
+        lambda: lab.rows(
+            "SELECT id, finished_at FROM monitoring_sparkjobrun WHERE job = 'status' AND "
+            "outcome = 'ok' AND id > ? ORDER BY id LIMIT 1", run_id,
+        ),
+        300, "a status run after the kill that succeeds", 2,
+    )  # fmt: skip
+    between = lab.rows(
+        "SELECT outcome, COUNT(*) FROM monitoring_sparkjobrun WHERE job = 'status' "
+        "AND id > ? AND id < ? GROUP BY outcome", run_id, ok[0][0],
+    )  # fmt: skip
+    fault.ended = now()
+    fault.details.update(
+        next_ok_after_s=round(db_time(ok[0][1]) - fault.started, 1),
+        runs_between=dict(between),
+        jvms_after=len(spark_jvms(worker)),
+    )
+
+
+def lock_database(lab: Lab, fault: Fault) -> None:
+    """``BEGIN EXCLUSIVE`` on the stack's SQLite file, held ``DB_LOCK_S``: every writer waits."""
+    conn = sqlite3.connect(str(lab.db), timeout=60, isolation_level=None)
+    try:
+        t = now()
+        conn.execute("BEGIN EXCLUSIVE")
+        fault.started = now()
+        fault.details["acquired_after_s"] = round(fault.started - t, 2)
+        time.sleep(DB_LOCK_S)
+        conn.execute("ROLLBACK")
+        fault.ended = now()
+    finally:
+        conn.close()
+
+
+# name -> (how, which source the sources page must show down, or None)
+FAULTS: list[tuple[str, Callable[[Lab, Fault], None], str | None]] = [
+    ("zookeeper", lambda lab, f: restart_service(lab, "zookeeper", f), "ZooKeeper"),
+    ("kafka", lambda lab, f: restart_service(lab, "kafka", f), "Kafka"),
+    ("redis", lambda lab, f: restart_service(lab, "redis", f), None),
+    ("collector-kill", kill_collector_mid_cycle, None),
+    ("spark-kill", kill_spark_mid_run, None),
+    ("db-lock", lock_database, None),
+]
+
+
+def inject(lab: Lab, name: str, how: Callable[[Lab, Fault], None], shows: str | None) -> Fault:
+    """One fault, with the sources page watched from its start to a few polls after its end
+    (the page shows what the latest cycle found)."""
+    fault = Fault(name)
+    assert lab.browser is not None
+    watcher = PageWatcher(lab.browser)
+    t0 = now()
+    with watcher.watching():
+        try:
+            how(lab, fault)
+        except Exception as exc:  # noqa: BLE001 - recorded; the soak goes on
+            fault.error = f"{type(exc).__name__}: {exc}"
+            traceback.print_exc()
+            fault.ended = fault.ended or now()
+        fault.started = fault.started or t0
+    during = [lk for lk in watcher.looks if fault.started <= lk.at <= fault.ended + 2 * POLL_S]
+    fault.page = page_figures(during, shows, fault.started)
+    print(json.dumps({"fault": asdict(fault) | {"at": iso(fault.started)}}), flush=True)
+    return fault
+
+
+# --- scenarios ---------------------------------------------------------------------------------
+
+
+@dataclass
+class Round:
+    scenario: str
+    params: dict[str, Any]
+    stuck: list[tuple[str, str, str, int | None]]  # (source, group, topic, partition or any)
+    started: float = 0.0
+    stopped: float = 0.0
+    error: str | None = None
+
+
+def plan(index: int) -> Round:
+    """The ``index``-th round: the four scenarios in turn, the poison on a new partition."""
+    kind = index % 4
+    if kind == 0:
+        p = (index // 4) % 6
+        return Round("poison-message", {"partition": p}, [("storm", "orders-spout", "orders", p)])
+    if kind == 1:
+        return Round("dead-consumer", {}, [("kafka", "payments-ledger", "payments", None)])
+    if kind == 2:
+        return Round("slow-consumer", {}, [])
+    return Round("rebalance-storm", {}, [])
+
+
+def retried(call: Callable[[], Any], what: str, tries: int = 10) -> Any:
+    """A control call, retried: a scenario started during a broker outage fails at first."""
+    for attempt in range(tries):
+        try:
+            return call()
+        except Exception as exc:  # noqa: BLE001
+            if attempt == tries - 1:
+                raise
+            print(f"{what}: {exc}; again in 5 s", flush=True)
+            time.sleep(5)
+    return None
+
+
+class Cycler:
+    """Runs the scenario rounds in a thread until ``end``: none starts unless it can run its
+    whole ``ACTIVE_S`` and be judged before the end."""
+
+    def __init__(self, control: str, end: float) -> None:
+        self.control = control
+        self.end = end
+        self.rounds: list[Round] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def _run(self) -> None:
+        index = 0
+        while not self._stop.is_set() and now() + ACTIVE_S + GRACE_S <= self.end:
+            self._one(plan(index))
+            index += 1
+            self._stop.wait(REST_S)
+
+    def _one(self, r: Round) -> None:
+        self.rounds.append(r)
+        try:
+            retried(lambda: start_scenario(self.control, r.scenario, **r.params), r.scenario)
+            r.started = now()
+            print(f"{iso(r.started)} scenario {r.scenario} {r.params}", flush=True)
+            self._stop.wait(ACTIVE_S)
+        except Exception as exc:  # noqa: BLE001 - recorded; the soak goes on
+            r.error = f"{type(exc).__name__}: {exc}"
+        finally:
+            try:
+                retried(lambda: stop_scenario(self.control, r.scenario), r.scenario)
+            except Exception as exc:  # noqa: BLE001
+                r.error = (r.error or "") + f" stop: {exc}"
+            r.stopped = now()
+
+    def join(self) -> None:
+        self._stop.set()
+        self._thread.join(ACTIVE_S + 120)
+
+
+# --- figures -----------------------------------------------------------------------------------
+
+
+def active_faults(faults: list[Fault], start: float, end: float) -> list[str]:
+    return [f.name for f in faults if f.started <= end and f.ended >= start]
+
+
+def stored_slots(lab: Lab) -> list[int]:
+    return sorted(
+        int(round(db_time(at) * 1000))
+        for (at,) in lab.rows(
+            "SELECT cc.at FROM monitoring_collectedcycle cc JOIN monitoring_cluster c "
+            "ON c.id = cc.cluster_id WHERE c.name = ?", LAB_CLUSTER,
+        )
+    )  # fmt: skip
+
+
+def parquet_slots(run_dir: Path) -> set[int] | None:
+    """The distinct cycle times of the lab cluster in the Parquet sample log."""
+    try:
+        import pyarrow.compute as pc
+        import pyarrow.dataset as ds
+
+        data = ds.dataset(str(run_dir / "data" / "samples"), format="parquet")
+        table = data.to_table(columns=["ts_ms"], filter=pc.field("cluster") == LAB_CLUSTER)
+        return set(pc.unique(table["ts_ms"]).to_pylist())
+    except Exception as exc:  # noqa: BLE001 - the cross-check is optional
+        print(f"parquet cross-check failed: {exc}", flush=True)
+        return None
+
+
+def samples_lost(
+    stored: list[int], parquet: set[int] | None, start: float, end: float, faults: list[Fault]
+) -> dict[str, Any]:
+    """Every slot from ``start`` to ``end``: stored, excused (Redis or the collector down), or
+    lost; and the gaps over two polls between stored slots."""
+    step = POLL_S * 1000
+    first = (int(start * 1000) // step + 1) * step
+    expected = list(range(first, int(end * 1000) - 2 * step, step))
+    have = set(stored)
+    excused_windows = [
+        (f.started - POLL_S, f.ended + 2 * POLL_S) for f in faults if f.name in EXCUSED
+    ]
+    missing = [s for s in expected if s not in have]
+    excused = [s for s in missing if any(a <= s / 1000 <= b for a, b in excused_windows)]
+    lost = [s for s in missing if s not in excused]
+    in_range = [s for s in stored if first <= s <= expected[-1]] if expected else []
+    gaps = [
+        {"from": iso(a / 1000), "to": iso(b / 1000), "s": (b - a) / 1000,
+         "faults": active_faults(faults, a / 1000, b / 1000)}
+        for a, b in zip(in_range, in_range[1:], strict=False) if b - a > 2 * step
+    ]  # fmt: skip
+    out: dict[str, Any] = {
+        "counted": "CollectedCycle rows of the lab cluster (one per stored cycle)",
+        "slots_expected": len(expected),
+        "slots_stored": len(expected) - len(missing),
+        "missing_excused": len(excused),
+        "lost": len(lost),
+        "lost_at": [
+            {"at": iso(s / 1000), "faults": active_faults(faults, s / 1000 - POLL_S, s / 1000)}
+            for s in lost
+        ][:50],
+        "gaps_over_2_polls": gaps,
+    }
+    if parquet is not None:
+        stored_in = [s for s in expected if s in have]
+        out["parquet_missing_of_stored"] = sum(1 for s in stored_in if s not in parquet)
+        out["parquet_only"] = sum(1 for s in expected if s in parquet and s not in have)
+    return out
+
+
+def justified(rounds: list[Round], key: tuple, at: float) -> bool:
+    """Did a scenario make this partition stuck around ``at``? A group's own status (no
+    topic: Burrow's ERR for a group with a STALL or STOP partition) counts with its group."""
+    source, group, topic, partition = key
+    for r in rounds:
+        if not r.started or not (r.started <= at <= r.stopped + GRACE_S):
+            continue
+        for s, g, t, p in r.stuck:
+            if (s, g) != (source, group):
+                continue
+            if not topic or (t == topic and (p is None or p == partition)):
+                return True
+    return False
+
+
+def alerts(lab: Lab) -> list[dict[str, Any]]:
+    return [
+        {"rule": rule, "key": (source, group, topic, partition), "status": status,
+         "started": db_time(started), "fired": db_time(fired),
+         "resolved": db_time(resolved) if resolved else None}
+        for rule, source, group, topic, partition, status, started, fired, resolved in lab.rows(
+            'SELECT rule_name, source, "group", topic, partition, status, started_at, fired_at, '
+            "resolved_at FROM alerts_alert WHERE cluster = ? ORDER BY fired_at", LAB_CLUSTER,
+        )
+    ]  # fmt: skip
+
+
+def false_alerts(
+    all_alerts: list[dict[str, Any]], rounds: list[Round], faults: list[Fault], start: float
+) -> dict[str, Any]:
+    """Alerts of the run for partitions no scenario made stuck then, with the faults of the
+    two minutes before each (a source outage must never read as STALL/STOP)."""
+    mine = [a for a in all_alerts if a["fired"] >= start]
+    wrong = [a for a in mine if not justified(rounds, a["key"], a["started"])]
+    return {
+        "alerts_fired": len(mine),
+        "alerts_before_start": len(all_alerts) - len(mine),
+        "not_stuck": len(wrong),
+        "list": [
+            {"at": iso(a["fired"]), "subject": "/".join(map(str, a["key"])), "status": a["status"],
+             "faults_before": active_faults(faults, a["started"] - 120, a["fired"])}
+            for a in wrong
+        ],
+    }  # fmt: skip
+
+
+def stuck_statuses(lab: Lab, rounds: list[Round], faults: list[Fault], start: float) -> dict:
+    """Every change to STALL/STOP/ERR in the run for a partition no scenario made stuck."""
+    rows = lab.rows(
+        "SELECT g.source, g.name, s.topic, s.partition, s.at, s.new_status "
+        "FROM monitoring_statuschange s JOIN monitoring_consumergroup g ON g.id = s.group_id "
+        "JOIN monitoring_cluster c ON c.id = g.cluster_id WHERE c.name = ? "
+        "AND s.new_status IN ('STALL', 'STOP', 'ERR') ORDER BY s.at", LAB_CLUSTER,
+    )  # fmt: skip
+    wrong = [
+        (src, grp, topic, part, db_time(at), new)
+        for src, grp, topic, part, at, new in rows
+        if db_time(at) >= start and not justified(rounds, (src, grp, topic, part), db_time(at))
+    ]
+    return {
+        "changes": len(wrong),
+        "list": [
+            {"at": iso(at), "subject": f"{s}/{g}/{t}/{p}", "status": new,
+             "faults_before": active_faults(faults, at - 120, at)}
+            for s, g, t, p, at, new in wrong
+        ][:40],
+    }  # fmt: skip
+
+
+def missed_alerts(all_alerts: list[dict[str, Any]], rounds: list[Round]) -> dict[str, Any]:
+    """Each round that should fire an alert: did one fire (or was one firing) for it?"""
+    out = []
+    for r in rounds:
+        if not r.stuck or not r.started:
+            continue
+        hits = [
+            a for a in all_alerts
+            if justified([r], a["key"], a["fired"])
+            or (justified([r], a["key"], r.started) and a["fired"] <= r.started
+                and (a["resolved"] is None or a["resolved"] >= r.started))
+        ]  # fmt: skip
+        out.append({
+            "scenario": r.scenario, "params": r.params, "at": iso(r.started),
+            "fired": bool(hits),
+            "after_s": round(min(a["fired"] for a in hits) - r.started, 1) if hits else None,
+            "error": r.error,
+        })  # fmt: skip
+    return {"expected": len(out), "missed": sum(1 for r in out if not r["fired"]), "rounds": out}
+
+
+# --- the run -----------------------------------------------------------------------------------
+
+
+def warm_up(lab: Lab) -> float:
+    t = now()
+    lab.up()
+    wait_for(lab.judged, 420, "every demo group collected and judged once", 3)
+    return round(now() - t, 1)
+
+
+def run_faults(lab: Lab, start: float, span_s: float) -> list[Fault]:
+    """The six faults at even spacing over the run, each in the middle of its share."""
+    faults = []
+    for i, (name, how, shows) in enumerate(FAULTS):
+        due = start + (i + 0.5) * span_s / len(FAULTS)
+        time.sleep(max(0.0, due - now()))
+        faults.append(inject(lab, name, how, shows))
+    return faults
+
+
+def figures(lab: Lab, cycler: Cycler, faults: list[Fault], start: float, end: float) -> dict:
+    all_alerts = alerts(lab)
+    return {
+        "samples": samples_lost(stored_slots(lab), None, start, end, faults),
+        "alerts_not_stuck": false_alerts(all_alerts, cycler.rounds, faults, start),
+        "stuck_statuses_not_stuck": stuck_statuses(lab, cycler.rounds, faults, start),
+        "alerts_missed": missed_alerts(all_alerts, cycler.rounds),
+        "faults": [asdict(f) | {"at": iso(f.started)} for f in faults],
+        "rounds": [asdict(r) | {"at": iso(r.started)} for r in cycler.rounds],
+    }
+
+
+def soak(minutes: float) -> dict[str, Any]:
+    run_dir = Path(tempfile.mkdtemp(prefix="soak-"))
+    lab = Lab(run_dir)
+    out: dict[str, Any] = {
+        "date": datetime.now(UTC).isoformat(timespec="seconds"), "minutes": minutes,
+        "nproc": os.cpu_count(), "kernel": os.uname().release, "load_start": loadavg(),
+        "poll_s": POLL_S, "job_s": JOB_S, "window_commits": WINDOW, "run_dir": str(run_dir),
+    }  # fmt: skip
+    faults: list[Fault] = []
+    start = end = 0.0
+    try:
+        out["warm_up_s"] = warm_up(lab)
+        out["memory_start"] = memory(lab)
+        start = now()
+        end = start + minutes * 60
+        cycler = Cycler(lab.endpoints["control"], end)
+        cycler.start()
+        faults = run_faults(lab, start, end - start)
+        time.sleep(max(0.0, end - now()))
+        cycler.join()
+        out["memory_end"] = memory(lab)
+        out.update(figures(lab, cycler, faults, start, end))
+        out["states_end"] = {n: s["state"] for n, s in lab.stack.status()["services"].items()}
+    finally:
+        lab.stack.down()
+    # Once stopped, the sample log is whole: the cross-check reads it then.
+    out["samples"] = samples_lost(stored_slots(lab), parquet_slots(run_dir), start, end, faults)
+    out["load_end"] = loadavg()
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--minutes", type=float, default=30.0)
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args()
+    result = soak(args.minutes)
+    text = json.dumps(result, indent=1, default=str)
+    print(text, flush=True)
+    if args.json:
+        args.json.write_text(text + "\n")
+
+
+if __name__ == "__main__":
+    main()
