@@ -93,10 +93,12 @@ def now() -> float:
 
 
 def iso(t: float) -> str:
+    """A wall time as the figures print it (UTC, to the second): to match logs by eye."""
     return datetime.fromtimestamp(t, UTC).strftime("%H:%M:%S")
 
 
 def loadavg() -> list[float]:
+    """The machine is shared: the load says how much of a figure is other people's work."""
     return [round(x, 2) for x in os.getloadavg()]
 
 
@@ -133,6 +135,7 @@ class Lab:
         self.browser.login(USER, password)
 
     def manage(self, *args: str, timeout: float = 120) -> str:
+        """``manage.py ARGS`` against this stack's database and Redis."""
         done = subprocess.run(
             [sys.executable, "manage.py", *args], cwd=REPO, env=self.stack.django_env(),
             capture_output=True, text=True, timeout=timeout, check=True,
@@ -152,6 +155,7 @@ class Lab:
             conn.close()
 
     def pid(self, service: str) -> int | None:
+        """The service's current process (a restarted one has a new pid)."""
         return self.stack.status()["services"][service]["pid"]
 
     def judged(self) -> bool:
@@ -192,6 +196,7 @@ def descendants(pid: int) -> list[int]:
 
 
 def rss_kib(pid: int) -> int:
+    """VmRSS of one process, 0 if it is gone (a child may exit while the tree is read)."""
     try:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
             if line.startswith("VmRSS:"):
@@ -202,6 +207,7 @@ def rss_kib(pid: int) -> int:
 
 
 def cmdline(pid: int) -> str:
+    """What a process runs: how a Spark JVM is told from the worker's Python children."""
     try:
         return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
     except OSError:
@@ -231,6 +237,8 @@ def memory(lab: Lab) -> dict[str, dict[str, Any]]:
 
 @dataclass
 class PageLook:
+    """One fetch of the sources page: its status and the sources it showed unreachable."""
+
     at: float
     status: int | str
     down: list[str]
@@ -292,6 +300,8 @@ def page_figures(looks: list[PageLook], expected: str | None, t0: float) -> dict
 
 @dataclass
 class Fault:
+    """One injected fault: when it began and ended, what was done, what the page showed."""
+
     name: str
     started: float = 0.0
     ended: float = 0.0
@@ -334,6 +344,7 @@ def kill_collector_mid_cycle(lab: Lab, fault: Fault) -> None:
 
 
 def spark_jvms(worker_pid: int) -> list[int]:
+    """The Spark JVMs under the worker: each prefork child that ran a job keeps one."""
     return [
         p for p in descendants(worker_pid)
         if "org.apache.spark.deploy.SparkSubmit" in cmdline(p)
@@ -341,6 +352,7 @@ def spark_jvms(worker_pid: int) -> list[int]:
 
 
 def running_status_run(lab: Lab) -> tuple[int, float] | None:
+    """(id, start) of the status run in progress: a kill must land inside one."""
     rows = lab.rows(
         "SELECT id, started_at FROM monitoring_sparkjobrun WHERE job = 'status' "
         "AND outcome = 'running' ORDER BY id DESC LIMIT 1"
@@ -349,6 +361,7 @@ def running_status_run(lab: Lab) -> tuple[int, float] | None:
 
 
 def run_outcome(lab: Lab, run_id: int) -> str | None:
+    """What the product recorded for a run: the cut one must not stay "running"."""
     rows = lab.rows("SELECT outcome FROM monitoring_sparkjobrun WHERE id = ?", run_id)
     return rows[0][0] if rows else None
 
@@ -442,6 +455,8 @@ def inject(lab: Lab, name: str, how: Callable[[Lab, Fault], None], shows: str | 
 
 @dataclass
 class Round:
+    """One scenario round and the partitions it makes stuck (its alerts are expected)."""
+
     scenario: str
     params: dict[str, Any]
     stuck: list[tuple[str, str, str, int | None]]  # (source, group, topic, partition or any)
@@ -522,10 +537,12 @@ class Cycler:
 
 
 def active_faults(faults: list[Fault], start: float, end: float) -> list[str]:
+    """The faults that overlapped [start, end]: what a gap or an alert is set against."""
     return [f.name for f in faults if f.started <= end and f.ended >= start]
 
 
 def stored_slots(lab: Lab) -> list[int]:
+    """The lab cluster's stored cycles (slot ms): a row exists only for a whole cycle."""
     return sorted(
         int(round(db_time(at) * 1000))
         for (at,) in lab.rows(
@@ -605,6 +622,7 @@ def justified(rounds: list[Round], key: tuple, at: float) -> bool:
 
 
 def alerts(lab: Lab) -> list[dict[str, Any]]:
+    """Every alert of the lab cluster as stored (``dashboard.alerts`` ``Alert`` rows)."""
     return [
         {"rule": rule, "key": (source, group, topic, partition), "status": status,
          "started": db_time(started), "fired": db_time(fired),
@@ -683,6 +701,7 @@ def missed_alerts(all_alerts: list[dict[str, Any]], rounds: list[Round]) -> dict
 
 
 def warm_up(lab: Lab) -> float:
+    """Start the stack and wait for every group's first verdict: the run is counted after."""
     t = now()
     lab.up()
     wait_for(lab.judged, 420, "every demo group collected and judged once", 3)
@@ -700,9 +719,10 @@ def run_faults(lab: Lab, start: float, span_s: float) -> list[Fault]:
 
 
 def figures(lab: Lab, cycler: Cycler, faults: list[Fault], start: float, end: float) -> dict:
+    """The alert and status figures, read while the stack still runs (the samples are
+    counted after it stopped, when the sample log is whole)."""
     all_alerts = alerts(lab)
     return {
-        "samples": samples_lost(stored_slots(lab), None, start, end, faults),
         "alerts_not_stuck": false_alerts(all_alerts, cycler.rounds, faults, start),
         "stuck_statuses_not_stuck": stuck_statuses(lab, cycler.rounds, faults, start),
         "alerts_missed": missed_alerts(all_alerts, cycler.rounds),
@@ -712,6 +732,7 @@ def figures(lab: Lab, cycler: Cycler, faults: list[Fault], start: float, end: fl
 
 
 def soak(minutes: float) -> dict[str, Any]:
+    """One soak of ``minutes`` after the warm-up; the stack is always stopped at the end."""
     run_dir = Path(tempfile.mkdtemp(prefix="soak-"))
     lab = Lab(run_dir)
     out: dict[str, Any] = {
@@ -743,6 +764,7 @@ def soak(minutes: float) -> dict[str, Any]:
 
 
 def main() -> None:
+    """``--minutes`` and ``--json``: the figures go to stdout and, if asked, to the file."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--minutes", type=float, default=30.0)
     parser.add_argument("--json", type=Path)
