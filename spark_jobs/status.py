@@ -23,8 +23,10 @@ Arrow hands the function Python ints, bools and None, so offsets are exact.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
+import statistics
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -36,6 +38,7 @@ from pyspark.sql import types as T
 from spark_jobs.evaluator import (
     EvaluatorConfig,
     PartitionVerdict,
+    PartitionWindow,
     evaluate_group,
     evaluate_partition,
 )
@@ -140,6 +143,28 @@ def _drop_duplicates(cols: dict[str, list[Any]]) -> dict[str, list[Any]]:
     return {name: [values[i] for i in keep] for name, values in cols.items()}
 
 
+# How many of a partition's poll intervals may pass after its newest sample before a run
+# takes its figures for the last known ones rather than the current ones.
+COLLECTION_GAP_POLLS = 3
+
+
+def mark_collection_gap(
+    window: PartitionWindow, ts_ms: Sequence[int], now_ms: int
+) -> PartitionWindow:
+    """The window marked stale when its newest sample is more than ``COLLECTION_GAP_POLLS``
+    of its own poll intervals old at ``now_ms``: nothing was collected meanwhile (a collector
+    down, Redis down under beat), so "no commit since" is unknown, not a stuck consumer.
+    Without it, the first run after collection resumed read every group's silence up to now
+    as STALL (benchmarks/soak.py: 46 of 50 partitions after a 30 s Redis restart); with a
+    collector down for longer, every partition would alert."""
+    if window.stale or len(ts_ms) < 2:
+        return window
+    spacing = statistics.median(b - a for a, b in zip(ts_ms, ts_ms[1:], strict=False))
+    if spacing <= 0 or now_ms - ts_ms[-1] <= COLLECTION_GAP_POLLS * spacing:
+        return window
+    return dataclasses.replace(window, stale=True, stale_since_ms=ts_ms[-1])
+
+
 def evaluate_group_samples(
     cols: dict[str, list[Any]],
     config: EvaluatorConfig,
@@ -171,6 +196,7 @@ def evaluate_group_samples(
         samples = {name: cols[name][a:b] for name in WINDOW_COLUMNS}
         pid = partition_id(cluster, source, group, topic[a], part[a])
         window = window_from_samples(pid, samples, config, topics, rebalances, rebalancing)
+        window = mark_collection_gap(window, samples["ts_ms"], now_ms)
         verdict = evaluate_partition(window, config, now_ms)
         values = (cluster, source, group, topic[a], part[a], verdict.status,
                   float(verdict.complete), diagnosis_json(verdict), verdict.reason, verdict.lag,

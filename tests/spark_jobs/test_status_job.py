@@ -265,17 +265,19 @@ scenario(
 )
 
 # Committed beyond the log end (the topic was recreated): ERR, and no lag can be stated.
+# Polled up to the run, like the others (samples that end long before it are a gap in
+# collection: stale, see test_a_gap_in_collection_is_stale_not_a_stall).
 AHEAD = partition_id("c1", "kafka", "ge", "t", 0)
 scenario(
-    [sample(at(i), 5000, group="ge", earliest=0, latest=4000) for i in range(3)],
+    [sample(at(i), 5000, group="ge", earliest=0, latest=4000) for i in range(10)],
     PartitionWindow(
         AHEAD,
         (Commit(5000, T0, -1000, 0, 4000),),
-        (4000,) * 3,
+        (4000,) * 5,
         -1000,
         earliest=0,
         latest=4000,
-        polls=3,
+        polls=10,
     ),
 )
 
@@ -1015,3 +1017,23 @@ def test_a_cluster_with_its_own_thresholds_is_judged_by_them(spark: SparkSession
         assert (row["status"], row["reason"]) == (expected.status, expected.reason), pid
         changed += row["cluster"] == "c2" and row["status"] != EXPECTED[pid].status
     assert changed  # the lenient thresholds did turn some verdicts
+
+
+def test_a_gap_in_collection_is_stale_not_a_stall() -> None:
+    """Nothing collected for a while (the collector down, Redis down under beat; the soak,
+    benchmarks/soak.py): the first run after it must not read the silence up to now as a
+    consumer that stopped committing. A commit every 5 s, then no sample for 47 s."""
+    poll = 5 * SEC
+    rows = [
+        sample(T0 + i * poll, 100 * i, latest=100 * i + 3, alive=True, owner="m-1")
+        for i in range(12)
+    ]
+    last = rows[-1]["ts_ms"]
+    fresh = evaluate_group_samples(columns(rows), CONFIG, last + poll)
+    assert fresh["status"] == ["OK"]
+    late = evaluate_group_samples(columns(rows), CONFIG, last + 47 * SEC)
+    assert late["status"] == [UNKNOWN], late["reason"]
+    assert json.loads(late["diagnosis"][0])[0]["code"] == SOURCE_UNREACHABLE
+    # Without the gap check the same window is a STALL: what the soak saw.
+    window = window_from_samples("p", {n: columns(rows)[n] for n in WINDOW_COLUMNS}, CONFIG)
+    assert evaluate_partition(window, CONFIG, last + 47 * SEC).status == "STALL"
