@@ -184,14 +184,14 @@ def served_body(key: tuple, make: Callable[[], bytes]) -> bytes:
         return body
 
 
-BUILD_DELAY_S = 2  # the cycles of several clusters finishing together make one build
 _BUILDING_KEY = "lagwatch:metrics:building"
 
 
 def request_build() -> None:
-    """Asks for one build in ``BUILD_DELAY_S``: requests made while one is queued are folded
-    into it (the task clears the flag when it starts, so a write during a build asks for the
-    next)."""
+    """Asks for one build: requests made while one is queued are folded into it (the task
+    clears the flag when it starts, so a write during a build asks for the next). Sent without
+    a countdown: a worker holding an ETA message when Redis went away died in kombu's
+    restore of unacked messages (tests/lab/test_collection_under_outage.py)."""
     if not settings.LAGWATCH_METRICS_PREBUILT:
         return
     from dashboard.api.tasks import build_metrics_exposition
@@ -199,7 +199,7 @@ def request_build() -> None:
 
     try:
         if claim_once(_REQUESTED_KEY, ttl_s=max(30, settings.LAGWATCH_METRICS_MAX_AGE_S)):
-            build_metrics_exposition.apply_async(countdown=BUILD_DELAY_S)
+            build_metrics_exposition.apply_async()
     except Exception as exc:  # noqa: BLE001 - Redis or the broker down: scrapes build inline
         log.warning("metrics exposition build not requested: %s", exc)
 
