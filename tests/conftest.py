@@ -240,3 +240,14 @@ def _metrics_scrapes_build_inline() -> Iterator[None]:
 
     settings.LAGWATCH_METRICS_PREBUILT = False
     yield
+
+
+@pytest.fixture(scope="module")
+def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A real ``redis-server`` of a private lab stack, for the module's tests."""
+    stack = Stack(tmp_path_factory.mktemp("redis"))
+    stack.up(["redis"])
+    try:
+        yield stack.endpoints()["redis"]
+    finally:
+        stack.down()

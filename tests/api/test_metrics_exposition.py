@@ -247,18 +247,6 @@ def test_concurrent_scrapes_make_the_body_once() -> None:
 # --- the build requests, on a real Redis ---------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def redis_url(tmp_path_factory: pytest.TempPathFactory):
-    from lab.stack import Stack
-
-    stack = Stack(tmp_path_factory.mktemp("exposition-redis"))
-    stack.up(["redis"])
-    try:
-        yield stack.endpoints()["redis"]
-    finally:
-        stack.down()
-
-
 @pytest.fixture
 def queued(redis_url: str, settings, published: Path, monkeypatch) -> list:
     """The build tasks sent to the Celery broker (recorded here: the test has no worker)."""

@@ -28,7 +28,6 @@ from dashboard.monitoring.cycle_store import OrmCycleStore
 from dashboard.monitoring.models import Cluster, CollectedCycle, OffsetSample
 from dashboard.monitoring.store import SupersededCycle, store_cycle
 from dashboard.monitoring.tasks import collect_cluster
-from lab.stack import Stack
 from tests.dashboard.test_cycle_runner import FakeSources
 
 REPO = Path(__file__).resolve().parents[2]
@@ -93,16 +92,6 @@ def test_a_cycle_older_than_a_stored_one_is_refused_and_a_retry_rewrites(cluster
 
 
 # --- Redis: the lease and the mark ------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    stack = Stack(tmp_path_factory.mktemp("shards-redis"))
-    stack.up(["redis"])
-    try:
-        yield stack.endpoints()["redis"]
-    finally:
-        stack.down()
 
 
 @pytest.fixture

@@ -97,6 +97,17 @@ def test_a_new_session_with_its_master_down_fails_at_once_naming_it() -> None:
     )
 
 
+def _last_line_of(code: str) -> str:
+    """Runs ``code`` in a fresh Python (a worker's process) and returns its last output line."""
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[2],
+        env={**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"},
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout.strip().splitlines()[-1]
+
+
 def test_a_stopped_context_is_not_reused() -> None:
     """Spark stops a context itself when it gives up on its master; the worker's next run
     must build a new session, not fail for as long as the process lives."""
@@ -108,13 +119,7 @@ def test_a_stopped_context_is_not_reused() -> None:
         "assert second is not first, 'reused a stopped session'\n"
         "print(second.range(5).count())\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[2],
-        env={**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"},
-        capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert done.stdout.strip().splitlines()[-1] == "5"
+    assert _last_line_of(code) == "5"
 
 
 def test_a_dead_jvm_is_replaced() -> None:
@@ -131,10 +136,4 @@ def test_a_dead_jvm_is_replaced() -> None:
         "assert second is not first, 'reused a session of the dead JVM'\n"
         "print(second.range(5).count())\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[2],
-        env={**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"},
-        capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert done.stdout.strip().splitlines()[-1] == "5"
+    assert _last_line_of(code) == "5"
