@@ -42,6 +42,7 @@ from spark_jobs.evaluator import (
     evaluate_group,
     evaluate_partition,
 )
+from spark_jobs.evaluator.types import COLLECTION_GAP_POLLS
 from spark_jobs.windows import WINDOW_COLUMNS, group_rebalances, partition_id, window_from_samples
 
 __all__ = [
@@ -143,9 +144,6 @@ def _drop_duplicates(cols: dict[str, list[Any]]) -> dict[str, list[Any]]:
     return {name: [values[i] for i in keep] for name, values in cols.items()}
 
 
-# How many of a partition's poll intervals may pass after its newest sample before a run
-# takes its figures for the last known ones rather than the current ones.
-COLLECTION_GAP_POLLS = 3
 
 
 def mark_collection_gap(

@@ -98,6 +98,12 @@ class SpoutSeries:
     acked: tuple[int, ...] = ()
 
 
+# How many poll intervals may pass after the newest sample before its figures are taken for
+# the last known ones, not the current ones: the status job's windows turn stale (UNKNOWN,
+# SOURCE_UNREACHABLE) and the sources page says collection stopped.
+COLLECTION_GAP_POLLS = 3
+
+
 @dataclass(frozen=True, slots=True)
 class PartitionWindow:
     """Everything known about one partition: its window of commits and current figures.

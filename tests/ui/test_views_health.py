@@ -1,5 +1,6 @@
 """Source health and Spark job runs."""
 
+import re
 from datetime import timedelta
 
 import pytest
@@ -7,7 +8,8 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
-from dashboard.monitoring.models import CollectionError, SparkJobRun
+from dashboard.monitoring.models import CollectedCycle, CollectionError, SparkJobRun
+from dashboard.ui.queries.health import collection_stopped
 from tests.ui import world
 
 pytestmark = pytest.mark.django_db
@@ -42,6 +44,47 @@ def test_sources_filter_by_cluster(web: Client) -> None:
     body = web.get(reverse("ui:sources"), {"cluster": "a"}).content.decode()
     assert "b is down" not in body
     assert "No cluster named" in web.get(reverse("ui:sources"), {"cluster": "zz"}).content.decode()
+
+
+@pytest.mark.parametrize(
+    ("enabled", "last_cycle_s_ago", "stopped"),
+    [
+        (True, None, False),  # never polled: "not polled yet", not stopped
+        (True, 5, False),
+        (True, 30, False),  # three polls of 10 s: late, not yet stopped
+        (True, 31, True),
+        (True, 3600, True),
+        (False, 3600, False),  # disabled: nobody is to collect it
+    ],
+)
+def test_collection_stopped_after_three_silent_polls(
+    enabled: bool, last_cycle_s_ago: int | None, stopped: bool
+) -> None:
+    now = timezone.now()
+    c = world.cluster()
+    c.enabled = enabled
+    last = None if last_cycle_s_ago is None else now - timedelta(seconds=last_cycle_s_ago)
+    assert collection_stopped(c, last, now) is stopped
+
+
+def test_sources_say_collection_stopped_while_no_cycle_is_stored(web: Client) -> None:
+    """Redis or every collector down: no source row can turn red, nobody records a failure
+    (the soak's blind spot); the page says so from the stored cycles' times."""
+    running, stopped = world.cluster("running"), world.cluster("stopped")
+    now = timezone.now()
+    for c, age in ((running, 4), (stopped, 95)):
+        world.health(c, "kafka")
+        CollectedCycle.objects.create(cluster=c, at=now - timedelta(seconds=age), collected_by="h:1")
+        CollectedCycle.objects.create(cluster=c, at=now - timedelta(seconds=age + 10), collected_by="h:1")
+    r = web.get(reverse("ui:sources"))
+    flags = {row["cluster"].name: row["collection_stopped"] for row in r.context["clusters"]}
+    assert flags == {"running": False, "stopped": True}
+    body = r.content.decode()
+    assert body.count('data-collection="stopped"') == 1
+    assert "Collection stopped:" in body
+    assert re.search(r"no cycle stored for 1m 3\d+s", body)  # 95 s, and the render's own time
+    live = web.get(reverse("ui:sources"), {"live": "1", "cluster": "stopped"}).content.decode()
+    assert "Collection stopped:" in live
 
 
 def test_cluster_never_polled(web: Client) -> None:

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from datetime import datetime
 from typing import Any
 
-from django.db.models import Count
+from django.db.models import Count, Max
+from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from dashboard.monitoring.models import (
     Cluster,
+    CollectedCycle,
     CollectionError,
     ConsumerGroup,
     SourceHealth,
@@ -17,12 +20,25 @@ from dashboard.monitoring.models import (
 )
 from dashboard.monitoring.status_report import spark_job_runs
 from dashboard.ui.queries.common import SOURCE_LABEL
+from spark_jobs.evaluator.types import COLLECTION_GAP_POLLS
 
 ERRORS_SHOWN = 100
 RUNS_SHOWN = 50
 
 
-def sources(cluster: str = "") -> dict[str, Any]:
+def collection_stopped(
+    cluster: Cluster, last_cycle_at: datetime | None, now: datetime
+) -> bool:
+    """No cycle stored for more than ``COLLECTION_GAP_POLLS`` poll intervals: collection
+    itself has stopped (collectors, beat or Redis down), which no source's row can show,
+    since nobody is there to record a failure. Never polled is "not polled yet" instead."""
+    if not cluster.enabled or last_cycle_at is None:
+        return False
+    return (now - last_cycle_at).total_seconds() > COLLECTION_GAP_POLLS * cluster.poll_interval_s
+
+
+def sources(cluster: str = "", now: datetime | None = None) -> dict[str, Any]:
+    now = now or timezone.now()
     clusters = Cluster.objects.order_by("name")
     if cluster:
         clusters = clusters.filter(name=cluster)
@@ -43,6 +59,12 @@ def sources(cluster: str = "") -> dict[str, Any]:
     for cid, rows in health.items():
         for h in rows:
             h.stale_groups = stale[cid].get(h.source, 0)
+    last_cycle = dict(
+        CollectedCycle.objects.filter(cluster_id__in=ids)
+        .order_by()
+        .values_list("cluster_id")
+        .annotate(last=Max("at"))
+    )
     errors = defaultdict(list)
     error_counts = dict(
         CollectionError.objects.filter(cluster_id__in=ids)
@@ -58,6 +80,8 @@ def sources(cluster: str = "") -> dict[str, Any]:
         "clusters": [
             {
                 "cluster": c,
+                "last_cycle_at": last_cycle.get(c.id),
+                "collection_stopped": collection_stopped(c, last_cycle.get(c.id), now),
                 "health": health[c.id],
                 "stale_groups": stale[c.id],
                 "errors": errors[c.id],
