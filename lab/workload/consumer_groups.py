@@ -179,6 +179,13 @@ class GroupMember:
             {
                 "enable.auto.commit": False,
                 "auto.offset.reset": "earliest",
+                # Small per-partition fetches: a member slowed by a scenario works through its
+                # local queue in the order fetched, so a 1 MB chunk of one partition (a backlog
+                # after a broker restart) froze the commits of its other partitions for over a
+                # minute (a real STALL; benchmarks/soak.py counted it as a false alert of the
+                # slow-consumer scenario, which means every partition to keep committing).
+                "max.partition.fetch.bytes": 8192,
+                "queued.min.messages": 1000,
                 "statistics.interval.ms": self._settings.statistics_interval_ms,
                 "stats_cb": self._on_stats,
                 "on_commit": self._on_commit,
