@@ -85,6 +85,7 @@ STUCK = ("STALL", "STOP", "ERR")
 # Slots missing while these were down are not counted lost: nothing could collect them.
 EXCUSED = {"redis", "collector-kill"}
 DOWN_ROW = re.compile(r'<tr class="down-row">\s*<td>([^<]+)</td>')
+COLLECTION_STOPPED = 'data-collection="stopped"'
 USER = "soak"
 
 
@@ -269,7 +270,10 @@ class PageWatcher:
         text = body.decode(errors="replace")
         if 'name="password"' in text:
             return PageLook(t, "login page", [])
-        return PageLook(t, status, sorted(set(DOWN_ROW.findall(text))))
+        down = set(DOWN_ROW.findall(text))
+        if COLLECTION_STOPPED in text:  # no source row can show Redis or beat down
+            down.add("collection")
+        return PageLook(t, status, sorted(down))
 
     @contextmanager
     def watching(self) -> Iterator[PageWatcher]:
@@ -422,7 +426,8 @@ def lock_database(lab: Lab, fault: Fault) -> None:
 FAULTS: list[tuple[str, Callable[[Lab, Fault], None], str | None]] = [
     ("zookeeper", lambda lab, f: restart_service(lab, "zookeeper", f), "ZooKeeper"),
     ("kafka", lambda lab, f: restart_service(lab, "kafka", f), "Kafka"),
-    ("redis", lambda lab, f: restart_service(lab, "redis", f), None),
+    # Beat dispatches nothing while Redis is away: the page says collection stopped.
+    ("redis", lambda lab, f: restart_service(lab, "redis", f), "collection"),
     ("collector-kill", kill_collector_mid_cycle, None),
     ("spark-kill", kill_spark_mid_run, None),
     ("db-lock", lock_database, None),
