@@ -52,25 +52,27 @@ def summary() -> dict[str, Any]:
     for c in clusters.values():
         c.update(groups=0, partitions=0, not_ok=0, stale=0, sources=[])
     by_status: dict[str, int] = defaultdict(int)
-    for cid, status, n, stale, partitions in (
+    partitions_by_status: dict[str, int] = defaultdict(int)
+    statuses = group_totals.STATUS_FIELDS
+    for row in (
         ConsumerGroup.objects.order_by()
-        .values_list("cluster_id", "status")
+        .values("cluster_id", "status")
         .annotate(
             n=Count("id"),
-            stale=Count("id", filter=Q(stale=True)),
+            n_stale=Count("id", filter=Q(stale=True)),
             partitions=Sum("partitions_total"),
+            **{f"sum_{f}": Sum(f) for f in statuses.values()},
         )
     ):
+        n, status = row["n"], row["status"]
         by_status[status] += n
-        c = clusters[cid]
+        c = clusters[row["cluster_id"]]
         c["groups"] += n
         c["not_ok"] += n if status not in ("OK", "UNKNOWN") else 0
-        c["stale"] += stale
-        c["partitions"] += partitions or 0
-    sums = ConsumerGroup.objects.aggregate(
-        **{s: Sum(f) for s, f in group_totals.STATUS_FIELDS.items()}
-    )
-    partitions_by_status = {s: n for s, n in sums.items() if n}
+        c["stale"] += row["n_stale"]
+        c["partitions"] += row["partitions"] or 0
+        for s, f in statuses.items():
+            partitions_by_status[s] += row[f"sum_{f}"] or 0
     for h in SourceHealth.objects.order_by("source"):
         if h.cluster_id in clusters:
             clusters[h.cluster_id]["sources"].append(h)
