@@ -116,7 +116,7 @@ def store_cycle(cluster: Cluster, outcome: CycleOutcome, stale: Staleness | None
         _upsert_topic_configs(cluster, outcome)
         if stale.hidden:
             _mark_stale(cluster, stale.hidden)
-        group_totals.refresh(ConsumerGroup.objects.filter(cluster=cluster))
+        group_totals.refresh_cluster(cluster)
         _record_health(cluster, outcome, at)
         _record_brokers(cluster, outcome)
 

@@ -13,7 +13,6 @@ from django.utils import timezone
 from dashboard.monitoring import group_totals
 from dashboard.monitoring.models import (
     Cluster,
-    ConsumerGroup,
     LagRollup,
     PartitionState,
     TopicConfig,
@@ -46,7 +45,7 @@ def trends(world: World) -> None:
                                retention_bytes=-1, cleanup_policy="delete", read_at=now)  # fmt: skip
     PartitionState.objects.filter(group__name="billing", group__cluster=prod, topic="invoices",
                                   partition=1).update(retention_left_s=60.0)  # fmt: skip
-    group_totals.refresh(ConsumerGroup.objects.filter(cluster=prod))  # as a status run does
+    group_totals.refresh_cluster(prod)  # as a status run does
 
 
 def test_group_list_has_the_trend_and_the_soonest_deadline(api, trends) -> None:
