@@ -81,6 +81,7 @@ def populate(groups: int, partitions: int, target_partitions: int, samples: int)
     django.setup()
     from django.db import connection, transaction
 
+    from dashboard.monitoring import group_totals
     from dashboard.monitoring.models import (
         Cluster,
         ConsumerGroup,
@@ -125,6 +126,8 @@ def populate(groups: int, partitions: int, target_partitions: int, samples: int)
                     evaluated_at=now, sampled_at=now,
                 ))  # fmt: skip
         PartitionState.objects.bulk_create(parts, batch_size=2000)
+        # The groups' partition totals, as the store keeps them.
+        group_totals.refresh(ConsumerGroup.objects.values_list("id", flat=True))
         ids = list(PartitionState.objects.values_list("id", "committed", "latest"))
         table = OffsetSample._meta.db_table
         sql = (f"INSERT INTO {table} (partition_id, at, committed, latest, lag, time_lag_s, "

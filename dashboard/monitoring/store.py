@@ -18,6 +18,7 @@ from collectors.figures import PartitionFigure
 from collectors.outcome import CycleOutcome
 from collectors.records import GroupMember, Source
 from collectors.spout_totals import spout_totals
+from dashboard.monitoring import group_totals
 from dashboard.monitoring.models import (
     BrokerOffsetSample,
     BrokerPurgatory,
@@ -115,6 +116,7 @@ def store_cycle(cluster: Cluster, outcome: CycleOutcome, stale: Staleness | None
         _upsert_topic_configs(cluster, outcome)
         if stale.hidden:
             _mark_stale(cluster, stale.hidden)
+        group_totals.refresh_cluster(cluster)
         _record_health(cluster, outcome, at)
         _record_brokers(cluster, outcome)
 

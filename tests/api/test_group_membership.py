@@ -10,6 +10,7 @@ import pytest
 from django.test import Client
 from prometheus_client.parser import text_string_to_metric_families
 
+from dashboard.monitoring import group_totals
 from dashboard.monitoring.models import ConsumerGroup, PartitionState, RebalanceEvent
 from tests.api.world import World
 
@@ -51,6 +52,7 @@ def checkout(world: World) -> ConsumerGroup:
             last_commit_at=None if age_s is None else world.now - timedelta(seconds=age_s),
             sampled_at=world.now, status="OK",
         )  # fmt: skip
+    group_totals.refresh([g.id])  # as the store does
     return g
 
 

@@ -15,6 +15,7 @@ from django.utils import timezone
 
 from collectors.ingest_parsing import parse_librdkafka_stats
 from collectors.producer_deliveries import parse_deliveries
+from dashboard.monitoring import group_totals
 from dashboard.monitoring.ingest_store import store_client_report
 from dashboard.monitoring.models import (
     BrokerPurgatory,
@@ -206,6 +207,7 @@ def build_world(now: datetime | None = None) -> World:
              "failed": {"_MSG_TIMED_OUT": 2, "_MSG_SIZE_TOO_LARGE": 1}}]}
     )  # fmt: skip
     store_client_report(world.clusters["prod"], report, now, deliveries)
+    group_totals.refresh(ConsumerGroup.objects.values_list("id", flat=True))  # as the store and the status run do
     return world
 
 

@@ -1,13 +1,7 @@
-"""Small pure helpers of the queries: top lists, thinning polls, partition ranges."""
+"""Small pure helpers of the queries: thinning polls, partition ranges."""
 
 from dashboard.ui.queries.group import _ranges
-from dashboard.ui.queries.overview import top
 from dashboard.ui.queries.series import thin
-
-
-def test_top_keeps_positive_totals_largest_first_ties_by_id() -> None:
-    assert top({1: 5, 2: 0, 3: 9, 4: None, 5: 5}, n=3) == [(3, 9), (1, 5), (5, 5)]
-    assert top({}) == []
 
 
 def test_thin_keeps_the_first_and_newest_evenly() -> None:

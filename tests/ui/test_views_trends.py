@@ -8,6 +8,7 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
+from dashboard.monitoring import group_totals
 from dashboard.monitoring.models import LagRollup, TopicConfig
 from tests.ui import world
 
@@ -34,6 +35,7 @@ def at_risk_world():
     p1.save()
     p0.retention_left_s = 7200.0
     p0.save()
+    group_totals.refresh([g.id])  # as the status run does
     TopicConfig.objects.create(cluster=c, topic="short", retention_ms=300_000,
                                retention_bytes=-1, cleanup_policy="delete",
                                read_at=timezone.now())  # fmt: skip

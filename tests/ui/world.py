@@ -6,6 +6,7 @@ from datetime import datetime, timedelta
 
 from django.utils import timezone
 
+from dashboard.monitoring import group_totals
 from dashboard.monitoring.models import (
     Cluster,
     ConsumerGroup,
@@ -56,7 +57,9 @@ def partitions(
         )  # fmt: skip
         for i in range(n)
     ]
-    return PartitionState.objects.bulk_create(rows)
+    created = PartitionState.objects.bulk_create(rows)
+    group_totals.refresh([g.id])  # as the store and the status run do
+    return created
 
 
 def samples(

@@ -1,7 +1,7 @@
 """The overview: clusters, groups by status, top groups, partitions heat map (SPEC §8).
 
-One pass over the partitions (grouped by group and status) gives the partition counts, the
-per-cluster figures and both top lists: the live update of the overview stays one table scan.
+The partition figures are the groups' totals (``dashboard/monitoring/group_totals.py``),
+aggregated in SQL: the live update reads no partition row.
 """
 
 from __future__ import annotations
@@ -9,9 +9,10 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from django.db.models import Count, Max, Sum
+from django.db.models import Count, Q, Sum
 from django.urls import reverse
 
+from dashboard.monitoring import group_totals
 from dashboard.monitoring.models import (
     Cluster,
     ConsumerGroup,
@@ -32,54 +33,55 @@ def _status_counts(counts: dict[str, int]) -> dict[str, int]:
     return {s: counts.get(s, 0) for s in STATUSES_WORST_FIRST}
 
 
-def top(totals: dict[int, float], n: int = TOP) -> list[tuple[int, float]]:
-    """The ``n`` largest positive totals, largest first, ties by id (pure)."""
-    ranked = sorted(
-        ((v, gid) for gid, v in totals.items() if v and v > 0), key=lambda x: (-x[0], x[1])
+def _top_groups(field: str, n: int = TOP) -> tuple[list[tuple[int, float]], list[ConsumerGroup]]:
+    """The ``n`` groups of largest positive ``field``, largest first, ties by id."""
+    groups = list(
+        ConsumerGroup.objects.select_related("cluster")
+        .filter(**{f"{field}__gt": 0})
+        .order_by(f"-{field}", "id")[:n]
     )
-    return [(gid, v) for v, gid in ranked[:n]]
+    return [(g.id, getattr(g, field)) for g in groups], groups
 
 
 def summary() -> dict[str, Any]:
-    """Everything of the overview but its heat map: what the live updates send."""
+    """Everything of the overview but its heat map: what the live updates send.
+
+    Aggregates of the groups' rows (their partition totals: ``group_totals``), so it costs
+    the same at 100,000 partitions as at 100."""
     clusters = {c["id"]: c for c in Cluster.objects.values("id", "name", "enabled")}
     for c in clusters.values():
         c.update(groups=0, partitions=0, not_ok=0, stale=0, sources=[])
-    cluster_of: dict[int, int] = {}
     by_status: dict[str, int] = defaultdict(int)
-    for gid, cid, status, stale in ConsumerGroup.objects.order_by().values_list(
-        "id", "cluster_id", "status", "stale"
-    ):
-        cluster_of[gid] = cid
-        by_status[status] += 1
-        c = clusters[cid]
-        c["groups"] += 1
-        c["not_ok"] += status not in ("OK", "UNKNOWN")
-        c["stale"] += stale
     partitions_by_status: dict[str, int] = defaultdict(int)
-    lag: dict[int, int] = defaultdict(int)
-    time_lag: dict[int, float] = {}
-    for gid, status, n, lag_sum, time_lag_max in (
-        PartitionState.objects.order_by()
-        .values_list("group_id", "status")
-        .annotate(n=Count("id"), lag_sum=Sum("lag"), time_lag_max=Max("time_lag_s"))
+    statuses = group_totals.STATUS_FIELDS
+    for row in (
+        ConsumerGroup.objects.order_by()
+        .values("cluster_id", "status")
+        .annotate(
+            n=Count("id"),
+            n_stale=Count("id", filter=Q(stale=True)),
+            partitions=Sum("partitions_total"),
+            **{f"sum_{f}": Sum(f) for f in statuses.values()},
+        )
     ):
-        partitions_by_status[status] += n
-        if gid in cluster_of:
-            clusters[cluster_of[gid]]["partitions"] += n
-        lag[gid] += lag_sum or 0
-        if time_lag_max is not None:
-            time_lag[gid] = max(time_lag.get(gid, 0.0), time_lag_max)
+        n, status = row["n"], row["status"]
+        by_status[status] += n
+        c = clusters[row["cluster_id"]]
+        c["groups"] += n
+        c["not_ok"] += n if status not in ("OK", "UNKNOWN") else 0
+        c["stale"] += row["n_stale"]
+        c["partitions"] += row["partitions"] or 0
+        for s, f in statuses.items():
+            partitions_by_status[s] += row[f"sum_{f}"] or 0
     for h in SourceHealth.objects.order_by("source"):
         if h.cluster_id in clusters:
             clusters[h.cluster_id]["sources"].append(h)
     for c in clusters.values():
         polls = [h.last_success_at for h in c["sources"] if h.last_success_at]
         c["last_poll"] = max(polls) if polls else None
-    top_lag, top_time_lag = top(lag), top(time_lag)
-    groups = ConsumerGroup.objects.select_related("cluster").in_bulk(
-        {gid for gid, _ in top_lag + top_time_lag}
-    )
+    top_lag, lag_groups = _top_groups("lag_sum")
+    top_time_lag, time_lag_groups = _top_groups("time_lag_max_s")
+    groups = {g.id: g for g in lag_groups + time_lag_groups}
     return {
         "clusters": sorted(clusters.values(), key=lambda c: c["name"]),
         "groups_by_status": _status_counts(by_status),
