@@ -1037,3 +1037,53 @@ def test_a_gap_in_collection_is_stale_not_a_stall() -> None:
     # Without the gap check the same window is a STALL: what the soak saw.
     window = window_from_samples("p", {n: columns(rows)[n] for n in WINDOW_COLUMNS}, CONFIG)
     assert evaluate_partition(window, CONFIG, last + 47 * SEC).status == "STALL"
+
+
+def _outage_rows(poll: int, down: range, silent_after: int) -> list[dict[str, Any]]:
+    """A commit every poll, the broker down for the polls ``down`` (stale rows, the last
+    known commit), then fresh polls on which the consumer has not committed yet up to poll
+    ``silent_after``."""
+    rows, offset = [], 0
+    for i in range(silent_after + 1):
+        if i in down:
+            rows.append(sample(T0 + i * poll, offset, stale=True, alive=True, owner="m-1"))
+            continue
+        if i < down.start:
+            offset = 100 * i
+        rows.append(sample(T0 + i * poll, offset, latest=100 * i + 3, alive=True, owner="m-1"))
+    return rows
+
+
+@pytest.mark.parametrize(
+    ("silent_after", "now_after_s", "expected"),
+    [
+        (13, 1, UNKNOWN),  # 11 s after the outage, no commit yet: the soak's false STALL
+        (14, 1, UNKNOWN),  # 16 s of fresh silence, inside the window's span (5 commits, 20 s)
+        (16, 1, "STALL"),  # 26 s: silent past the grace, judged as before
+        (20, 1, "STALL"),
+    ],
+)
+def test_a_silence_that_began_in_a_source_outage_is_not_a_stall_at_once(
+    silent_after: int, now_after_s: int, expected: str
+) -> None:
+    """The soak, benchmarks/soak.py: the broker stopped 30 s, and every consumer judged STALL
+    at the first run after it came back, its last commit being from before the outage."""
+    poll = 5 * SEC
+    rows = _outage_rows(poll, range(6, 12), silent_after)
+    now = rows[-1]["ts_ms"] + now_after_s * SEC
+    verdict = evaluate_group_samples(columns(rows), CONFIG, now)
+    assert verdict["status"] == [expected], verdict["reason"]
+    if expected == UNKNOWN:
+        assert json.loads(verdict["diagnosis"][0])[0]["code"] == SOURCE_UNREACHABLE
+    # Without the grace, every one of these windows is a STALL.
+    window = window_from_samples("p", {n: columns(rows)[n] for n in WINDOW_COLUMNS}, CONFIG)
+    assert evaluate_partition(window, CONFIG, now).status == "STALL"
+
+
+def test_commits_after_the_outage_are_judged_at_once() -> None:
+    poll = 5 * SEC
+    rows = _outage_rows(poll, range(6, 12), 11)
+    rows += [sample(T0 + i * poll, 100 * i, latest=100 * i + 3, alive=True, owner="m-1")
+             for i in range(12, 15)]  # fmt: skip
+    verdict = evaluate_group_samples(columns(rows), CONFIG, rows[-1]["ts_ms"] + SEC)
+    assert verdict["status"] == ["OK"], verdict["reason"]
