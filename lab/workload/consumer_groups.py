@@ -179,15 +179,6 @@ class GroupMember:
             {
                 "enable.auto.commit": False,
                 "auto.offset.reset": "earliest",
-                # Small per-partition fetches: a member slowed by a scenario works through its
-                # local queue in the order fetched, so a chunk of one partition (a backlog
-                # after a broker restart) freezes the commits of its other partitions while
-                # it lasts: 75 s with the default 1 MB, 40 s with 8 KB at 250 ms a message
-                # (real STALLs by the rules, which benchmarks/soak.py counted as false alerts
-                # of the slow-consumer scenario, meant to keep every partition committing).
-                # 1 KB is a few seconds of a slowed member's work.
-                "max.partition.fetch.bytes": 1024,
-                "queued.min.messages": 1000,
                 "statistics.interval.ms": self._settings.statistics_interval_ms,
                 "stats_cb": self._on_stats,
                 "on_commit": self._on_commit,
