@@ -4,8 +4,6 @@ Redis is already the Celery broker, so it costs no new service. Every lock expir
 own: a worker killed mid-cycle cannot hold a cluster forever. A :func:`lease` is held by a
 live process as long as it needs (a thread renews it), and lost a few seconds after that
 process dies, so that another collector takes the cluster's next slot instead of skipping it.
-Waiters given a ``ticket`` are served lowest ticket first (a queue in Redis), so that cycles
-held up together (a locked database) are stored in slot order, none skipped as superseded.
 """
 
 from __future__ import annotations
@@ -30,35 +28,7 @@ _RAISE = (
     "if tonumber(ARGV[1]) > v then redis.call('set', KEYS[1], ARGV[1], 'EX', ARGV[2]) "
     "return 1 end return 0"
 )
-# Take the lease for ARGV[1] only if it heads the queue of live waiters (KEYS[2]: token ->
-# ticket; KEYS[3]: token -> liveness deadline in Redis's own ms clock). Waiters that stopped
-# renewing their deadline (gave up, died) are dropped from the head first.
-_TAKE_IN_TURN = """
-local t = redis.call('time')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-redis.call('zadd', KEYS[2], 'NX', ARGV[4], ARGV[1])
-redis.call('hset', KEYS[3], ARGV[1], now + tonumber(ARGV[3]))
-redis.call('pexpire', KEYS[2], ARGV[5])
-redis.call('pexpire', KEYS[3], ARGV[5])
-while true do
-  local head = redis.call('zrange', KEYS[2], 0, 0)[1]
-  if head == ARGV[1] then break end
-  if tonumber(redis.call('hget', KEYS[3], head) or '0') >= now then return 0 end
-  redis.call('zrem', KEYS[2], head)
-  redis.call('hdel', KEYS[3], head)
-end
-if redis.call('set', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
-  redis.call('zrem', KEYS[2], ARGV[1])
-  redis.call('hdel', KEYS[3], ARGV[1])
-  return 1
-end
-return 0
-"""
-_LEAVE_QUEUE = "redis.call('zrem', KEYS[1], ARGV[1]) redis.call('hdel', KEYS[2], ARGV[1])"
 _WAIT_STEP_S = 0.2
-# A waiter not heard from for this long is taken for gone: many wait steps, so a waiter
-# slowed by a busy machine keeps its turn.
-_WAITER_ALIVE_MS = 3000
 _client: redis.Redis | None = None
 
 
@@ -89,39 +59,22 @@ def exclusive(key: str, ttl_s: int) -> Iterator[bool]:
 
 
 @contextmanager
-def lease(
-    key: str, ttl_s: float, wait_s: float = 0.0, holder: str = "", ticket: int | None = None
-) -> Iterator[bool]:
+def lease(key: str, ttl_s: float, wait_s: float = 0.0, holder: str = "") -> Iterator[bool]:
     """Yields whether ``key`` was taken, waiting up to ``wait_s`` for its holder to let go.
 
     While held, a daemon thread renews it every third of ``ttl_s``: a long cycle keeps it,
     and a holder that dies (SIGKILL, a lost machine) loses it ``ttl_s`` later at most.
     Released on exit only if still ours. Its value is ``<holder>/<random token>``: who holds
-    a cluster can be read from Redis. With a ``ticket``, live waiters take it in ticket
-    order (ties in arrival order of their tokens); without, whichever asks first once free.
+    a cluster can be read from Redis.
     """
     token = f"{holder}/{secrets.token_hex(8)}"
     ttl_ms = max(1000, int(ttl_s * 1000))
     deadline = time.monotonic() + max(0.0, wait_s)
-    queue = (f"{key}:queue", f"{key}:waiters")
-
-    def take() -> bool:
-        if ticket is None:
-            return bool(client().set(key, token, nx=True, px=ttl_ms))
-        keep_ms = int(max(wait_s, ttl_s) * 1000) + _WAITER_ALIVE_MS
-        return bool(
-            client().eval(
-                _TAKE_IN_TURN, 3, key, *queue, token, ttl_ms, _WAITER_ALIVE_MS, ticket, keep_ms
-            )
-        )
-
-    while not (taken := take()):
+    while not (taken := bool(client().set(key, token, nx=True, px=ttl_ms))):
         if time.monotonic() >= deadline:
             break
         time.sleep(_WAIT_STEP_S)
     if not taken:
-        if ticket is not None:
-            client().eval(_LEAVE_QUEUE, 2, *queue, token)
         yield False
         return
     stop = threading.Event()

@@ -69,8 +69,7 @@ def collect_cluster(self, name: str, cycle_ms: int) -> dict | None:
     worker; under it, a slot at or below the cluster's mark (the newest slot stored) is
     skipped: stored already, or older than one that is (a redelivery after its worker died).
     A task waits for the lease while another cycle of the cluster runs, and for as long as a
-    dead holder's lease takes to expire, so the next slot is collected, late, not lost;
-    waiting tasks take it oldest slot first.
+    dead holder's lease takes to expire, so the next slot is collected, late, not lost.
     """
     cluster = Cluster.objects.filter(name=name, enabled=True).first()
     if cluster is None:
@@ -81,9 +80,7 @@ def collect_cluster(self, name: str, cycle_ms: int) -> dict | None:
     wait_s = max(0.0, (deadline_ms - time.time() * 1000) / 1000)
     mark = f"lagwatch:collected:{name}"
     me = collector_id()
-    # In slot order: cycles held up together are all stored, none skipped as superseded.
-    lease_key = f"lagwatch:collecting:{name}"
-    with lease(lease_key, ttl_s, wait_s, holder=me, ticket=cycle_ms) as mine:
+    with lease(f"lagwatch:collecting:{name}", ttl_s, wait_s, holder=me) as mine:
         if not mine:
             log.warning("cluster %s: previous cycle still running, slot %d skipped", name, cycle_ms)
             return None

@@ -13,7 +13,6 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -138,68 +137,6 @@ def test_a_lease_outlives_its_ttl_while_held_and_not_its_holders_death(redis: st
         if holder.poll() is None:
             os.killpg(holder.pid, signal.SIGKILL)
             holder.wait(10)
-
-
-def _wait_in_line(key: str, ticket: int, taken: list[int], ready: threading.Event) -> None:
-    with locks.lease(key, 2, wait_s=20, ticket=ticket) as mine:
-        assert mine
-        taken.append(ticket)
-        ready.set()
-
-
-def _waiters_queued(key: str, count: int) -> bool:
-    deadline = time.monotonic() + 20
-    while locks.client().zcard(f"{key}:queue") < count:
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.05)
-    return True
-
-
-@pytest.mark.parametrize(
-    "arrival",
-    [(30, 20, 10), (10, 20, 30), (20, 30, 10), (30, 10, 20, 40)],
-    ids=["reverse", "in-order", "rotated", "four"],
-)
-def test_waiters_take_a_lease_lowest_ticket_first_whatever_their_arrival(
-    redis: str, arrival: tuple[int, ...]
-) -> None:
-    """The soak's lost slot: two cycles held up by a locked database, the newer stored first
-    and the older then skipped as superseded."""
-    key = "lagwatch:test-queue"
-    taken: list[int] = []
-    threads = []
-    with locks.lease(key, 2, ticket=0) as mine:
-        assert mine
-        for count, ticket in enumerate(arrival, start=1):
-            thread = threading.Thread(
-                target=_wait_in_line, args=(key, ticket, taken, threading.Event())
-            )
-            thread.start()
-            threads.append(thread)
-            assert _waiters_queued(key, count)  # arrived in this order
-    for thread in threads:
-        thread.join(30)
-    assert taken == sorted(arrival)
-    assert locks.client().zcard(f"{key}:queue") == 0
-
-
-def test_a_waiter_that_gave_up_or_died_does_not_hold_the_line(redis: str) -> None:
-    key = "lagwatch:test-queue-gone"
-    with locks.lease(key, 2, ticket=0) as mine:
-        assert mine
-        with locks.lease(key, 2, wait_s=0.5, ticket=5) as gave_up:
-            assert not gave_up  # left the queue on giving up
-        assert locks.client().zcard(f"{key}:queue") == 0
-        # A waiter that died in line: queued, never heard from again.
-        assert not locks.client().eval(
-            locks._TAKE_IN_TURN, 3, key, f"{key}:queue", f"{key}:waiters",
-            "dead/1", 2000, 300, 1, 60_000,
-        )  # fmt: skip
-    started = time.monotonic()
-    with locks.lease(key, 2, wait_s=10, ticket=9) as mine:
-        assert mine and time.monotonic() - started < 5  # past the dead waiter's liveness
-    assert locks.client().zcard(f"{key}:queue") == 0
 
 
 def test_a_mark_only_rises(redis: str) -> None:
