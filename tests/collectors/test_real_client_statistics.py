@@ -131,10 +131,13 @@ def test_real_producers_statistics_parse(kafka_bootstrap: str, admin: AdminClien
         # A statistics document is a snapshot: one taken mid-flush may count one partition's
         # records and not yet the other's, or all of them sent but not yet acknowledged
         # (msg_cnt still 20). Wait for one that has both at 10 and nothing outstanding.
+        # ``txmsgs`` counts transmissions: a request retried under load (a fresh-clone run)
+        # sent one partition's 10 records twice, 20, though each was delivered once.
         if topic not in doc:
             return False
         outstanding, mine = counts(doc)
-        return [c[:2] for c in mine] == [(0, 10), (1, 10)] and outstanding == 0
+        sent = [(partition, txmsgs) for partition, txmsgs, _ in mine]
+        return [p for p, _ in sent] == [0, 1] and all(n >= 10 for _, n in sent) and not outstanding
 
     deadline = time.monotonic() + 30
     while not any(all_delivered(d) for d in docs):
@@ -147,5 +150,6 @@ def test_real_producers_statistics_parse(kafka_bootstrap: str, admin: AdminClien
     report = parse_librdkafka_stats(json.loads(doc), None, RECEIVED_MS)
     assert (report.kind, report.client_id, report.msg_cnt) == (PRODUCER, "cs-producer", 0)
     mine = [p for p in report.partitions if p.topic == topic]
-    assert [(p.partition, p.txmsgs, p.queued) for p in mine] == [(0, 10, 0), (1, 10, 0)]
+    assert [(p.partition, p.queued) for p in mine] == [(0, 0), (1, 0)]
+    assert all(p.txmsgs >= 10 for p in mine), [p.txmsgs for p in mine]
     assert report.txerrs == 0 and report.in_flight == 0
