@@ -370,7 +370,17 @@ def test_one_alert_is_delivered_to_a_webhook(run: ProductionRun, armed: Armed) -
     assert (alert["cluster"], alert["group"], alert["topic"], alert["partition"]) == (
         "lab", SPOUT, "orders", 0,
     )  # fmt: skip
-    assert alert["status"] == "STALL" and "POISON_MESSAGE" in alert["diagnosis"], alert
+    assert alert["status"] == "STALL", alert
+    # The diagnosis is the verdict's at the firing evaluation: the spout's failed-tuple
+    # evidence (its pushed counts) may reach the sample log a run later under load (a
+    # fresh-clone run fired with none). The alert row is refreshed at every evaluation.
+    if "POISON_MESSAGE" not in alert["diagnosis"]:
+        code = (
+            "from dashboard.alerts.models import Alert; "
+            f"print(Alert.objects.get(id={alert['id']}).diagnosis)"
+        )
+        wait_for(lambda: "POISON_MESSAGE" in run.shell(code), FIRE_TIMEOUT_S,
+                 "POISON_MESSAGE in the alert's diagnosis", 5)  # fmt: skip
     (request,) = [r for r in hook.requests if r["body"]["alert"]["rule"] == RULE]
     assert request["path"] == urllib.parse.urlsplit(hook.url).path
     assert request["at"] >= armed.poisoned_at
