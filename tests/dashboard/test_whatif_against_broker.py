@@ -126,15 +126,22 @@ def test_whatif_of_the_assignor_in_use_moves_nothing(
     assert doc["type"] == "classic"
     assert len(doc["members"]) == MEMBERS
     ran = doc["assignors"][key]
-    # (Failed once under a load average of ~25: two moves. The figures say which.)
-    assert ran["moves"] == 0 and ran["unowned_assigned"] == 0, {
+    # Failed in session 9 (load ~25) and 10 (one fresh-clone run of four) with two moves of
+    # round-robin; printed whole (an assertion's message is cut short) to find which input
+    # differed from the leader's: the members, their subscriptions or the partition counts.
+    figures = {
         "held": real,
         "assignor": ran["assignment"],
+        "note": ran.get("note"),
         "members": [
             (m["member_id"], m.get("subscription"), m.get("client_id")) for m in doc["members"]
         ],
-        "partitions": doc.get("partitions") or doc.get("topics"),
+        "subscriptions": doc.get("subscriptions"),
+        "unowned": doc.get("unowned"),
     }
+    if ran["moves"] or ran["unowned_assigned"]:
+        print(json.dumps(figures, indent=1, default=str), flush=True)
+    assert ran["moves"] == 0 and ran["unowned_assigned"] == 0, figures
     assert ran["assignment"] == real
     # The layout is one where the assignors differ, so agreeing above is not a coincidence.
     assert doc["assignors"][other]["moves"] > 0
