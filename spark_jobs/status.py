@@ -144,8 +144,6 @@ def _drop_duplicates(cols: dict[str, list[Any]]) -> dict[str, list[Any]]:
     return {name: [values[i] for i in keep] for name, values in cols.items()}
 
 
-
-
 def mark_collection_gap(
     window: PartitionWindow, ts_ms: Sequence[int], now_ms: int
 ) -> PartitionWindow:

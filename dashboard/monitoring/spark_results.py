@@ -21,6 +21,7 @@ The results are Parquet files read with pyarrow, wherever they live: a local dir
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
@@ -31,7 +32,6 @@ import pyarrow.parquet as pq
 from django.db import connection, models, transaction
 
 from dashboard.monitoring import group_totals
-from dashboard.monitoring.bulk_sql import update_rows
 from dashboard.monitoring.models import (
     Cluster,
     ConsumerGroup,
@@ -95,6 +95,28 @@ def read_table(run_path: str, table: str) -> pa.Table:
 def _prep(model: type[models.Model], name: str, value: Any) -> Any:
     """``value`` as the database driver takes it for ``model.name`` (JSON, datetimes)."""
     return model._meta.get_field(name).get_db_prep_value(value, connection)
+
+
+def _update(model: type[models.Model], fields: list[str], rows: Iterable[tuple]) -> None:
+    """``UPDATE … WHERE id = %s`` for many rows in batched ``executemany`` calls.
+
+    The same reason as ``store._insert_rows``: for 10,000 partitions a minute, ``bulk_update``
+    spends most of its time building ``CASE WHEN`` expressions in Python; a prepared
+    statement per row costs the database a primary-key lookup each.
+    """
+    meta = model._meta
+    quote = connection.ops.quote_name
+    sets = ", ".join(f"{quote(meta.get_field(f).column)} = %s" for f in fields)
+    sql = f"UPDATE {quote(meta.db_table)} SET {sets} WHERE {quote(meta.pk.column)} = %s"
+    batch: list[tuple] = []
+    with connection.cursor() as cursor:
+        for row in rows:
+            batch.append(row)
+            if len(batch) >= BATCH:
+                cursor.executemany(sql, batch)
+                batch = []
+        if batch:
+            cursor.executemany(sql, batch)
 
 
 def _group_ids() -> dict[tuple[str, str, str], int]:
@@ -173,7 +195,7 @@ def apply_status_results(run_path: str) -> ApplyReport:
                     pk,
                 )
             )
-        update_rows(
+        _update(
             PartitionState,
             ["status", "diagnosis", "reason", "complete", "evaluated_at", "status_since",
              "retention_left_s"],
@@ -205,7 +227,7 @@ def apply_status_results(run_path: str) -> ApplyReport:
                     pk,
                 )
             )
-        update_rows(
+        _update(
             ConsumerGroup,
             ["status", "total_lag", "complete", "evaluated_at", "status_since"],
             group_rows,

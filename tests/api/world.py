@@ -207,7 +207,8 @@ def build_world(now: datetime | None = None) -> World:
              "failed": {"_MSG_TIMED_OUT": 2, "_MSG_SIZE_TOO_LARGE": 1}}]}
     )  # fmt: skip
     store_client_report(world.clusters["prod"], report, now, deliveries)
-    group_totals.refresh(ConsumerGroup.objects.values_list("id", flat=True))  # as the store and the status run do
+    # The groups' partition totals, as the store and the status run keep them.
+    group_totals.refresh(ConsumerGroup.objects.values_list("id", flat=True))
     return world
 
 

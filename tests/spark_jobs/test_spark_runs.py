@@ -440,20 +440,20 @@ def test_loading_a_run_is_all_or_nothing(world: World, tmp_path: Path, monkeypat
         "evaluated_at_ms": 1,
     }
     _write_run(tmp_path / "run", [verdict], [group])
-    real_update = spark_results.update_rows
+    real_update = spark_results._update
 
     def fail_on_groups(model: type, fields: list[str], rows: list[tuple]) -> None:
         if model is ConsumerGroup:
             raise RuntimeError("database went away")
         real_update(model, fields, rows)
 
-    monkeypatch.setattr(spark_results, "update_rows", fail_on_groups)
+    monkeypatch.setattr(spark_results, "_update", fail_on_groups)
     with pytest.raises(RuntimeError):
         apply_status_results(str(tmp_path / "run"))
     assert PartitionState.objects.get(topic="quiet").status == "UNKNOWN"
     assert not StatusChange.objects.exists()  # rolled back with the rest
 
-    monkeypatch.setattr(spark_results, "update_rows", real_update)
+    monkeypatch.setattr(spark_results, "_update", real_update)
     report = apply_status_results(str(tmp_path / "run"))
     assert PartitionState.objects.get(topic="quiet").status == "WARN"
     assert ConsumerGroup.objects.get(name="quiet-app").total_lag == 3

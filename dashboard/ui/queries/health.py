@@ -37,8 +37,8 @@ def collection_stopped(
     return (now - last_cycle_at).total_seconds() > COLLECTION_GAP_POLLS * cluster.poll_interval_s
 
 
-def sources(cluster: str = "", now: datetime | None = None) -> dict[str, Any]:
-    now = now or timezone.now()
+def sources(cluster: str = "") -> dict[str, Any]:
+    now = timezone.now()
     clusters = Cluster.objects.order_by("name")
     if cluster:
         clusters = clusters.filter(name=cluster)
