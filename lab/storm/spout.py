@@ -54,7 +54,7 @@ from lab.storm.partition_manager import (
     committed_path,
     resolve_start_offset,
 )
-from lab.workload.clients import base_config
+from lab.workload.clients import FetchWatchdog, base_config, close_in_background, lagging
 
 log = logging.getLogger(__name__)
 
@@ -219,10 +219,13 @@ class _BrokerReader:
             }
         )
         self.topic = topic
+        self._conf = conf
+        self._client_id = client_id
         self._consumer = Consumer(conf)
         self._buffers: dict[int, _Buffer] = {}
         self._say = say
         self.buffer_cap = 5000
+        self.watchdog = FetchWatchdog(bootstrap)
 
     def close(self) -> None:
         self._consumer.close()
@@ -294,6 +297,7 @@ class _BrokerReader:
                 continue
             if buf is None or m.offset() < buf.position:
                 continue  # stale: fetched before the last seek
+            self.watchdog.progress()
             buf.messages.append((m.offset(), m.value()))
             buf.position = m.offset() + 1
             buf.known_end = max(buf.known_end, buf.position)
@@ -302,6 +306,29 @@ class _BrokerReader:
                 self._consumer.pause([TopicPartition(self.topic, p)])
                 buf.paused = True
         return taken
+
+    def replace_if_stuck(self) -> bool:
+        """Records wait past every empty buffer's position and this consumer has fetched
+        none for the watchdog's span: go on with a new consumer from the same positions
+        (docs/LAB.md). True if it did."""
+        if not self.watchdog.due():
+            return False
+        waiting: dict[int, int | None] = {
+            p: buf.position
+            for p, buf in self._buffers.items()
+            if not buf.messages and not buf.paused
+        }
+        if not waiting or not lagging(self._consumer, self.topic, waiting):
+            return False
+        self.watchdog.restarted(self._client_id)
+        close_in_background(self._consumer, self._client_id)
+        self._consumer = Consumer(self._conf)
+        self._consumer.assign(
+            [TopicPartition(self.topic, p, buf.position) for p, buf in self._buffers.items()]
+        )
+        for buf in self._buffers.values():
+            buf.paused = False
+        return True
 
     def fetch(self, partition: int, offset: int, max_messages: int) -> list[Message]:
         """storm-kafka's ``fetchMessages``: an empty list means "nothing there yet".
@@ -623,6 +650,7 @@ class KafkaSpoutSim:
         assert self._reader is not None
         try:
             self._reader.poll(wait)
+            self._reader.replace_if_stuck()
         except KafkaException as exc:
             self._say("poll", logging.WARNING, "spout %s poll: %s", self, exc)
             self._stop.wait(wait)

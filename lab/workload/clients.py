@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from typing import Any
 
 LIBRDKAFKA_LOG = logging.getLogger("lab.workload.librdkafka")
 
@@ -56,3 +57,123 @@ def base_config(bootstrap: str, client_id: str) -> dict[str, object]:
         # broker's auto-create is off too): a client's first use must never create one.
         "allow.auto.create.topics": False,
     }
+
+
+def broker_listening(bootstrap: str, timeout_s: float = 1.0) -> bool:
+    """True if some bootstrap address accepts a TCP connection (the broker process is up)."""
+    import socket
+
+    for address in bootstrap.split(","):
+        host, _, port = address.strip().rpartition(":")
+        try:
+            with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s):
+                return True
+        except (OSError, ValueError):
+            continue
+    return False
+
+
+def lagging(
+    consumer: Any, topic: str, positions: dict[int, int | None], timeout_s: float = 5.0
+) -> bool:
+    """True if a partition has records past the offset its owner reads next, or the consumer
+    cannot even answer for its watermarks (a stuck client answers nothing).
+
+    ``positions``: partition -> the next offset the owner reads; None where it does not know
+    (nothing read since the assignment): then the consumer's position, else its committed
+    offset, stands in.
+    """
+    from confluent_kafka import TopicPartition
+
+    try:
+        unknown = [TopicPartition(topic, p) for p, o in positions.items() if o is None]
+        if unknown:
+            known = {tp.partition: tp.offset for tp in consumer.position(unknown)}
+            if any(o < 0 for o in known.values()):
+                stored = consumer.committed(unknown, timeout=timeout_s)
+                known.update({tp.partition: tp.offset for tp in stored if known[tp.partition] < 0})
+            positions = {**positions, **known}
+        for partition, position in positions.items():
+            marks = consumer.get_watermark_offsets(
+                TopicPartition(topic, partition), timeout=timeout_s, cached=False
+            )
+            if marks is None:
+                return True
+            if marks[1] > max(position or 0, marks[0]):
+                return True
+    except Exception:  # a KafkaException, or a client in an error state
+        return True
+    return False
+
+
+class FetchWatchdog:
+    """Notices a librdkafka consumer that stopped fetching for good.
+
+    On these machines a consumer that lived through a broker restart sometimes never fetches
+    again (an ``assign()`` reader; a classic group member that lost its partitions on a session
+    timeout and never rejoined: docs/LAB.md). A real deployment's supervisor restarts such a
+    process; the lab's long-lived consumers do the same to themselves: the owner marks
+    progress (a record, or an idle state it knows is right) and asks ``due()`` on each turn;
+    once nothing moved for ``limit_s`` while the broker accepts connections, it checks
+    whether records wait (``lagging``) and, if so, recreates its consumer.
+    """
+
+    def __init__(
+        self,
+        bootstrap: str,
+        limit_s: float = 40.0,
+        settle_s: float = 15.0,
+        probe_every_s: float = 5.0,
+    ) -> None:
+        self._bootstrap = bootstrap
+        self.limit_s = limit_s
+        self._probe_every_s = probe_every_s
+        # A client needs a while to reconnect and rejoin after the broker's return: only one
+        # that the broker has been up for this long without moving counts as stuck.
+        self.settle_s = settle_s
+        self._last = time.monotonic()
+        self._next_probe = 0.0
+        self._up_since: float | None = None
+        self.restarts = 0
+
+    def progress(self) -> None:
+        self._last = time.monotonic()
+
+    def due(self) -> bool:
+        """Nothing moved for ``limit_s`` and the broker has been up for ``settle_s``. Re-armed
+        when True, so the caller's (slow) check runs at most once per ``limit_s``; the broker
+        is probed at most every ``probe_every_s``."""
+        now = time.monotonic()
+        if now - self._last < self.limit_s or now < self._next_probe:
+            return False
+        self._next_probe = now + self._probe_every_s
+        if not broker_listening(self._bootstrap):
+            self._up_since = None
+            return False
+        if self._up_since is None:
+            self._up_since = now
+        if now - self._up_since < self.settle_s:
+            return False
+        self._last = now
+        return True
+
+    def restarted(self, who: str) -> None:
+        self.restarts += 1
+        LIBRDKAFKA_LOG.warning(
+            "%s fetched nothing for %.0fs with records waiting and the broker up: "
+            "recreating its consumer (lab watchdog, docs/LAB.md)",
+            who,
+            self.limit_s,
+        )
+
+
+def close_in_background(client: Any, who: str) -> None:
+    """Close an abandoned client without waiting on it: a stuck client's close() may block."""
+
+    def close() -> None:
+        try:
+            client.close()
+        except Exception:  # abandoned anyway
+            LIBRDKAFKA_LOG.debug("closing the abandoned consumer of %s failed", who, exc_info=True)
+
+    threading.Thread(target=close, name=f"close-{who}", daemon=True).start()

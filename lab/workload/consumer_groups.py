@@ -17,13 +17,18 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Protocol
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
-from lab.workload.clients import base_config
+from lab.workload.clients import (
+    FetchWatchdog,
+    base_config,
+    close_in_background,
+    lagging,
+)
 from lab.workload.spec import CONSUMER, GroupSpec
 
 log = logging.getLogger(__name__)
@@ -31,6 +36,10 @@ log = logging.getLogger(__name__)
 # How long a member waits before reading a poison message again: a consumer retrying a
 # record it cannot process, without spinning the machine's two cores on it.
 _POISON_RETRY_S = 0.5
+# A slowed member hands the turn to its other partitions after this many records of one in a
+# row, and takes that one up again after the pause below (see ``_take_turns``).
+_TURN_RECORDS = 20
+_TURN_PAUSE_S = 0.5
 
 
 class StatsSink(Protocol):
@@ -101,6 +110,7 @@ class GroupMember:
         settings: MemberSettings,
         faults: _Faults,
         stats_sink: StatsSink | None,
+        group_owns_partitions: Callable[[], bool] = lambda: False,
     ) -> None:
         self.spec = spec
         self.client_id = client_id
@@ -119,6 +129,7 @@ class GroupMember:
         # Newly assigned partitions: librdkafka keeps a partition's pause across a revoke and
         # a new assignment, so each one is paused or resumed explicitly once.
         self._fresh: set[int] = set()
+        self._run_of = (-1, 0)  # (partition, records of it processed in a row)
         self._holding = False
         self.consumed = 0
         self.rebalances = 0
@@ -126,6 +137,9 @@ class GroupMember:
         self.poison_failures = 0
         self.cgrp: dict[str, object] = {}
         self.started_at = time.time()
+        self._group_owns_partitions = group_owns_partitions
+        self._watchdog = FetchWatchdog(bootstrap)
+        self._consumer: Consumer | None = None
         self._thread = threading.Thread(target=self._run, name=f"member-{client_id}", daemon=True)
 
     # -- lifecycle -----------------------------------------------------------------------
@@ -168,6 +182,7 @@ class GroupMember:
             "rebalances": self.rebalances,
             "commit_failures": self.commit_failures,
             "poison_failures": self.poison_failures,
+            "watchdog_restarts": self._watchdog.restarts,
             "cgrp": self.cgrp,
         }
 
@@ -187,7 +202,18 @@ class GroupMember:
         return conf
 
     def _run(self) -> None:
-        consumer = Consumer(self._config())
+        while not self._stop.is_set():
+            consumer = Consumer(self._config())
+            self._consumer = consumer
+            if self._consume(consumer):
+                return
+            # The watchdog gave up on this consumer: a new one joins as a restarted instance.
+            self._forget(set(self._assigned))
+            close_in_background(consumer, self.client_id)
+
+    def _consume(self, consumer: Consumer) -> bool:
+        """Run ``consumer`` until asked to stop (True) or until the watchdog finds it stuck
+        (False: the caller abandons it and starts another)."""
         try:
             consumer.subscribe(
                 [self.spec.topic],
@@ -201,6 +227,7 @@ class GroupMember:
                 self._pause_or_resume(consumer, held)
                 msg = consumer.poll(0.2)
                 if msg is not None and msg.error() is None:
+                    self._watchdog.progress()
                     self._handle(consumer, msg.partition(), msg.offset())
                 elif msg is not None:
                     log.debug("%s: %s", self.client_id, msg.error())
@@ -209,12 +236,34 @@ class GroupMember:
                 if time.monotonic() - last_commit >= self._settings.commit_interval_s:
                     self._commit(consumer, asynchronous=True)
                     last_commit = time.monotonic()
+                if held or self._idle_by_design():
+                    self._watchdog.progress()
+                elif self._watchdog.due() and self._stuck(consumer):
+                    self._watchdog.restarted(self.client_id)
+                    return False
             self._commit(consumer, asynchronous=False)
         except KafkaException as exc:
             log.warning("member %s stopped on error: %s", self.client_id, exc)
-        finally:
-            # close() leaves the group at once instead of waiting for the session timeout.
-            consumer.close()
+        # close() leaves the group at once instead of waiting for the session timeout.
+        consumer.close()
+        return True
+
+    def _idle_by_design(self) -> bool:
+        """No partition, but another member of the group has some (more members than
+        partitions): nothing to fetch, nothing stuck."""
+        with self._lock:
+            if self._assigned:
+                return False
+        return self._group_owns_partitions()
+
+    def _stuck(self, consumer: Consumer) -> bool:
+        """Nobody in the group owns a partition, or this member owns some with records
+        waiting that it has not fetched for the watchdog's span."""
+        with self._lock:
+            if not self._assigned:
+                return True
+            mine = {p: self._processed.get(p) for p in self._assigned if p not in self._paused}
+        return bool(mine) and lagging(consumer, self.spec.topic, mine)
 
     def _pause_or_resume(self, consumer: Consumer, held: bool) -> None:
         """Held: pause whatever this member owns (new partitions too, after a rebalance).
@@ -256,6 +305,26 @@ class GroupMember:
             self._rewind(consumer, partition, offset, time.monotonic() + _POISON_RETRY_S)
             return
         self._process(partition, offset)
+        self._take_turns(consumer, partition, offset)
+
+    def _take_turns(self, consumer: Consumer, partition: int, offset: int) -> None:
+        """A slowed member works through its partitions in turns, a few records each.
+
+        librdkafka hands out a fetched chunk partition by partition; after a broker restart
+        one chunk is a partition's whole backlog, and at the slow-consumer scenario's pace
+        the member's other partitions would commit nothing for a minute: a STALL by the rules,
+        not the slow consumer the scenario means (every partition moving, falling behind).
+        """
+        if self._faults.delay_ms <= 0:
+            return
+        self._run_of = (partition, self._run_of[1] + 1 if self._run_of[0] == partition else 1)
+        if self._run_of[1] < _TURN_RECORDS:
+            return
+        with self._lock:
+            others = self._assigned - self._paused.keys() - {partition}
+        if others:
+            self._run_of = (-1, 0)
+            self._rewind(consumer, partition, offset + 1, time.monotonic() + _TURN_PAUSE_S)
 
     def _rewind(self, consumer: Consumer, partition: int, offset: int, resume_at: float) -> None:
         """Pause the partition and seek back to ``offset``: its next fetch starts there."""
@@ -331,7 +400,9 @@ class GroupMember:
                 self._needs_start_commit.update(p for p in todo if p in self._assigned)
 
     # -- callbacks (run inside poll/close on this member's thread) ------------------------
-    def _on_assign(self, _consumer: Consumer, partitions: list[TopicPartition]) -> None:
+    def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        if consumer is not self._consumer:
+            return  # an abandoned consumer closing in the background
         # Incremental with cooperative-sticky and with the consumer protocol (only the added
         # partitions), the whole assignment with the eager classic assignors: a union fits both.
         with self._lock:
@@ -343,12 +414,16 @@ class GroupMember:
         log.info("%s assigned %s", self.client_id, sorted(p.partition for p in partitions))
 
     def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        if consumer is not self._consumer:
+            return
         revoked = {tp.partition for tp in partitions}
         # Commit what was processed before the partitions move, as a careful consumer does.
         self._commit(consumer, asynchronous=False, only=revoked)
         self._forget(revoked)
 
-    def _on_lost(self, _consumer: Consumer, partitions: list[TopicPartition]) -> None:
+    def _on_lost(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        if consumer is not self._consumer:
+            return
         log.info("%s lost %s", self.client_id, sorted(tp.partition for tp in partitions))
         self._forget({tp.partition for tp in partitions})
 
@@ -459,6 +534,7 @@ class ConsumerGroup:
                 self._settings,
                 self._faults,
                 self._stats_sink,
+                self._owns_partitions,
             )
             self._members.append(member)
             self.member_changes += 1
@@ -487,6 +563,9 @@ class ConsumerGroup:
         _close(leaving)
         for _ in range(missing):
             self.add_member()
+
+    def _owns_partitions(self) -> bool:
+        return any(m.assignment() for m in self.members())
 
     def member_count(self) -> int:
         with self._lock:

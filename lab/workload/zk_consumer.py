@@ -29,7 +29,7 @@ from kazoo.exceptions import KazooException, NodeExistsError, NoNodeError
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.retry import KazooRetry
 
-from lab.workload.clients import base_config
+from lab.workload.clients import FetchWatchdog, base_config, close_in_background, lagging
 from lab.workload.spec import ZkConsumerSpec
 
 log = logging.getLogger(__name__)
@@ -69,6 +69,7 @@ class ZkGroupConsumer:
         self._partitions: list[int] = []
         self.consumed = 0
         self.registrations = 0
+        self._watchdog = FetchWatchdog(bootstrap)
         self._thread = threading.Thread(
             target=self._run, name=f"zk-consumer-{spec.group}", daemon=True
         )
@@ -129,6 +130,7 @@ class ZkGroupConsumer:
             "positions": positions,
             "consumed": self.consumed,
             "registrations": self.registrations,
+            "watchdog_restarts": self._watchdog.restarts,
         }
 
     def _on_zk_state(self, state: str) -> None:
@@ -138,8 +140,8 @@ class ZkGroupConsumer:
         elif state == KazooState.CONNECTED and self._register_needed.is_set():
             log.info("%s: new ZooKeeper session, registering again", self.spec.group)
 
-    def _run(self) -> None:
-        consumer = Consumer(
+    def _new_consumer(self) -> Consumer:
+        return Consumer(
             {
                 **base_config(self._bootstrap, self.consumer_id),
                 "group.id": self.consumer_id,  # required by librdkafka; never joined
@@ -147,6 +149,9 @@ class ZkGroupConsumer:
                 "auto.offset.reset": "earliest",
             }
         )
+
+    def _run(self) -> None:
+        consumer = self._new_consumer()
         try:
             self._connect()
             if self._stop.is_set():
@@ -166,6 +171,7 @@ class ZkGroupConsumer:
                 self._pause_or_resume(consumer)
                 msg = consumer.poll(0.2)
                 if msg is not None and msg.error() is None:
+                    self._watchdog.progress()
                     if self._held.is_set():
                         self._rewind(consumer, msg.partition(), msg.offset())
                         continue
@@ -177,6 +183,10 @@ class ZkGroupConsumer:
                 if time.monotonic() - last_write >= self.spec.commit_interval_s:
                     self._write_offsets()
                     last_write = time.monotonic()
+                if self._held.is_set():
+                    self._watchdog.progress()
+                elif self._watchdog.due():
+                    consumer = self._replace_if_stuck(consumer)
             self._write_offsets()
         finally:
             consumer.close()
@@ -184,6 +194,20 @@ class ZkGroupConsumer:
             # consumer's shutdown does.
             self._zk.stop()
             self._zk.close()
+
+    def _replace_if_stuck(self, consumer: Consumer) -> Consumer:
+        """Records wait and this consumer has fetched none for the watchdog's span: go on
+        with a new one from the same positions (docs/LAB.md)."""
+        with self._lock:
+            positions: dict[int, int | None] = dict(self._positions)
+        if not lagging(consumer, self.spec.topic, positions):
+            return consumer
+        self._watchdog.restarted(self.spec.group)
+        close_in_background(consumer, self.spec.group)
+        fresh = self._new_consumer()
+        fresh.assign([TopicPartition(self.spec.topic, p, o) for p, o in positions.items()])
+        self._paused = False
+        return fresh
 
     def _rewind(self, consumer: Consumer, partition: int, offset: int) -> None:
         """Fetched before the pause took effect: pause and seek back, to read it again once
