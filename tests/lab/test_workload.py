@@ -375,7 +375,11 @@ def test_zookeeper_consumer_registers_owns_and_commits_like_kafkas_zk_consumer(
             assert stat.ephemeralOwner != 0
 
             owners = f"/consumers/{group}/owners/{topic}"
-            assert sorted(zk.get_children(owners)) == ["0", "1", "2"]
+            # The ids node is written first, then one owner node per partition (a CI run
+            # read the owners between the second and the third).
+            wait_until(
+                lambda: sorted(zk.get_children(owners)) == ["0", "1", "2"], 20, "owner nodes"
+            )
             for p in range(3):
                 value, ostat = zk.get(f"{owners}/{p}")
                 assert value.decode() == f"{member}-0"
@@ -399,8 +403,14 @@ def test_zookeeper_consumer_registers_owns_and_commits_like_kafkas_zk_consumer(
         finally:
             consumer.stop()
     # The session closed: membership and ownership vanish, progress stays.
-    assert zk.get_children(f"/consumers/{group}/ids") == []
-    assert zk.get_children(f"/consumers/{group}/owners/{topic}") == []
+    wait_until(
+        lambda: (
+            zk.get_children(f"/consumers/{group}/ids") == []
+            and zk.get_children(f"/consumers/{group}/owners/{topic}") == []
+        ),
+        30,
+        "the ephemeral nodes gone with the session",
+    )
     assert len(zk_consumer_offsets(zk, group, topic)) == 3
 
 
