@@ -54,7 +54,7 @@ from lab.storm.partition_manager import (
     committed_path,
     resolve_start_offset,
 )
-from lab.workload.clients import FetchWatchdog, base_config, close_in_background, lagging
+from lab.workload.clients import FetchWatchdog, base_config, lagging, reassigned
 
 log = logging.getLogger(__name__)
 
@@ -313,19 +313,16 @@ class _BrokerReader:
         (docs/LAB.md). True if it did."""
         if not self.watchdog.due():
             return False
-        waiting: dict[int, int | None] = {
+        waiting = {
             p: buf.position
             for p, buf in self._buffers.items()
             if not buf.messages and not buf.paused
         }
         if not waiting or not lagging(self._consumer, self.topic, waiting):
             return False
-        self.watchdog.restarted(self._client_id)
-        close_in_background(self._consumer, self._client_id)
-        self._consumer = Consumer(self._conf)
-        self._consumer.assign(
-            [TopicPartition(self.topic, p, buf.position) for p, buf in self._buffers.items()]
-        )
+        self.watchdog.abandon(self._consumer, self._client_id)
+        positions = {p: buf.position for p, buf in self._buffers.items()}
+        self._consumer = reassigned(self.topic, positions, self._conf)
         for buf in self._buffers.values():
             buf.paused = False
         return True

@@ -8,9 +8,12 @@ otherwise a stopped broker produces hundreds of identical "Connection refused" l
 from __future__ import annotations
 
 import logging
+import socket
 import threading
 import time
-from typing import Any
+from collections.abc import Mapping
+
+from confluent_kafka import Consumer, TopicPartition
 
 LIBRDKAFKA_LOG = logging.getLogger("lab.workload.librdkafka")
 
@@ -61,8 +64,6 @@ def base_config(bootstrap: str, client_id: str) -> dict[str, object]:
 
 def broker_listening(bootstrap: str, timeout_s: float = 1.0) -> bool:
     """True if some bootstrap address accepts a TCP connection (the broker process is up)."""
-    import socket
-
     for address in bootstrap.split(","):
         host, _, port = address.strip().rpartition(":")
         try:
@@ -74,7 +75,7 @@ def broker_listening(bootstrap: str, timeout_s: float = 1.0) -> bool:
 
 
 def lagging(
-    consumer: Any, topic: str, positions: dict[int, int | None], timeout_s: float = 5.0
+    consumer: Consumer, topic: str, positions: Mapping[int, int | None], timeout_s: float = 5.0
 ) -> bool:
     """True if a partition has records past the offset its owner reads next, or the consumer
     cannot even answer for its watermarks (a stuck client answers nothing).
@@ -83,8 +84,6 @@ def lagging(
     (nothing read since the assignment): then the consumer's position, else its committed
     offset, stands in.
     """
-    from confluent_kafka import TopicPartition
-
     try:
         unknown = [TopicPartition(topic, p) for p, o in positions.items() if o is None]
         if unknown:
@@ -157,7 +156,9 @@ class FetchWatchdog:
         self._last = now
         return True
 
-    def restarted(self, who: str) -> None:
+    def abandon(self, consumer: Consumer, who: str) -> None:
+        """Give up on a stuck consumer: say so, and close it without waiting (a stuck client's
+        close() may block); the caller goes on with a new one."""
         self.restarts += 1
         LIBRDKAFKA_LOG.warning(
             "%s fetched nothing for %.0fs with records waiting and the broker up: "
@@ -166,14 +167,18 @@ class FetchWatchdog:
             self.limit_s,
         )
 
+        def close() -> None:
+            try:
+                consumer.close()
+            except Exception:  # abandoned anyway
+                LIBRDKAFKA_LOG.debug("closing the consumer of %s failed", who, exc_info=True)
 
-def close_in_background(client: Any, who: str) -> None:
-    """Close an abandoned client without waiting on it: a stuck client's close() may block."""
+        threading.Thread(target=close, name=f"close-{who}", daemon=True).start()
 
-    def close() -> None:
-        try:
-            client.close()
-        except Exception:  # abandoned anyway
-            LIBRDKAFKA_LOG.debug("closing the abandoned consumer of %s failed", who, exc_info=True)
 
-    threading.Thread(target=close, name=f"close-{who}", daemon=True).start()
+def reassigned(topic: str, positions: dict[int, int], conf: dict[str, object]) -> Consumer:
+    """A new ``assign()`` consumer reading ``topic`` from ``positions``: the replacement of
+    an abandoned one."""
+    consumer = Consumer(conf)
+    consumer.assign([TopicPartition(topic, p, o) for p, o in positions.items()])
+    return consumer

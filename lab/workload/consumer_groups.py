@@ -23,12 +23,7 @@ from typing import Protocol
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
-from lab.workload.clients import (
-    FetchWatchdog,
-    base_config,
-    close_in_background,
-    lagging,
-)
+from lab.workload.clients import FetchWatchdog, base_config, lagging
 from lab.workload.spec import CONSUMER, GroupSpec
 
 log = logging.getLogger(__name__)
@@ -205,15 +200,25 @@ class GroupMember:
         while not self._stop.is_set():
             consumer = Consumer(self._config())
             self._consumer = consumer
-            if self._consume(consumer):
+            stuck = False
+            try:
+                stuck = self._consume(consumer)
+            finally:
+                if not stuck:
+                    # close() leaves the group at once instead of waiting for the session
+                    # timeout.
+                    consumer.close()
+            if not stuck:
                 return
             # The watchdog gave up on this consumer: a new one joins as a restarted instance.
-            self._forget(set(self._assigned))
-            close_in_background(consumer, self.client_id)
+            # Unset first, so the callbacks of its close (in another thread) are ignored.
+            self._consumer = None
+            self._watchdog.abandon(consumer, self.client_id)
+            self._forget(set(self.assignment()))
 
     def _consume(self, consumer: Consumer) -> bool:
-        """Run ``consumer`` until asked to stop (True) or until the watchdog finds it stuck
-        (False: the caller abandons it and starts another)."""
+        """Run ``consumer`` until asked to stop (False) or until the watchdog finds it stuck
+        (True: the caller abandons it and starts another)."""
         try:
             consumer.subscribe(
                 [self.spec.topic],
@@ -239,14 +244,11 @@ class GroupMember:
                 if held or self._idle_by_design():
                     self._watchdog.progress()
                 elif self._watchdog.due() and self._stuck(consumer):
-                    self._watchdog.restarted(self.client_id)
-                    return False
+                    return True
             self._commit(consumer, asynchronous=False)
         except KafkaException as exc:
             log.warning("member %s stopped on error: %s", self.client_id, exc)
-        # close() leaves the group at once instead of waiting for the session timeout.
-        consumer.close()
-        return True
+        return False
 
     def _idle_by_design(self) -> bool:
         """No partition, but another member of the group has some (more members than

@@ -29,7 +29,7 @@ from kazoo.exceptions import KazooException, NodeExistsError, NoNodeError
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.retry import KazooRetry
 
-from lab.workload.clients import FetchWatchdog, base_config, close_in_background, lagging
+from lab.workload.clients import FetchWatchdog, base_config, lagging, reassigned
 from lab.workload.spec import ZkConsumerSpec
 
 log = logging.getLogger(__name__)
@@ -140,18 +140,16 @@ class ZkGroupConsumer:
         elif state == KazooState.CONNECTED and self._register_needed.is_set():
             log.info("%s: new ZooKeeper session, registering again", self.spec.group)
 
-    def _new_consumer(self) -> Consumer:
-        return Consumer(
-            {
-                **base_config(self._bootstrap, self.consumer_id),
-                "group.id": self.consumer_id,  # required by librdkafka; never joined
-                "enable.auto.commit": False,
-                "auto.offset.reset": "earliest",
-            }
-        )
+    def _consumer_config(self) -> dict[str, object]:
+        return {
+            **base_config(self._bootstrap, self.consumer_id),
+            "group.id": self.consumer_id,  # required by librdkafka; never joined
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+        }
 
     def _run(self) -> None:
-        consumer = self._new_consumer()
+        consumer = Consumer(self._consumer_config())
         try:
             self._connect()
             if self._stop.is_set():
@@ -199,15 +197,12 @@ class ZkGroupConsumer:
         """Records wait and this consumer has fetched none for the watchdog's span: go on
         with a new one from the same positions (docs/LAB.md)."""
         with self._lock:
-            positions: dict[int, int | None] = dict(self._positions)
+            positions = dict(self._positions)
         if not lagging(consumer, self.spec.topic, positions):
             return consumer
-        self._watchdog.restarted(self.spec.group)
-        close_in_background(consumer, self.spec.group)
-        fresh = self._new_consumer()
-        fresh.assign([TopicPartition(self.spec.topic, p, o) for p, o in positions.items()])
+        self._watchdog.abandon(consumer, self.spec.group)
         self._paused = False
-        return fresh
+        return reassigned(self.spec.topic, positions, self._consumer_config())
 
     def _rewind(self, consumer: Consumer, partition: int, offset: int) -> None:
         """Fetched before the pause took effect: pause and seek back, to read it again once

@@ -16,14 +16,13 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from lab.ports import pick_free_ports
 from lab.storm.spout import _BrokerReader, _LogLimiter
 from lab.workload.clients import FetchWatchdog, broker_listening, lagging
 
 
 def _closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    return pick_free_ports(1)[0]
 
 
 def test_the_watchdog_is_due_only_after_its_span_with_the_broker_up_and_settled() -> None:
