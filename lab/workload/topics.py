@@ -4,12 +4,20 @@ The lab broker creates no topic by itself (``auto.create.topics.enable=false``):
 is created here, with the partition count the world declares. Kafka keeps topics, records and
 committed offsets across a restart, so `ensure` has nothing to do after a broker outage; it
 only puts back a topic that is really missing (deleted by hand, or a broker started afresh).
+
+The admin client is recreated once its calls have failed for ``RECREATE_AFTER_S``: after a
+broker restart a librdkafka client sometimes never answers again (docs/LAB.md, "Findings"),
+and the lab's own watermarks are what the scenarios and the tests wait on.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
-from collections.abc import Iterable, Mapping
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
+from typing import ParamSpec, TypeVar
 
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import (
@@ -27,12 +35,50 @@ from lab.workload.spec import TopicSpec
 
 log = logging.getLogger(__name__)
 
+RECREATE_AFTER_S = 15.0
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def _recovering(method: Callable[P, R]) -> Callable[P, R]:
+    """The call, with its outcome counted toward recreating the client (module docstring)."""
+
+    @functools.wraps(method)
+    def call(*args: P.args, **kwargs: P.kwargs) -> R:
+        admin: TopicAdmin = args[0]  # type: ignore[assignment]
+        try:
+            result = method(*args, **kwargs)
+        except KafkaException:
+            admin._failed()
+            raise
+        admin._failing_since = None
+        return result
+
+    return call
+
 
 class TopicAdmin:
     def __init__(self, bootstrap: str, timeout_s: float = 5.0) -> None:
-        self._admin = AdminClient(base_config(bootstrap, "lab-workload-admin"))
+        self._config = base_config(bootstrap, "lab-workload-admin")
+        self._admin = AdminClient(self._config)
         self._timeout_s = timeout_s
+        self._failing_since: float | None = None
+        self._lock = threading.Lock()
 
+    def _failed(self) -> None:
+        with self._lock:
+            now = time.monotonic()
+            if self._failing_since is None:
+                self._failing_since = now
+            elif now - self._failing_since >= RECREATE_AFTER_S:
+                log.warning(
+                    "admin calls failing for %.0fs: recreating the lab's admin client "
+                    "(lab watchdog, docs/LAB.md)", now - self._failing_since,
+                )  # fmt: skip
+                self._admin = AdminClient(self._config)
+                self._failing_since = now
+
+    @_recovering
     def existing(self) -> dict[str, int]:
         """Topic name -> partition count, as the broker reports them now."""
         md = self._admin.list_topics(timeout=self._timeout_s)
@@ -42,6 +88,7 @@ class TopicAdmin:
             if t.error is None and not name.startswith("__")
         }
 
+    @_recovering
     def ensure(self, specs: Iterable[TopicSpec]) -> list[str]:
         """Create the topics that are missing, each with its declared partition count; return
         the names created."""
@@ -66,6 +113,7 @@ class TopicAdmin:
             log.info("created topics %s", ", ".join(sorted(created)))
         return created
 
+    @_recovering
     def delete_records(self, topic: str, before: Mapping[int, int]) -> dict[int, int]:
         """Delete every record below ``before[p]`` of each partition p (DeleteRecords), as
         retention would; return each partition's new log start offset."""
@@ -78,6 +126,7 @@ class TopicAdmin:
         log.info("deleted records of %s: log start now %s", topic, starts)
         return starts
 
+    @_recovering
     def retention_ms(self, topic: str) -> tuple[int, bool]:
         """The topic's ``retention.ms`` and whether it is the broker's default (DescribeConfigs)."""
         resource = ConfigResource(ResourceType.TOPIC, topic)
@@ -87,6 +136,7 @@ class TopicAdmin:
         entry = entries["retention.ms"]
         return int(entry.value), bool(entry.is_default)
 
+    @_recovering
     def set_retention_ms(self, topic: str, value: int | None) -> None:
         """Set the topic's ``retention.ms`` (IncrementalAlterConfigs); None: back to the
         broker's default."""
@@ -99,6 +149,7 @@ class TopicAdmin:
         ].result()
         log.info("retention.ms of %s: %s", topic, "default" if value is None else value)
 
+    @_recovering
     def watermarks(self, topic: str, partitions: int) -> dict[int, tuple[int, int]]:
         """Partition -> (earliest, latest) offsets, in two batched ListOffsets calls."""
         tps = [TopicPartition(topic, p) for p in range(partitions)]

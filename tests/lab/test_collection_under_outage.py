@@ -29,7 +29,6 @@ SERVICES = ["zookeeper", "kafka", "redis", "web", "worker", "collector", "beat"]
 OUTAGE_S = 15
 
 
-
 def query(db: Path, sql: str) -> list[tuple]:
     """Rows about the lab cluster from the stack's database, opened read-only."""
     if not db.exists():

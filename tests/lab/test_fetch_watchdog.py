@@ -1,4 +1,4 @@
-"""The lab's watchdog for consumers that stop fetching after a broker restart (docs/LAB.md).
+"""The lab's watchdog for clients that stop answering after a broker restart (docs/LAB.md).
 
 The stuck client itself cannot be made on demand (it shows up under a loaded suite now and
 then), so the parts are checked apart: when the watchdog calls a consumer stuck, how it tells
@@ -13,11 +13,12 @@ import time
 import uuid
 
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from lab.ports import pick_free_ports
 from lab.storm.spout import _BrokerReader, _LogLimiter
+from lab.workload import topics
 from lab.workload.clients import FetchWatchdog, broker_listening, lagging
 
 
@@ -110,3 +111,22 @@ def test_a_replaced_reader_goes_on_from_its_positions(
         assert reader.watchdog.restarts == 1
     finally:
         reader.close()
+
+
+def test_the_lab_admin_is_recreated_once_its_calls_fail_for_a_while(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(topics, "RECREATE_AFTER_S", 0.3)
+    admin = topics.TopicAdmin(f"127.0.0.1:{_closed_port()}", timeout_s=0.2)
+    first = admin._admin
+    with pytest.raises(KafkaException):
+        admin.watermarks("t", 1)
+    assert admin._admin is first, "one failure is no reason"
+    time.sleep(0.35)
+    with pytest.raises(KafkaException):
+        admin.watermarks("t", 1)
+    assert admin._admin is not first, "failing for RECREATE_AFTER_S: a new client"
+    replaced = admin._admin
+    with pytest.raises(KafkaException):
+        admin.existing()
+    assert admin._admin is replaced, "the span starts again after a replacement"

@@ -128,9 +128,7 @@ def test_backpressure_fires_on_the_slow_spout_only_and_shows_everywhere(lab_worl
 
         # /api/v1 and the group's page, with a logged-in session.
         browser.login(*lab_world.login)
-        status, body, _ = browser.get(
-            f"/api/v1/groups/?cluster=lab&source=storm&name={SPOUT}"
-        )
+        status, body, _ = browser.get(f"/api/v1/groups/?cluster=lab&source=storm&name={SPOUT}")
         assert status == 200
         (group,) = json.loads(body)["results"]
         status, body, _ = browser.get(f"/api/v1/groups/{group['id']}/")

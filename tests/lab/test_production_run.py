@@ -170,8 +170,6 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProductionRun]:
         stack.down()
 
 
-
-
 @dataclass
 class Armed:
     hook: HookReceiver

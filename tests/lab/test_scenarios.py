@@ -697,17 +697,23 @@ def test_source_outage_of_the_broker_and_recovery(
     def marks() -> dict[int, tuple[int, int]] | None:
         try:
             return world.watermarks(topic)
-        except KafkaException:  # e.g. FENCED_LEADER_EPOCH while clients learn the new epoch
+        except KafkaException as exc:  # e.g. FENCED_LEADER_EPOCH while clients learn the epoch
+            errors.append(str(exc))
             return None
 
+    errors: list[str] = []  # shown by a failure: which error the lab's admin client kept giving
+
     # Kafka kept the topic, its records and the groups' offsets: nothing starts over.
-    after = wait_until(
-        lambda: (m := marks()) and all(m[p][1] > high[p] + 10 for p in range(2)) and m,
-        # ~10 s on a quiet machine (the broker's start, then librdkafka's reconnect back-off);
-        # a run beside other work on 2 cores took over 60 s once.
-        180,
-        "producing again on the same logs",
-    )
+    try:
+        after = wait_until(
+            lambda: (m := marks()) and all(m[p][1] > high[p] + 10 for p in range(2)) and m,
+            # ~10 s on a quiet machine (the broker's start, then librdkafka's reconnect
+            # back-off); a run beside other work on 2 cores took over 60 s once.
+            180,
+            "producing again on the same logs",
+        )
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}; the lab admin's last errors: {errors[-3:]}") from None
     assert {p: lo for p, (lo, _hi) in after.items()} == {0: 0, 1: 0}, "no record lost"
     wait_until(lambda: world.broker_reachable, 30, "the topic keeper reaching the broker")
     assert world.topics_restored == 0, "Kafka kept every topic: nothing re-created"
@@ -725,9 +731,7 @@ def test_source_outage_of_the_broker_and_recovery(
         )
         # ListGroups right after a restart may answer with errors only (the coordinator still
         # loading __consumer_offsets): listed once it answers for the group, not at one try.
-        wait_until(
-            lambda g=group: g in listed_groups(fresh), 60, f"{group} listed by ListGroups"
-        )
+        wait_until(lambda g=group: g in listed_groups(fresh), 60, f"{group} listed by ListGroups")
     runner.stop("source-outage")
 
 
