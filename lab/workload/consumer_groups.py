@@ -35,6 +35,9 @@ _POISON_RETRY_S = 0.5
 # row, and takes that one up again after the pause below (see ``_take_turns``).
 _TURN_RECORDS = 20
 _TURN_PAUSE_S = 0.5
+# Leaving the group before close (GroupMember._leave): at most this long, at least the settle.
+_LEAVE_S = 10.0
+_LEAVE_SETTLE_S = 0.3
 
 
 class StatsSink(Protocol):
@@ -206,15 +209,38 @@ class GroupMember:
             finally:
                 if not stuck:
                     # close() leaves the group at once instead of waiting for the session
-                    # timeout.
+                    # timeout; the revocation is served before it (``_leave``).
+                    self._leave(consumer)
                     consumer.close()
             if not stuck:
                 return
             # The watchdog gave up on this consumer: a new one joins as a restarted instance.
-            # Unset first, so the callbacks of its close (in another thread) are ignored.
+            # Unset first, so the callbacks of its leaving and its close (in another thread)
+            # are ignored.
             self._consumer = None
+            self._leave(consumer)
             self._watchdog.abandon(consumer, self.client_id)
             self._forget(set(self.assignment()))
+
+    def _leave(self, consumer: Consumer) -> None:
+        """Unsubscribe and serve the revocation in ``poll`` before ``close``.
+
+        A rebalance callback run inside ``close()`` asks librdkafka for the rebalance protocol
+        while holding the GIL (confluent-kafka's default assign after our callback), and that
+        request can wait for ever once the close has begun (librdkafka #4041): every thread
+        of the process froze (a fresh-clone run hung at 98 %; docs/LAB.md). Served here, in
+        ``poll``, the same callback returns, and ``close`` has nothing left to revoke.
+        """
+        try:
+            consumer.unsubscribe()
+            deadline = time.monotonic() + _LEAVE_S
+            settled = time.monotonic() + _LEAVE_SETTLE_S
+            while time.monotonic() < deadline:
+                consumer.poll(0.1)
+                if not consumer.assignment() and time.monotonic() >= settled:
+                    break
+        except (KafkaException, RuntimeError) as exc:  # RuntimeError: already closed
+            log.warning("member %s could not unsubscribe before closing: %s", self.client_id, exc)
 
     def _consume(self, consumer: Consumer) -> bool:
         """Run ``consumer`` until asked to stop (False) or until the watchdog finds it stuck
