@@ -62,6 +62,34 @@ def base_config(bootstrap: str, client_id: str) -> dict[str, object]:
     }
 
 
+def leave_group(consumer: Consumer, limit_s: float = 10.0, settle_s: float = 0.3) -> None:
+    """Unsubscribe and serve the revocation in ``poll`` (until librdkafka holds no assignment,
+    ``settle_s`` at least, ``limit_s`` at most), so that a following ``close()`` has nothing
+    left to revoke.
+
+    A rebalance callback run inside ``close()`` makes confluent-kafka ask librdkafka for the
+    rebalance protocol with the GIL held, and once the close has begun that request can wait
+    for ever (librdkafka #4041): every thread of the process freezes (a fresh-clone run hung
+    at 98 %; docs/LAB.md). Served in ``poll``, the same callback returns. Records a last poll
+    returns are dropped: they were not processed, so not committed either.
+    """
+    consumer.unsubscribe()
+    deadline = time.monotonic() + limit_s
+    settled = time.monotonic() + settle_s
+    while time.monotonic() < deadline:
+        consumer.poll(0.1)
+        if not consumer.assignment() and time.monotonic() >= settled:
+            return
+
+
+def leave_and_close(consumer: Consumer) -> None:
+    """``close()`` a subscribed consumer without the hang ``leave_group`` explains."""
+    try:
+        leave_group(consumer)
+    finally:
+        consumer.close()
+
+
 def broker_listening(bootstrap: str, timeout_s: float = 1.0) -> bool:
     """True if some bootstrap address accepts a TCP connection (the broker process is up)."""
     for address in bootstrap.split(","):

@@ -23,7 +23,7 @@ from typing import Protocol
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
-from lab.workload.clients import FetchWatchdog, base_config, lagging
+from lab.workload.clients import FetchWatchdog, base_config, lagging, leave_group
 from lab.workload.spec import CONSUMER, GroupSpec
 
 log = logging.getLogger(__name__)
@@ -223,22 +223,10 @@ class GroupMember:
             self._forget(set(self.assignment()))
 
     def _leave(self, consumer: Consumer) -> None:
-        """Unsubscribe and serve the revocation in ``poll`` before ``close``.
-
-        A rebalance callback run inside ``close()`` asks librdkafka for the rebalance protocol
-        while holding the GIL (confluent-kafka's default assign after our callback), and that
-        request can wait for ever once the close has begun (librdkafka #4041): every thread
-        of the process froze (a fresh-clone run hung at 98 %; docs/LAB.md). Served here, in
-        ``poll``, the same callback returns, and ``close`` has nothing left to revoke.
-        """
+        """Leave before ``close`` (``clients.leave_group``: a close that revokes can freeze
+        the process)."""
         try:
-            consumer.unsubscribe()
-            deadline = time.monotonic() + _LEAVE_S
-            settled = time.monotonic() + _LEAVE_SETTLE_S
-            while time.monotonic() < deadline:
-                consumer.poll(0.1)
-                if not consumer.assignment() and time.monotonic() >= settled:
-                    break
+            leave_group(consumer, _LEAVE_S, _LEAVE_SETTLE_S)
         except (KafkaException, RuntimeError) as exc:  # RuntimeError: already closed
             log.warning("member %s could not unsubscribe before closing: %s", self.client_id, exc)
 

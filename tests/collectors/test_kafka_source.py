@@ -42,6 +42,7 @@ from collectors.kafka import KafkaSource, snapshot_from_description
 from collectors.kafka_wire import ClassicGroup
 from collectors.rebalance import MEMBER_JOINED, MEMBER_LEFT, derive_rebalance_events
 from collectors.records import CollectionResult, Source, SourceError
+from lab.workload.clients import leave_and_close
 from tests.waiting import wait_for
 
 lab = pytest.mark.lab
@@ -345,7 +346,7 @@ def test_live_member_and_rebalances(
         events = derive_rebalance_events(before, during, {topic: 3}, {topic: 3}, 1)
         assert [e.cause for e in events] == [MEMBER_JOINED]
     finally:
-        consumer.close()
+        leave_and_close(consumer)
 
     changes = []
 
@@ -870,7 +871,7 @@ def test_consumer_protocol_group_with_epochs_beside_a_classic_one_of_the_same_pa
         assert sorted(len(m.assignment) for m in second.members) == [2, 2]
     finally:
         for c in consumers:
-            c.close()
+            leave_and_close(c)
 
 
 # --- faults against the real broker -------------------------------------------------------------

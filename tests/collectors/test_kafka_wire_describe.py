@@ -44,6 +44,7 @@ from collectors.kafka_wire.codec import (
     request_header_version,
     response_header_version,
 )
+from lab.workload.clients import leave_and_close
 from tests.collectors.kafka_wire_fakes import (
     ALL_APIS,
     CLOSE,
@@ -748,7 +749,7 @@ def test_classic_group_as_confluent_describes_it(
         assert client.describe_classic([group_id], timeout_s=10)[group_id] == ours  # no rebalance
     finally:
         for consumer in consumers:
-            consumer.close()
+            leave_and_close(consumer)
     assert (ours.ok, ours.state, ours.protocol_type, ours.protocol) == (
         True, "Stable", "consumer", assignor,
     )  # fmt: skip
@@ -784,7 +785,7 @@ def test_empty_deleted_unknown_and_kip848_groups(
         results = client.describe_classic([empty, deleted, unknown, kip848], timeout_s=10)
         described = client.describe([kip848], timeout_s=10)[kip848]
     finally:
-        consumer.close()
+        leave_and_close(consumer)
     assert results[empty] == ClassicGroup(empty, 0, None, "Empty", None, None, ())
     assert results[deleted] == ClassicGroup(
         deleted, 69, f"Group {deleted} not found.", "Dead", None, None, ()
@@ -856,7 +857,7 @@ def test_timing_against_describe_consumer_groups(
             timings["admin"].append(time.perf_counter() - started)
     finally:
         for consumer in consumers:
-            consumer.close()
+            leave_and_close(consumer)
     assert answers["wire"] == answers["admin"]
     assert sum(len(a[2]) for a in answers["wire"].values()) == 4
     summary = timing_summary("200 groups", timings)

@@ -19,7 +19,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from lab.ports import pick_free_ports
 from lab.storm.spout import _BrokerReader, _LogLimiter
 from lab.workload import topics
-from lab.workload.clients import FetchWatchdog, broker_listening, lagging
+from lab.workload.clients import FetchWatchdog, broker_listening, lagging, leave_group
 
 
 def _closed_port() -> int:
@@ -130,3 +130,28 @@ def test_the_lab_admin_is_recreated_once_its_calls_fail_for_a_while(
     with pytest.raises(KafkaException):
         admin.existing()
     assert admin._admin is replaced, "the span starts again after a replacement"
+
+
+@pytest.mark.lab
+@pytest.mark.parametrize("protocol", ["classic", "consumer"])
+def test_a_consumer_leaving_holds_no_assignment_before_its_close(
+    kafka_bootstrap: str, topic_with_ten: str, protocol: str
+) -> None:
+    revoked: list[int] = []
+    consumer = Consumer(
+        {"bootstrap.servers": kafka_bootstrap, "group.id": uuid.uuid4().hex,
+         "group.protocol": protocol, "auto.offset.reset": "earliest"}
+    )  # fmt: skip
+    try:
+        consumer.subscribe(
+            [topic_with_ten], on_revoke=lambda _c, parts: revoked.extend(p.partition for p in parts)
+        )
+        deadline = time.monotonic() + 60
+        while not consumer.assignment() and time.monotonic() < deadline:
+            consumer.poll(0.2)
+        assert consumer.assignment(), "joined the group"
+        leave_group(consumer)
+        assert consumer.assignment() == [], "nothing left for close() to revoke"
+        assert 0 in revoked, "the revocation was served by poll, before the close"
+    finally:
+        consumer.close()
