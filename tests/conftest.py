@@ -57,6 +57,16 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> StackAwareSc
     return StackAwareScheduling(config, log) if config.getvalue("dist") == "load" else None
 
 
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """Name a failure when it happens, not only in the summary: a run that later hangs or is
+    cut by CI's clock would otherwise leave an anonymous ``F`` among the dots."""
+    if report.failed and getattr(report, "node", None) is not None:  # a worker's, on the controller
+        reporter = report.node.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            reporter.ensure_newline()
+            reporter.write_line(f"FAILED (as it happened, {report.when}) {report.nodeid}")
+
+
 class LabServices:
     """What tests need of the session's stack: addresses, and a way to stage an outage.
 
