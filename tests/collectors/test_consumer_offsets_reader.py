@@ -43,6 +43,7 @@ from collectors.consumer_offsets.reader import (
     ConsumerOffsetsReader,
     ReaderOutcome,
 )
+from lab.workload.clients import leave_and_close
 from tests.waiting import wait_for
 
 lab = pytest.mark.lab
@@ -153,7 +154,7 @@ def test_commits_with_their_time_and_metadata(
         after = now_ms()
         commit(consumer, [TopicPartition(topic, 1, 9)])
     finally:
-        consumer.close()
+        leave_and_close(consumer)
 
     watch = Watch(reader, group)
     commits = reader.state.commits
@@ -201,10 +202,10 @@ def test_generation_changes_with_their_causes(
         second.subscribe([topic])
         wait_assigned([first, second], [2, 2])
         first_id, second_id = first.memberid(), second.memberid()
-        second.close()
+        leave_and_close(second)
         wait_assigned([first], [4])
     finally:
-        first.close()
+        leave_and_close(first)
         second.close()
     end = now_ms()
 

@@ -53,6 +53,7 @@ from collectors.kafka_wire.codec import (
     uvarint,
 )
 from collectors.kafka_wire.connection import parse_bootstrap, ssl_context
+from lab.workload.clients import leave_and_close
 from tests.collectors.kafka_wire_fakes import (
     CLOSE,
     GARBAGE,
@@ -966,7 +967,7 @@ def test_epochs_of_a_kip848_group(
         assert reader.describe([group], timeout_s=5)[group] == together
     finally:
         for consumer in consumers:
-            consumer.close()
+            leave_and_close(consumer)
 
     def emptied() -> ConsumerGroupEpochs | None:
         result = reader.describe([group], timeout_s=5)[group]
@@ -998,7 +999,7 @@ def test_classic_and_unknown_groups_are_answered_not_raised(
 
         results = wait_for(answered, timeout=30, what="both groups answered")
     finally:
-        consumer.close()
+        leave_and_close(consumer)
     assert results[classic].error_name == "GROUP_ID_NOT_FOUND"
     assert results[classic].error_message == f"Group {classic} is not a consumer group."
     assert results[unknown].error_message == f"Group {unknown} not found."

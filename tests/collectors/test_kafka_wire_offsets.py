@@ -46,6 +46,7 @@ from collectors.kafka_wire.codec import (
     request_header_version,
     response_header_version,
 )
+from lab.workload.clients import leave_and_close
 from tests.collectors.kafka_wire_fakes import (
     ALL_APIS,
     CLOSE,
@@ -806,7 +807,7 @@ def test_group_without_commits_deleted_and_unknown(
         wait_for(assigned, timeout=60, what="member assigned")
         results = client.fetch_committed([member_group, deleted, unknown], timeout_s=10)
     finally:
-        consumer.close()
+        leave_and_close(consumer)
     # Kafka answers all three alike: no error, no offsets.
     assert results == {g: GroupOffsets(g, 0, ()) for g in (member_group, deleted, unknown)}
     assert _as_confluent_reads(admin, [deleted, unknown]) == {deleted: {}, unknown: {}}

@@ -14,6 +14,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from collectors.client_assignments import apply_client_reports
 from collectors.client_reports import CONSUMER, PRODUCER
 from collectors.ingest_parsing import parse_librdkafka_stats
+from lab.workload.clients import leave_and_close
 from tests.collectors.ingest_documents import RECEIVED_MS
 from tests.collectors.test_client_assignments import snap
 from tests.waiting import wait_for
@@ -85,7 +86,7 @@ def test_real_consumers_statistics_give_the_assignment_they_really_have(
         }
     finally:
         for c in consumers.values():
-            c.close()
+            leave_and_close(c)
 
 
 @pytest.mark.lab

@@ -28,6 +28,7 @@ from collectors.records import GroupSnapshot, Source
 from dashboard.monitoring import ingest
 from dashboard.monitoring.ingest_store import prune_reports, recent_reports
 from dashboard.monitoring.models import ClientReportRow, Cluster, IngestKind
+from lab.workload.clients import leave_and_close
 from tests.collectors.ingest_documents import consumer_doc, producer_doc, spout_doc
 
 TOKEN = "s3cret-ingest-token"
@@ -355,7 +356,7 @@ def test_a_real_consumer_pushes_its_assignment_through_the_lab_poster(
         )
         assert [m.assignment for m in filled.members] == [report.assignment]
     finally:
-        consumer.close()
+        leave_and_close(consumer)
         poster.stop()
 
 

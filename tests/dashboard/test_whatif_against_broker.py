@@ -22,6 +22,7 @@ from django.core.management import call_command
 
 from collectors.cycle.runner import forget_clusters
 from dashboard.monitoring.models import Cluster
+from lab.workload.clients import leave_and_close
 from tests.collectors.test_kafka_source import create_topic
 from tests.waiting import wait_for
 
@@ -54,6 +55,10 @@ def _consumers(bootstrap: str, group: str, strategy: str, topics: list[str]) -> 
                 "enable.auto.commit": False,
                 "session.timeout.ms": 30000,
                 "heartbeat.interval.ms": 1000,
+                # The topics were created a moment ago: a member whose first metadata lacked
+                # one must see it in seconds, not at the default refresh of five minutes (a
+                # fresh-clone run's group never held all 8 partitions in 240 s).
+                "topic.metadata.refresh.interval.ms": 2000,
             }
         )
         c.subscribe(topics)
@@ -61,11 +66,13 @@ def _consumers(bootstrap: str, group: str, strategy: str, topics: list[str]) -> 
     return consumers
 
 
-def _settled(consumers: list[Consumer], total: int) -> bool:
-    """Every member holds something and together they hold every partition once."""
+def _settled(consumers: list[Consumer], total: int, seen: list[object]) -> bool:
+    """Every member holds something and together they hold every partition once; what each
+    held is kept in ``seen`` for the failure message."""
     for c in consumers:
         c.poll(0.1)
     held = [tp for c in consumers for tp in c.assignment()]
+    seen[:] = [sorted((tp.topic, tp.partition) for tp in c.assignment()) for c in consumers]
     return all(c.assignment() for c in consumers) and len(
         {(t.topic, t.partition) for t in held}
     ) == total == len(held)
@@ -89,15 +96,19 @@ def test_whatif_of_the_assignor_in_use_moves_nothing(
     topics = sorted([create_topic(admin, 5), create_topic(admin, 3)])
     group = f"whatif-{strategy}-{uuid.uuid4().hex[:6]}"
     consumers = _consumers(kafka_bootstrap, group, strategy, topics)
+    seen: list[object] = []
     try:
-        wait_for(
-            lambda: _settled(consumers, 8),
-            # A few seconds on a quiet machine; over 90 s once beside three lab stacks on two
-            # cores (each join is a rebalance of the whole group).
-            timeout=240,
-            what="three members holding 8 partitions",
-            every=0,
-        )
+        try:
+            wait_for(
+                lambda: _settled(consumers, 8, seen),
+                # A few seconds on a quiet machine; over 90 s once beside three lab stacks on
+                # two cores (each join is a rebalance of the whole group).
+                timeout=240,
+                what="three members holding 8 partitions",
+                every=0,
+            )
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}; the members held {seen}") from None
         real = {
             c.memberid(): {
                 t: sorted(tp.partition for tp in c.assignment() if tp.topic == t) for t in topics
@@ -121,7 +132,7 @@ def test_whatif_of_the_assignor_in_use_moves_nothing(
         )
     finally:
         for c in consumers:
-            c.close()
+            leave_and_close(c)
 
     assert doc["type"] == "classic"
     assert len(doc["members"]) == MEMBERS

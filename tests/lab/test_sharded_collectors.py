@@ -40,6 +40,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from kazoo.client import KazooClient
 
 from lab.stack import LAB_POLL_VAR, Stack
+from lab.workload.clients import leave_and_close
 from tests.waiting import wait_for
 
 pytestmark = pytest.mark.lab
@@ -191,7 +192,7 @@ class BrokerBLoad:
             while not stop.is_set() and not self.stop.is_set():
                 consumer.poll(0.5)
         finally:
-            consumer.close()
+            leave_and_close(consumer)
 
     def close(self) -> None:
         self.stop.set()
