@@ -23,7 +23,13 @@ from typing import Protocol
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
-from lab.workload.clients import FetchWatchdog, base_config, lagging, leave_group
+from lab.workload.clients import (
+    FetchWatchdog,
+    base_config,
+    lagging,
+    leave_and_close,
+    leave_group,
+)
 from lab.workload.spec import CONSUMER, GroupSpec
 
 log = logging.getLogger(__name__)
@@ -35,9 +41,6 @@ _POISON_RETRY_S = 0.5
 # row, and takes that one up again after the pause below (see ``_take_turns``).
 _TURN_RECORDS = 20
 _TURN_PAUSE_S = 0.5
-# Leaving the group before close (GroupMember._leave): at most this long, at least the settle.
-_LEAVE_S = 10.0
-_LEAVE_SETTLE_S = 0.3
 
 
 class StatsSink(Protocol):
@@ -209,26 +212,17 @@ class GroupMember:
             finally:
                 if not stuck:
                     # close() leaves the group at once instead of waiting for the session
-                    # timeout; the revocation is served before it (``_leave``).
-                    self._leave(consumer)
-                    consumer.close()
+                    # timeout; the revocation is served before it (``leave_and_close``).
+                    leave_and_close(consumer)
             if not stuck:
                 return
             # The watchdog gave up on this consumer: a new one joins as a restarted instance.
             # Unset first, so the callbacks of its leaving and its close (in another thread)
             # are ignored.
             self._consumer = None
-            self._leave(consumer)
+            leave_group(consumer)
             self._watchdog.abandon(consumer, self.client_id)
             self._forget(set(self.assignment()))
-
-    def _leave(self, consumer: Consumer) -> None:
-        """Leave before ``close`` (``clients.leave_group``: a close that revokes can freeze
-        the process)."""
-        try:
-            leave_group(consumer, _LEAVE_S, _LEAVE_SETTLE_S)
-        except (KafkaException, RuntimeError) as exc:  # RuntimeError: already closed
-            log.warning("member %s could not unsubscribe before closing: %s", self.client_id, exc)
 
     def _consume(self, consumer: Consumer) -> bool:
         """Run ``consumer`` until asked to stop (False) or until the watchdog finds it stuck

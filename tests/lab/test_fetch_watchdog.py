@@ -123,13 +123,14 @@ def test_the_lab_admin_is_recreated_once_its_calls_fail_for_a_while(
         admin.watermarks("t", 1)
     assert admin._admin is first, "one failure is no reason"
     time.sleep(0.35)
+    before_second = time.monotonic()
     with pytest.raises(KafkaException):
         admin.watermarks("t", 1)
     assert admin._admin is not first, "failing for RECREATE_AFTER_S: a new client"
-    replaced = admin._admin
-    with pytest.raises(KafkaException):
-        admin.existing()
-    assert admin._admin is replaced, "the span starts again after a replacement"
+    # Read from the state, not from a third call's timing (a loaded machine may stretch it).
+    assert admin._failing_since is not None and admin._failing_since >= before_second, (
+        "the span starts again after a replacement"
+    )
 
 
 @pytest.mark.lab
