@@ -375,10 +375,13 @@ def test_zookeeper_consumer_registers_owns_and_commits_like_kafkas_zk_consumer(
             assert stat.ephemeralOwner != 0
 
             owners = f"/consumers/{group}/owners/{topic}"
-            # The ids node is written first, then one owner node per partition (a CI run
-            # read the owners between the second and the third).
+            # The ids node is written first, then the owners path and one owner node per
+            # partition (CI runs read the owners between the second and the third, and before
+            # the path existed).
             wait_until(
-                lambda: sorted(zk.get_children(owners)) == ["0", "1", "2"], 20, "owner nodes"
+                lambda: zk.exists(owners) and sorted(zk.get_children(owners)) == ["0", "1", "2"],
+                20,
+                "owner nodes",
             )
             for p in range(3):
                 value, ostat = zk.get(f"{owners}/{p}")
