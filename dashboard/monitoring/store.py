@@ -110,7 +110,7 @@ def store_cycle(cluster: Cluster, outcome: CycleOutcome, stale: Staleness | None
         groups = _upsert_groups(cluster, outcome, at)
         _upsert_partitions(groups, outcome.figures, at, stale)
         _insert_samples(cluster, at)
-        _insert_broker_offsets(cluster, outcome, at)
+        _insert_broker_offsets(cluster, outcome)
         _insert_spout_samples(cluster, outcome, at)
         _insert_rebalances(groups, outcome)
         _upsert_topic_configs(cluster, outcome)
@@ -256,11 +256,17 @@ def _insert_samples(cluster: Cluster, at: datetime) -> None:
         cursor.execute(sql, [False, cluster.id, _db_datetime(at)])
 
 
-def _insert_broker_offsets(cluster: Cluster, outcome: CycleOutcome, at: datetime) -> None:
-    db_at = _db_datetime(at)
+def _insert_broker_offsets(cluster: Cluster, outcome: CycleOutcome) -> None:
+    """Each point at the time its offsets were read, not the cycle's slot: these rows are the
+    time tables of the other collector processes (``broker_offsets_since``), and the process
+    that read them holds them at the read time. Stamped with the slot, a process taking the
+    cluster over judged the same commit seconds younger whenever a cycle read late (under
+    load, after a lease wait): a stopped group's time lag fell back as cycles alternated."""
     rows = [
-        (cluster.id, o.topic, o.partition, db_at, o.earliest, o.latest) for o in outcome.offsets
-    ]
+        (cluster.id, o.topic, o.partition, _db_datetime(ms_to_dt(o.time_ms)), o.earliest,
+         o.latest)
+        for o in outcome.offsets
+    ]  # fmt: skip
     columns = ["cluster", "topic", "partition", "at", "earliest", "latest"]
     _insert_rows(BrokerOffsetSample, columns, rows, ["cluster", "topic", "partition", "at"])
 

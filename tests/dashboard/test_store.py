@@ -1,5 +1,6 @@
 """The store writes a cycle idempotently and never overwrites known figures with zeros."""
 
+import dataclasses
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -301,3 +302,34 @@ def test_a_broker_left_out_of_the_configuration_is_dropped(cluster: Cluster) -> 
     # No scrape in the cycle (no URLs configured any more): nothing left.
     store_cycle(cluster, outcome(1_020_000, figure(10, 15)))
     assert not BrokerPurgatory.objects.exists()
+
+
+def test_broker_offsets_are_stored_at_their_read_time_so_another_process_times_alike(
+    cluster: Cluster,
+) -> None:
+    """A fresh-clone run saw a stopped group's time lag fall back when a second collector took
+    the cluster over: the stored points carried the slot's time, the collecting process its
+    read time. Cycles read 3 s into their slot here (a loaded machine, a lease wait)."""
+    from collectors.figures import TimeTables
+    from collectors.timelag import time_lag
+    from dashboard.monitoring.cycle_store import OrmCycleStore
+
+    slots = [1_000_000, 1_010_000, 1_020_000]
+    reads = [
+        [PartitionOffsets("orders", 0, 0, latest, slot + 3_000)]
+        for slot, latest in zip(slots, [100, 130, 160], strict=True)
+    ]
+    collecting = TimeTables(60)
+    for slot, offsets in zip(slots, reads, strict=True):
+        collecting.observe(offsets)
+        store_cycle(cluster, dataclasses.replace(outcome(slot), offsets=offsets))
+    stored = sorted(BrokerOffsetSample.objects.values_list("at", flat=True))
+    assert [int(at.timestamp() * 1000) for at in stored] == [s + 3_000 for s in slots]
+
+    other = TimeTables(60)
+    for topic, partition, at_ms, latest in OrmCycleStore(cluster).broker_offsets_since(0):
+        other.table(topic, partition).add_at(latest, at_ms)
+    mine, theirs = collecting.table("orders", 0), other.table("orders", 0)
+    assert theirs.points == mine.points
+    now = slots[-1] + 20_000
+    assert time_lag(theirs, 115, now) == time_lag(mine, 115, now)
