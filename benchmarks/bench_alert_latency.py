@@ -124,7 +124,9 @@ def bench_latency(reps: int) -> dict[str, Any]:
                     p = poisoned(partition)
                     if p and p["status"] == "STALL":
                         stall_at = time.time()
-                time.sleep(2.0)
+                # Every poll interval: each read is a manage.py process (~1.5 CPU-s), and read
+                # back to back they took a third of the two cores from the stack being timed.
+                time.sleep(POLL_S)
             if len(mine("firing")) == fired_before:
                 raise SystemExit(f"rep {rep}: no webhook within 300 s")
             req = mine("firing")[-1]
