@@ -1,10 +1,11 @@
 """How ``scripts/test`` spreads the suite over pytest-xdist workers.
 
-The end-to-end tests spend minutes waiting on windows and job periods while using little CPU;
-the unit tests are the opposite. Three units of scheduling keep two cores busy without
-starving the waits: every test of the shared lab stack (``tests/lab_world.py``) goes to one
-worker, so that stack starts once; the tests that start stacks of their own go to two more
-units, so no more than three stacks run at a time; each other module is a unit of its own
+The end-to-end tests spend minutes waiting on windows and job periods; the lab stack each one
+waits on is not idle meanwhile (a full stack takes ~0.9 of a core: broker, Spark, workload;
+benchmarks/RESULTS.md). Three units of scheduling: every test of the shared lab stack
+(``tests/lab_world.py``) goes to one worker, so that stack starts once; the tests that start
+stacks of their own go to two more units, so no more than three stacks run at a time; each
+other module is a unit of its own
 (its module fixtures built once), spread over whichever worker is free. The stack units are
 scheduled first, so the run does not end on one long test.
 
