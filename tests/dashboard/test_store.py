@@ -5,7 +5,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from collectors.figures import PartitionFigure
+from collectors.figures import PartitionFigure, TimeTables
 from collectors.outcome import CycleOutcome, SourceOutcome
 from collectors.rebalance import RebalanceEvent as ObservedRebalance
 from collectors.records import (
@@ -16,6 +16,8 @@ from collectors.records import (
     SourceError,
     SpoutFigures,
 )
+from collectors.timelag import time_lag
+from dashboard.monitoring.cycle_store import OrmCycleStore
 from dashboard.monitoring.models import (
     BrokerOffsetSample,
     Cluster,
@@ -310,9 +312,6 @@ def test_broker_offsets_are_stored_at_their_read_time_so_another_process_times_a
     """A fresh-clone run saw a stopped group's time lag fall back when a second collector took
     the cluster over: the stored points carried the slot's time, the collecting process its
     read time. Cycles read 3 s into their slot here (a loaded machine, a lease wait)."""
-    from collectors.figures import TimeTables
-    from collectors.timelag import time_lag
-    from dashboard.monitoring.cycle_store import OrmCycleStore
 
     slots = [1_000_000, 1_010_000, 1_020_000]
     reads = [

@@ -28,6 +28,9 @@ from tests.waiting import wait_for
 pytestmark = pytest.mark.lab
 
 SERVICES = ["zookeeper", "kafka", "redis", "workload", "web", "worker", "collector", "beat"]
+# Each read of the status is a manage.py process (~1.5 CPU-s): read every few seconds, as the
+# figures change once a poll, not back to back (a core taken from the rest of the suite).
+STATUS_EVERY_S = 3.0
 
 
 def group(doc: dict, source: str, name: str) -> dict | None:
@@ -70,7 +73,12 @@ def producer_expiry_is_shown(stack: Stack, endpoints: dict[str, str]) -> None:
         rows = [p for p in doc["producers"] if p["client_id"] == client and p["topic"] == topic]
         return rows[0] if rows and rows[0]["delivered"] == result["delivered"] else None
 
-    row = wait_for(lambda: pushed(lagwatch_status(stack.run_dir)), 120, "the final counts pushed")
+    row = wait_for(
+        lambda: pushed(lagwatch_status(stack.run_dir)),
+        120,
+        "the final counts pushed",
+        STATUS_EVERY_S,
+    )
     assert row["expired"] == result["timed_out"], (row, result)
     assert row["failed"] == 0 and row["failed_by_reason"] == {"_MSG_TIMED_OUT": row["expired"]}
     doc = lagwatch_status(stack.run_dir)
@@ -136,7 +144,7 @@ def test_scenarios_show_up_in_lagwatch_status(tmp_path: Path) -> None:
         endpoints = stack.up(SERVICES)
         doc = wait_for(
             lambda: (d := lagwatch_status(tmp_path)) and everyone_reported(d) and d,
-            120, "every source collected with pushed statistics",
+            120, "every source collected with pushed statistics", STATUS_EVERY_S,
         )  # fmt: skip
 
         # Healthy state: owners, liveness, spout counts, ZooKeeper consumers' generation.
@@ -174,7 +182,7 @@ def test_scenarios_show_up_in_lagwatch_status(tmp_path: Path) -> None:
             first = wait_for(
                 lambda: (d := lagwatch_status(tmp_path)) and pinned_and_dead(d) and d,
                 # ~60 s on a quiet machine; red once at 120 s in a fresh-clone run (load 10-12).
-                240, "the poison offset committed and the dead group seen Empty",
+                240, "the poison offset committed and the dead group seen Empty", STATUS_EVERY_S,
             )  # fmt: skip
         except AssertionError as exc:
             raise AssertionError(f"{exc}; last seen: {seen}") from exc
