@@ -6,8 +6,8 @@ Data (generated in a child process with bulk inserts, not timed): one cluster, `
 Kafka groups (default 1,000): one ``target`` group of ``--target-partitions`` (50) partitions
 and the others of ``--partitions`` (20) each, about 20,000 partitions in all; every group has
 members, every partition an owner, a status (10 % non-OK, with a diagnosis), and ``--samples``
-raw samples (60: ten minutes at 10 s polls) in ``OffsetSample``: the rows Burrow's ``start``
-offsets are looked up in.
+raw samples (60: ten minutes at 10 s polls) in the raw history (``GroupSample``): where
+Burrow's ``start`` offsets are looked up.
 
 Server: ``gunicorn dashboard.wsgi`` with ``--workers`` × ``--threads`` (default 3 × 2, gthread:
 two cores, SQLite reads release the GIL), ``DJANGO_DEBUG=0``, the project's settings. Load:
@@ -79,13 +79,13 @@ def populate(groups: int, partitions: int, target_partitions: int, samples: int)
     import django
 
     django.setup()
-    from django.db import connection, transaction
+    from django.db import transaction
 
-    from dashboard.monitoring import group_totals
+    from dashboard.monitoring import group_totals, raw_history
     from dashboard.monitoring.models import (
         Cluster,
         ConsumerGroup,
-        OffsetSample,
+        GroupSample,
         PartitionState,
     )
 
@@ -128,21 +128,18 @@ def populate(groups: int, partitions: int, target_partitions: int, samples: int)
         PartitionState.objects.bulk_create(parts, batch_size=2000)
         # The groups' partition totals, as the store keeps them.
         group_totals.refresh(ConsumerGroup.objects.values_list("id", flat=True))
-        ids = list(PartitionState.objects.values_list("id", "committed", "latest"))
-        table = OffsetSample._meta.db_table
-        sql = (f"INSERT INTO {table} (partition_id, at, committed, latest, lag, time_lag_s, "
-               "pending, failed, acked, stale) VALUES (%s, %s, %s, %s, %s, %s, NULL, NULL, "
-               "NULL, %s)")  # fmt: skip
-        field = OffsetSample._meta.get_field("at")
-        with connection.cursor() as cursor:
-            for s in range(samples):
-                at = field.get_db_prep_value(now - timedelta(seconds=10 * (samples - 1 - s)),
-                                             connection)  # fmt: skip
-                back = samples - 1 - s
-                cursor.executemany(sql, [
-                    (pk, at, committed - back, latest - back, latest - committed, 1.0, False)
-                    for pk, committed, latest in ids
-                ])  # fmt: skip
+        ids = list(
+            PartitionState.objects.values_list("group_id", "topic", "partition", "committed",
+                                               "latest")
+        )  # fmt: skip
+        for s in range(samples):
+            at = now - timedelta(seconds=10 * (samples - 1 - s))
+            back = samples - 1 - s
+            GroupSample.objects.bulk_create(raw_history.group_samples(
+                (g, at, (t, n, committed - back, latest - back, latest - committed, 1.0, None,
+                         None, None, False))
+                for g, t, n, committed, latest in ids
+            ), batch_size=500)  # fmt: skip
     return {
         "groups": groups,
         "partitions": len(ids),

@@ -60,14 +60,15 @@ def populate(now: datetime) -> dict:
     """Bulk inserts through one cursor; returns ids the requests need."""
     from django.contrib.auth import get_user_model
     from django.db import connection, transaction
+    from django.db.models import Sum
 
-    from dashboard.monitoring import group_totals
+    from dashboard.monitoring import group_totals, raw_history
     from dashboard.monitoring.models import (
         Cluster,
         CollectionError,
         ConsumerGroup,
+        GroupSample,
         LagRollup,
-        OffsetSample,
         PartitionState,
         RebalanceEvent,
         SourceHealth,
@@ -155,27 +156,24 @@ def populate(now: datetime) -> dict:
         assert PartitionState.objects.count() == PARTITIONS
     t1 = time.perf_counter()
 
-    sample = OffsetSample._meta.db_table
     big = groups[0]
-    part_ids = list(PartitionState.objects.values_list("id", "group_id"))
-    with connection.cursor() as cur, transaction.atomic():
-        batch = []
-        for pid, gid in part_ids:
+    parts = list(PartitionState.objects.values_list("group_id", "topic", "partition"))
+
+    def points(gid: int, minutes: int):
+        for k in range(minutes * 60 // POLL_S):
+            at = now - timedelta(seconds=k * POLL_S)
+            for g, topic, n in by_group[gid]:
+                yield g, at, (topic, n, 10_000, 10_000 + k, k, float(k), None, None, None, False)
+
+    by_group: dict[int, list] = {}
+    for row in parts:
+        by_group.setdefault(row[0], []).append(row)
+    with transaction.atomic():
+        for gid in by_group:
             minutes = BIG_RAW_MIN if gid == big.id else RAW_MIN
-            for k in range(minutes * 60 // POLL_S):
-                at = (now - timedelta(seconds=k * POLL_S)).replace(tzinfo=None).isoformat(sep=" ")
-                batch.append((pid, at, 10_000, 10_000 + k, k, float(k), None, None, None, False))
-            if len(batch) >= 50_000:
-                cur.executemany(
-                    f"INSERT INTO {sample} (partition_id, at, committed, latest, lag, time_lag_s,"
-                    " pending, failed, acked, stale) VALUES (?,?,?,?,?,?,?,?,?,?)", batch
-                )  # fmt: skip
-                batch = []
-        if batch:
-            cur.executemany(
-                f"INSERT INTO {sample} (partition_id, at, committed, latest, lag, time_lag_s,"
-                " pending, failed, acked, stale) VALUES (?,?,?,?,?,?,?,?,?,?)", batch
-            )  # fmt: skip
+            GroupSample.objects.bulk_create(
+                raw_history.group_samples(points(gid, minutes)), batch_size=500
+            )
     t2 = time.perf_counter()
 
     with transaction.atomic():
@@ -248,7 +246,7 @@ def populate(now: datetime) -> dict:
         "partition": big_partition.id,
         "populate_s": {"state": round(t1 - t0, 1), "samples": round(t2 - t1, 1),
                        "rest": round(t3 - t2, 1)},
-        "samples": OffsetSample.objects.count(),
+        "samples": GroupSample.objects.aggregate(n=Sum("partitions"))["n"],
         "rollups": LagRollup.objects.count(),
     }  # fmt: skip
 

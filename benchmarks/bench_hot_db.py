@@ -101,16 +101,21 @@ def database_bytes(database: str) -> int:
 
 
 def table_rows() -> dict[str, int]:
+    from django.db.models import Sum
+
     from dashboard.monitoring.models import (
-        BrokerOffsetSample,
+        BrokerOffsets,
         CollectedCycle,
         ConsumerGroup,
-        OffsetSample,
+        GroupSample,
         PartitionState,
     )
 
-    models = (OffsetSample, BrokerOffsetSample, PartitionState, ConsumerGroup, CollectedCycle)
-    return {m.__name__: m.objects.count() for m in models}
+    models = (GroupSample, BrokerOffsets, PartitionState, ConsumerGroup, CollectedCycle)
+    rows = {m.__name__: m.objects.count() for m in models}
+    # The partition points the packed rows hold (a row each in the history before issue 13).
+    rows["partition points"] = GroupSample.objects.aggregate(n=Sum("partitions"))["n"] or 0
+    return rows
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -161,7 +166,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "steady_size_measured": simulated_h >= args.raw_history_hours,
         "met": (total if simulated_h >= args.raw_history_hours else projected) <= 2**30,
         "rows": rows,
-        "bytes_per_raw_sample": round(total / max(1, rows["OffsetSample"]), 1),
+        "bytes_per_raw_sample": round(total / max(1, rows["partition points"]), 1),
         "pruned_rows": pruned,
         "store_cycle_s_first_100_median": round(statistics.median(head), 3),
         "store_cycle_s_last_100_median": round(statistics.median(tail), 3),

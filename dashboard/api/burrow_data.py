@@ -27,13 +27,12 @@ from functools import cache
 
 from django.conf import settings
 from django.db import connection
-from django.db.models import F
 
 from dashboard.api.burrow import Offset, PartitionRow
+from dashboard.monitoring import raw_history
 from dashboard.monitoring.models import (
     Cluster,
     ConsumerGroup,
-    OffsetSample,
     PartitionState,
     SourceKind,
 )
@@ -89,7 +88,7 @@ def _sql() -> tuple[str, str]:
     """The two queries, with the tables' names as the models give them."""
     q = connection.ops.quote_name
     groups, clusters = q(ConsumerGroup._meta.db_table), q(Cluster._meta.db_table)
-    partitions, samples = q(PartitionState._meta.db_table), q(OffsetSample._meta.db_table)
+    partitions = q(PartitionState._meta.db_table)
     group = (
         "SELECT g.id, g.source, g.name, g.status, g.complete, g.members, g.topology_id,"
         " g.last_seen_at, c.poll_interval_s, c.evaluator"
@@ -100,12 +99,8 @@ def _sql() -> tuple[str, str]:
     part = q("partition")
     rows = (
         f"SELECT p.topic, p.{part}, p.owner, p.status, p.committed, p.lag, p.complete,"
-        f" {_epoch_ms('p.last_commit_at')}, {_epoch_ms('p.sampled_at')},"
-        f" s.committed, {_epoch_ms('s.at')}, s.lag"
-        f" FROM {partitions} p LEFT JOIN {samples} s ON s.id = ("
-        f"  SELECT s2.id FROM {samples} s2 WHERE s2.partition_id = p.id AND s2.at >= %s"
-        "   AND s2.committed IS NOT NULL ORDER BY s2.at LIMIT 1)"
-        f" WHERE p.group_id = %s ORDER BY p.topic, p.{part}"
+        f" {_epoch_ms('p.last_commit_at')}, {_epoch_ms('p.sampled_at')}"
+        f" FROM {partitions} p WHERE p.group_id = %s ORDER BY p.topic, p.{part}"
     )
     return group, rows
 
@@ -169,15 +164,30 @@ def _window_start(group: FoundGroup) -> datetime:
     return group.last_seen_at - timedelta(seconds=group.window * max(group.poll_interval_s, 1))
 
 
+def _ms(at: datetime) -> int:
+    # Rounded as the SQL of ``_epoch_ms`` does, so both kinds of offsets agree.
+    return round((at - _EPOCH) / timedelta(milliseconds=1))
+
+
+def _start_offsets(group: FoundGroup) -> dict[tuple[str, int], Offset]:
+    """Each partition's oldest raw sample with a committed offset within one window's span."""
+    found: dict[tuple[str, int], Offset] = {}
+    for key, points in raw_history.group_points(group.pk, _window_start(group)).items():
+        first = next((x for x in points if x.committed is not None), None)
+        if first is not None:
+            found[key] = Offset(first.committed, _ms(first.at), _ms(first.at), first.lag)
+    return found
+
+
 def partition_rows(group: FoundGroup) -> list[PartitionRow]:
-    since = connection.ops.adapt_datetimefield_value(_window_start(group))
     with connection.cursor() as cursor:
-        cursor.execute(_sql()[1], [since, group.pk])
+        cursor.execute(_sql()[1], [group.pk])
         rows = cursor.fetchall()
+    starts = _start_offsets(group)
     members = _client_ids(group) if group.source == SourceKind.KAFKA else {}
     found = []
-    for (topic, partition, owner, status, committed, lag, complete, commit_ms, seen_ms,
-         start_committed, start_ms, start_lag) in rows:  # fmt: skip
+    for (topic, partition, owner, status, committed, lag, complete, commit_ms,
+         seen_ms) in rows:  # fmt: skip
         client_id = ""
         if group.source == SourceKind.KAFKA and owner in members:
             owner, client_id = members[owner]
@@ -186,9 +196,7 @@ def partition_rows(group: FoundGroup) -> list[PartitionRow]:
         end = start = None
         if committed is not None:
             end = Offset(committed, commit_ms or seen_ms or 0, seen_ms or 0, lag)
-            start = end
-            if start_ms is not None:
-                start = Offset(start_committed, start_ms, start_ms, start_lag)
+            start = starts.get((topic, partition), end)
         found.append(
             PartitionRow(
                 topic, partition, owner or "", client_id, status, lag, complete, start, end
@@ -201,20 +209,16 @@ def poll_offsets(group: FoundGroup) -> dict[tuple[str, int], list[Offset]]:
     """Each partition's raw samples with a committed offset over one window's span, before
     its latest poll (which ``end`` stands for), oldest first, as offsets timestamped with
     their poll: the history Burrow's consumer detail lists (``burrow.partition_offsets``).
-    One query; about ``window`` rows per partition."""
-    samples = (
-        OffsetSample.objects.filter(
-            partition__group_id=group.pk,
-            at__gte=_window_start(group),
-            at__lt=F("partition__sampled_at"),
-            committed__isnull=False,
-        )
-        .order_by("partition__topic", "partition__partition", "at")
-        .values_list("partition__topic", "partition__partition", "committed", "at", "lag")
-    )
+    One query of about ``window`` rows of the group. A partition's newest point is its latest
+    poll: the store writes a partition's state and its sample in one transaction, at one
+    time."""
     found: dict[tuple[str, int], list[Offset]] = {}
-    for topic, partition, committed, at, lag in samples:
-        # Rounded as the SQL of ``_epoch_ms`` does, so both kinds of offsets agree.
-        ms = round((at - _EPOCH) / timedelta(milliseconds=1))
-        found.setdefault((topic, partition), []).append(Offset(committed, ms, ms, lag))
+    for key, points in raw_history.group_points(group.pk, _window_start(group)).items():
+        offsets = [
+            Offset(x.committed, _ms(x.at), _ms(x.at), x.lag)
+            for x in points[:-1]
+            if x.committed is not None
+        ]
+        if offsets:
+            found[key] = offsets
     return found

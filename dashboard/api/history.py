@@ -1,6 +1,6 @@
 """Lag history of a partition or a group: raw samples for recent ranges, rollups for longer.
 
-The raw history (``OffsetSample``, one row per partition per poll) is kept
+The raw history (``GroupSample``, one row per group per poll) is kept
 ``LAGWATCH_RAW_HISTORY_HOURS``; the rollups (``LagRollup``) keep groups at a minute for
 ``LAGWATCH_ROLLUP_MINUTES_DAYS`` and everything at an hour for ``LAGWATCH_ROLLUP_HOURS_DAYS``,
 partitions at an hour only. ``auto`` picks the finest source that covers the range, so a
@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db.models import Count, Max, Q, Sum
 
 from dashboard.api.serializers import iso
-from dashboard.monitoring.models import ConsumerGroup, LagRollup, OffsetSample, PartitionState
+from dashboard.monitoring import raw_history
+from dashboard.monitoring.models import ConsumerGroup, GroupSample, LagRollup, PartitionState
 
 RESOLUTIONS = ("auto", "raw", "1m", "1h")
 ROLLUP_FIELDS = ("lag", "max_lag", "avg_lag", "max_time_lag_s", "produce_per_s",
@@ -69,25 +69,12 @@ def pick_resolution(
 
 def partition_points(p: PartitionState, resolution: str, since: datetime, until: datetime):
     if resolution == "raw":
-        rows = (
-            OffsetSample.objects.filter(partition=p, at__gte=since, at__lt=until)
-            .order_by("at")
-            .values_list(
-                "at",
-                "committed",
-                "latest",
-                "lag",
-                "time_lag_s",
-                "pending",
-                "failed",
-                "acked",
-                "stale",
-            )  # fmt: skip
-        )
+        points = raw_history.partition_points(p.group_id, p.topic, p.partition, since, until)
         return [
-            {"time": iso(at), "committed": c, "latest": latest, "lag": lag, "time_lag_s": t,
-             "pending": pending, "failed": failed, "acked": acked, "stale": stale}
-            for at, c, latest, lag, t, pending, failed, acked, stale in rows
+            {"time": iso(x.at), "committed": x.committed, "latest": x.latest, "lag": x.lag,
+             "time_lag_s": x.time_lag_s, "pending": x.pending, "failed": x.failed,
+             "acked": x.acked, "stale": x.stale}
+            for x in points
         ]  # fmt: skip
     group = p.group
     rows = LagRollup.objects.filter(
@@ -101,23 +88,14 @@ def partition_points(p: PartitionState, resolution: str, since: datetime, until:
 def group_points(g: ConsumerGroup, resolution: str, since: datetime, until: datetime):
     if resolution == "raw":
         rows = (
-            OffsetSample.objects.filter(partition__group=g, at__gte=since, at__lt=until)
-            .values("at")
-            .annotate(
-                lag=Sum("lag"),
-                max_time_lag_s=Max("time_lag_s"),
-                partitions=Count("id"),
-                # Any partition stale at that poll (MAX of a boolean is SQLite's, not
-                # PostgreSQL's: a count of the stale ones works on both).
-                stale=Count("id", filter=Q(stale=True)),
-            )  # fmt: skip
+            GroupSample.objects.filter(group=g, at__gte=since, at__lt=until)
             .order_by("at")
+            .values_list("at", "lag", "max_time_lag_s", "partitions", "stale")
         )
         return [
-            {"time": iso(r["at"]), "lag": r["lag"], "max_time_lag_s": r["max_time_lag_s"],
-             "partitions": r["partitions"], "stale": bool(r["stale"])}
-            for r in rows
-        ]  # fmt: skip
+            {"time": iso(at), "lag": lag, "max_time_lag_s": t, "partitions": n, "stale": stale}
+            for at, lag, t, n, stale in rows
+        ]
     rows = LagRollup.objects.filter(
         level="group", resolution=resolution, cluster=g.cluster.name, source=g.source,
         group=g.name, bucket_start__gte=since, bucket_start__lt=until,

@@ -24,9 +24,10 @@ from collectors.outcome import CycleOutcome
 from collectors.rebalance import GROUP_DELETED
 from collectors.records import GroupMember, GroupSnapshot, Source, SpoutFigures
 from collectors.sample_log import SampleLog
+from dashboard.monitoring import raw_history
 from dashboard.monitoring.ingest_store import recent_reports
 from dashboard.monitoring.models import (
-    BrokerOffsetSample,
+    BrokerOffsets,
     Cluster,
     CollectedCycle,
     ConsumerGroup,
@@ -74,15 +75,15 @@ class OrmCycleStore:
 
     def broker_offsets_since(self, since_ms: int) -> Iterator[BrokerOffsetPoint]:
         rows = (
-            BrokerOffsetSample.objects.filter(
-                cluster=self.cluster, at__gt=ms_to_dt(since_ms), latest__isnull=False
-            )
+            BrokerOffsets.objects.filter(cluster=self.cluster, read_until__gt=ms_to_dt(since_ms))
             .order_by("at")
-            .values_list("topic", "partition", "at", "latest")
+            .values_list("figures", flat=True)
         )
         # Streamed: a process starting on a busy cluster reads an hour of every partition.
-        for topic, partition, at, latest in rows.iterator(chunk_size=5000):
-            yield topic, partition, _ms(at), latest
+        for data in rows.iterator(chunk_size=50):
+            for topic, partition, time_ms, _earliest, latest in raw_history.broker_points(data):
+                if time_ms > since_ms and latest is not None:
+                    yield topic, partition, time_ms, latest
 
     def last_cycle(self) -> StoredCycle | None:
         row = (

@@ -18,15 +18,15 @@ from collectors.figures import PartitionFigure
 from collectors.outcome import CycleOutcome
 from collectors.records import GroupMember, Source
 from collectors.spout_totals import spout_totals
-from dashboard.monitoring import group_totals
+from dashboard.monitoring import group_totals, raw_history
 from dashboard.monitoring.models import (
-    BrokerOffsetSample,
+    BrokerOffsets,
     BrokerPurgatory,
     Cluster,
     CollectedCycle,
     CollectionError,
     ConsumerGroup,
-    OffsetSample,
+    GroupSample,
     PartitionState,
     RebalanceEvent,
     SourceHealth,
@@ -109,8 +109,8 @@ def store_cycle(cluster: Cluster, outcome: CycleOutcome, stale: Staleness | None
         _record_cycle(cluster, outcome, at)
         groups = _upsert_groups(cluster, outcome, at)
         _upsert_partitions(groups, outcome.figures, at, stale)
-        _insert_samples(cluster, at)
-        _insert_broker_offsets(cluster, outcome)
+        _insert_group_samples(groups, outcome.figures, at, stale)
+        _insert_broker_offsets(cluster, outcome, at)
         _insert_spout_samples(cluster, outcome, at)
         _insert_rebalances(groups, outcome)
         _upsert_topic_configs(cluster, outcome)
@@ -214,61 +214,49 @@ def _upsert_partitions(
         _insert_rows(PartitionState, columns, rows, ["group", "topic", "partition"], fields)
 
 
-def _insert_samples(cluster: Cluster, at: datetime) -> None:
-    """One history row per partition of the cycle, copied by the database itself from the
-    ``PartitionState`` rows the cycle has just written (``sampled_at`` is the cycle's time):
-    they hold the cycle's figures, except that a partition whose broker offsets could not be
-    read kept its last known ones there (``stale``), where its sample has none, as the
-    figure. One ``INSERT … SELECT`` instead of reading 10,000 partition ids back into Python
-    to send them back with each row. A retried cycle inserts nothing twice.
-    """
-    sample, state, group = (m._meta for m in (OffsetSample, PartitionState, ConsumerGroup))
-    quote = connection.ops.quote_name
-
-    def col(meta, name: str) -> str:
-        return quote(meta.get_field(name).column)
-
-    targets = ["partition", "at", "committed", "latest", "lag", "time_lag_s", "pending"]
-    targets += ["failed", "acked", "stale"]
-    unless_stale = "CASE WHEN {stale} THEN NULL ELSE {column} END"
-    values = [
-        col(state, "id"),
-        col(state, "sampled_at"),
-        col(state, "committed"),
-        *(
-            unless_stale.format(stale=col(state, "stale"), column=col(state, name))
-            for name in ("latest", "lag", "time_lag_s")
-        ),
-        col(state, "pending"),
-        col(state, "failed"),
-        col(state, "acked"),
-        "%s",
-    ]
-    sql = (
-        f"INSERT INTO {quote(sample.db_table)} ({', '.join(col(sample, f) for f in targets)}) "
-        f"SELECT {', '.join(values)} FROM {quote(state.db_table)} "
-        f"WHERE {col(state, 'group')} IN (SELECT {col(group, 'id')} FROM "
-        f"{quote(group.db_table)} WHERE {col(group, 'cluster')} = %s) "
-        f"AND {col(state, 'sampled_at')} = %s "
-        f"ON CONFLICT ({col(sample, 'partition')}, {col(sample, 'at')}) DO NOTHING"
-    )
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [False, cluster.id, _db_datetime(at)])
+def _insert_group_samples(
+    groups: dict, figures: list[PartitionFigure], at: datetime, stale: Staleness
+) -> None:
+    """One history row per group of the cycle, its partitions' figures packed
+    (``raw_history``). A partition whose broker offsets could not be read keeps its last
+    known ones in its state row (``stale``); its sample has none. A retried cycle inserts
+    nothing twice."""
+    down, blind = stale.broker_down, stale.blind
+    by_group: dict[int, dict] = {}
+    for fig in figures:
+        gone = down and blind(fig)
+        # Keyed as the partition's state row is: a repeated figure replaces, as its upsert did.
+        partitions = by_group.setdefault(groups[(str(fig.source), fig.group)], {})
+        partitions[(fig.topic, fig.partition)] = (
+            fig.topic, fig.partition, fig.committed,
+            None if gone else fig.latest, None if gone else fig.lag,
+            None if gone else fig.time_lag_s, fig.pending, fig.failed, fig.acked, False,
+        )  # fmt: skip
+    db_at = _db_datetime(at)
+    names = ["partitions", "lag", "max_time_lag_s", "pending", "failed", "acked", "stale",
+             "figures"]  # fmt: skip
+    rows = []
+    for group_id, partitions in by_group.items():
+        row = raw_history.sample_row(list(partitions.values()))
+        rows.append((group_id, db_at, *(row[n] for n in names)))
+    _insert_rows(GroupSample, ["group", "at", *names], rows, ["group", "at"])
 
 
-def _insert_broker_offsets(cluster: Cluster, outcome: CycleOutcome) -> None:
-    """Each point at the time its offsets were read, not the cycle's slot: these rows are the
+def _insert_broker_offsets(cluster: Cluster, outcome: CycleOutcome, at: datetime) -> None:
+    """One row for the cycle (a retry writes nothing twice), each point in it at the time its
+    offsets were read, not the cycle's slot: these rows are the
     time tables of the other collector processes (``broker_offsets_since``), and the process
     that read them holds them at the read time. Stamped with the slot, a process taking the
     cluster over judged the same commit seconds younger whenever a cycle read late (under
     load, after a lease wait): a stopped group's time lag fell back as cycles alternated."""
-    rows = [
-        (cluster.id, o.topic, o.partition, _db_datetime(ms_to_dt(o.time_ms)), o.earliest,
-         o.latest)
-        for o in outcome.offsets
-    ]  # fmt: skip
-    columns = ["cluster", "topic", "partition", "at", "earliest", "latest"]
-    _insert_rows(BrokerOffsetSample, columns, rows, ["cluster", "topic", "partition", "at"])
+    if not outcome.offsets:
+        return
+    read_until, figures = raw_history.broker_row(
+        [(o.topic, o.partition, o.time_ms, o.earliest, o.latest) for o in outcome.offsets]
+    )
+    row = (cluster.id, _db_datetime(at), _db_datetime(ms_to_dt(read_until)), figures)
+    _insert_rows(BrokerOffsets, ["cluster", "at", "read_until", "figures"], [row],
+                 ["cluster", "at"])  # fmt: skip
 
 
 def _insert_spout_samples(cluster: Cluster, outcome: CycleOutcome, at: datetime) -> None:
@@ -443,8 +431,8 @@ def _record_brokers(cluster: Cluster, outcome: CycleOutcome) -> None:
 def prune_history(older_than: timedelta, now: datetime) -> int:
     """Drop raw history past its retention (the Parquet log keeps the long history)."""
     cutoff = now - older_than
-    deleted, _ = OffsetSample.objects.filter(at__lt=cutoff).delete()
-    deleted_b, _ = BrokerOffsetSample.objects.filter(at__lt=cutoff).delete()
+    deleted, _ = GroupSample.objects.filter(at__lt=cutoff).delete()
+    deleted_b, _ = BrokerOffsets.objects.filter(at__lt=cutoff).delete()
     deleted_s, _ = SpoutSample.objects.filter(at__lt=cutoff).delete()
     deleted_c, _ = CollectedCycle.objects.filter(at__lt=cutoff).delete()
     return deleted + deleted_b + deleted_s + deleted_c

@@ -41,7 +41,8 @@ STATUSES_WORST_FIRST = sorted(SEVERITY, key=SEVERITY.get, reverse=True)
 
 @dataclass(frozen=True)
 class Range:
-    """A chart range; ``raw`` ranges read OffsetSample, the others the rollup history."""
+    """A chart range; ``raw`` ranges read the raw history (``GroupSample``), the others the
+    rollup history."""
 
     key: str
     span: timedelta

@@ -10,7 +10,8 @@ from urllib.parse import quote
 import pytest
 from django.test import Client
 
-from dashboard.monitoring.models import Cluster, ConsumerGroup, OffsetSample, PartitionState
+from dashboard.monitoring import raw_history
+from dashboard.monitoring.models import Cluster, ConsumerGroup, PartitionState
 from tests.api import burrow_documented as doc
 from tests.api.world import HOSTILE, World
 
@@ -121,7 +122,7 @@ def test_lag_of_a_kafka_group_matches_burrow_field_by_field(client: Client, worl
     assert end["observedAt"] == int(p.sampled_at.timestamp() * 1000)
     # start: the oldest raw sample within one window (10 commits x 10 s) before the last poll
     window_start = world.now - timedelta(seconds=10 * 10)
-    first = OffsetSample.objects.filter(partition=p, at__gte=window_start).order_by("at").first()
+    first = raw_history.partition_points(p.group_id, p.topic, p.partition, window_start)[0]
     assert stalled["start"] == {
         "offset": first.committed, "timestamp": int(first.at.timestamp() * 1000),
         "observedAt": int(first.at.timestamp() * 1000), "lag": first.lag,

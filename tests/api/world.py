@@ -15,15 +15,15 @@ from django.utils import timezone
 
 from collectors.ingest_parsing import parse_librdkafka_stats
 from collectors.producer_deliveries import parse_deliveries
-from dashboard.monitoring import group_totals
+from dashboard.monitoring import group_totals, raw_history
 from dashboard.monitoring.ingest_store import store_client_report
 from dashboard.monitoring.models import (
     BrokerPurgatory,
     Cluster,
     CollectionError,
     ConsumerGroup,
+    GroupSample,
     LagRollup,
-    OffsetSample,
     PartitionState,
     RebalanceEvent,
     ServiceHeartbeat,
@@ -137,10 +137,10 @@ def build_world(now: datetime | None = None) -> World:
                 continue
             committed = p.committed if (topic, n) == ("invoices", 1) else p.committed - 59 + i
             latest = p.latest - 59 + i if p.latest is not None else None
-            samples.append(OffsetSample(partition=p, at=at, committed=committed, latest=latest,
-                                        lag=None if latest is None else latest - committed,
-                                        time_lag_s=p.time_lag_s))  # fmt: skip
-    OffsetSample.objects.bulk_create(samples)
+            lag = None if latest is None else latest - committed
+            samples.append((p.group_id, at, (topic, n, committed, latest, lag, p.time_lag_s,
+                                             None, None, None, False)))  # fmt: skip
+    GroupSample.objects.bulk_create(raw_history.group_samples(samples))
 
     # Hourly rollups of the last 3 days for invoices/1 and the billing group.
     rollups = []

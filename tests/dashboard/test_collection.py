@@ -16,8 +16,9 @@ from django.core.management import call_command
 from collectors.cycle.runner import cycle_slot
 from collectors.sample_log import SampleLog
 from dashboard.monitoring.cycle_store import run_cluster_cycle
-from dashboard.monitoring.models import Cluster, OffsetSample, SourceHealth
+from dashboard.monitoring.models import Cluster, SourceHealth
 from tests.dashboard.collection_world import World, rows, status
+from tests.raw_points import stored_points
 
 pytestmark = [pytest.mark.lab, pytest.mark.django_db(transaction=True)]
 
@@ -60,17 +61,17 @@ def test_one_cycle_shows_every_source_exactly(cluster: Cluster, world: World) ->
 def test_a_retried_cycle_writes_nothing_twice(cluster: Cluster, world: World, settings) -> None:
     slot = cycle_slot(1_800_000_000_000, cluster.poll_interval_s)
     first = run_cluster_cycle(cluster, slot)
-    samples = OffsetSample.objects.filter(partition__group__cluster=cluster).count()
+    samples = stored_points(group__cluster=cluster)
     log = SampleLog.from_url(settings.LAGWATCH_SAMPLE_LOG_URL)
     logged = log.read(cluster.name).num_rows
     assert samples == first.partitions == logged > 0
 
     run_cluster_cycle(cluster, slot)  # the retry of the same slot
-    assert OffsetSample.objects.filter(partition__group__cluster=cluster).count() == samples
+    assert stored_points(group__cluster=cluster) == samples
     assert log.read(cluster.name).num_rows == logged
 
     run_cluster_cycle(cluster, slot + 10_000)  # the next slot adds one sample per partition
-    assert OffsetSample.objects.filter(partition__group__cluster=cluster).count() == 2 * samples
+    assert stored_points(group__cluster=cluster) == 2 * samples
 
 
 def test_unknown_cluster_is_a_clear_error(db) -> None:

@@ -25,7 +25,8 @@ from collectors.records import (
 from collectors.sample_log import SampleLog
 from dashboard.monitoring import cycle_store
 from dashboard.monitoring.cycle_store import run_cluster_cycle
-from dashboard.monitoring.models import Cluster, OffsetSample
+from dashboard.monitoring.models import Cluster
+from tests.raw_points import stored_points
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -70,7 +71,7 @@ def logged(settings) -> int:
 
 
 def stored() -> int:
-    return OffsetSample.objects.filter(partition__group__cluster__name="fake").count()
+    return stored_points(group__cluster__name="fake")
 
 
 def test_a_failed_sample_log_write_fails_the_cycle_and_its_retry_completes_it(

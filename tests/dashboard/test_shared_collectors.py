@@ -25,10 +25,11 @@ from collectors.rebalance import GROUP_DELETED, RebalanceEvent
 from collectors.records import GroupMember, GroupSnapshot, Source
 from dashboard.monitoring import locks
 from dashboard.monitoring.cycle_store import OrmCycleStore
-from dashboard.monitoring.models import Cluster, CollectedCycle, OffsetSample
+from dashboard.monitoring.models import Cluster, CollectedCycle
 from dashboard.monitoring.store import SupersededCycle, store_cycle
 from dashboard.monitoring.tasks import collect_cluster
 from tests.dashboard.test_cycle_runner import FakeSources
+from tests.raw_points import stored_points
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -160,9 +161,9 @@ def test_a_slot_is_collected_once_and_an_older_one_not_after_it(
         assert first["cycle_ms"] == slot and first["collected_by"] == runner.collector_id()
         assert collect_cluster.apply(args=("fake", slot)).get() is None  # redelivered
         assert collect_cluster.apply(args=("fake", slot - 10_000)).get() is None  # late
-        assert OffsetSample.objects.count() == 3  # one cycle's three partitions
+        assert stored_points() == 3  # one cycle's three partitions
         assert collect_cluster.apply(args=("fake", slot + 10_000)).get()["cycle_ms"] > slot
-        assert OffsetSample.objects.count() == 6
+        assert stored_points() == 6
         assert locks.newest_mark("lagwatch:collected:fake") == slot + 10_000
     finally:
         runner.forget_clusters()

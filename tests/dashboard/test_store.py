@@ -17,19 +17,20 @@ from collectors.records import (
     SpoutFigures,
 )
 from collectors.timelag import time_lag
+from dashboard.monitoring import raw_history
 from dashboard.monitoring.cycle_store import OrmCycleStore
 from dashboard.monitoring.models import (
-    BrokerOffsetSample,
+    BrokerOffsets,
     Cluster,
     CollectionError,
     ConsumerGroup,
-    OffsetSample,
     PartitionState,
     RebalanceEvent,
     SourceHealth,
     SpoutSample,
 )
-from dashboard.monitoring.store import member_document, prune_history, store_cycle
+from dashboard.monitoring.store import member_document, ms_to_dt, prune_history, store_cycle
+from tests.raw_points import stored_points
 
 pytestmark = pytest.mark.django_db
 
@@ -84,17 +85,21 @@ def test_a_cycle_creates_state_and_history(cluster: Cluster) -> None:
     assert group.state == "Stable" and group.members[0]["member_id"] == "member-1"
     p0 = PartitionState.objects.get(group=group, partition=0)
     assert (p0.committed, p0.latest, p0.lag, p0.owner) == (40, 100, 60, "member-1")
-    assert OffsetSample.objects.count() == 2
-    assert BrokerOffsetSample.objects.count() == 1
+    assert stored_points() == 2
+    assert BrokerOffsets.objects.count() == 1
     health = SourceHealth.objects.get(cluster=cluster, source="kafka")
     assert health.reachable and health.last_duration_s == 0.25
+
+
+def points_of(p: PartitionState) -> list[raw_history.Point]:
+    return raw_history.partition_points(p.group_id, p.topic, p.partition, ms_to_dt(0))
 
 
 def test_a_retried_cycle_writes_no_duplicate(cluster: Cluster) -> None:
     for _ in range(3):
         store_cycle(cluster, outcome(1_000_000, figure(40, 100)))
-    assert OffsetSample.objects.count() == 1
-    assert BrokerOffsetSample.objects.count() == 1
+    assert stored_points() == 1
+    assert BrokerOffsets.objects.count() == 1
     assert PartitionState.objects.count() == 1
 
 
@@ -103,7 +108,7 @@ def test_next_cycle_updates_latest_state_and_appends_history(cluster: Cluster) -
     store_cycle(cluster, outcome(1_010_000, figure(70, 120)))
     p0 = PartitionState.objects.get()
     assert (p0.committed, p0.lag) == (70, 50)
-    assert list(OffsetSample.objects.order_by("at").values_list("lag", flat=True)) == [60, 50]
+    assert [x.lag for x in points_of(PartitionState.objects.get())] == [60, 50]
 
 
 def test_unreachable_source_keeps_last_figures_marked_stale(cluster: Cluster) -> None:
@@ -146,7 +151,7 @@ def test_same_group_name_in_two_clusters_stays_apart(cluster: Cluster) -> None:
     store_cycle(cluster, outcome(1_000_000, figure(40, 100)))
     store_cycle(other, outcome(1_000_000, figure(10, 100)))
     assert sorted(PartitionState.objects.values_list("committed", flat=True)) == [10, 40]
-    assert OffsetSample.objects.count() == 2
+    assert stored_points() == 2
 
 
 def zk_figure(committed: int, latest: int | None, source: Source = Source.STORM) -> PartitionFigure:
@@ -178,7 +183,8 @@ def test_spout_counts_and_liveness_are_stored(cluster: Cluster) -> None:
     store_cycle(cluster, CycleOutcome(cluster="c", cycle_ms=1_000_000, figures=[zk_figure(4, 9)]))
     p = PartitionState.objects.get()
     assert (p.pending, p.failed, p.acked, p.alive) == (7, 2, 40, True)
-    assert (OffsetSample.objects.get().pending, OffsetSample.objects.get().failed) == (7, 2)
+    ((_, _, _, _, _, pending, failed, acked, _),) = points_of(p)
+    assert (pending, failed, acked) == (7, 2, 40)
 
 
 def test_spout_figures_are_kept_as_a_short_history(cluster: Cluster) -> None:
@@ -322,8 +328,12 @@ def test_broker_offsets_are_stored_at_their_read_time_so_another_process_times_a
     for slot, offsets in zip(slots, reads, strict=True):
         collecting.observe(offsets)
         store_cycle(cluster, dataclasses.replace(outcome(slot), offsets=offsets))
-    stored = sorted(BrokerOffsetSample.objects.values_list("at", flat=True))
-    assert [int(at.timestamp() * 1000) for at in stored] == [s + 3_000 for s in slots]
+    stored = [
+        point[2]
+        for data in BrokerOffsets.objects.order_by("at").values_list("figures", flat=True)
+        for point in raw_history.broker_points(bytes(data))
+    ]
+    assert stored == [s + 3_000 for s in slots]
 
     other = TimeTables(60)
     for topic, partition, at_ms, latest in OrmCycleStore(cluster).broker_offsets_since(0):
@@ -332,3 +342,26 @@ def test_broker_offsets_are_stored_at_their_read_time_so_another_process_times_a
     assert theirs.points == mine.points
     now = slots[-1] + 20_000
     assert time_lag(theirs, 115, now) == time_lag(mine, 115, now)
+
+
+def test_broker_offsets_are_read_back_after_a_time_only(cluster: Cluster) -> None:
+    """A process catching up reads the points newer than its own, across cycles' rows, and
+    leaves out offsets the broker did not give."""
+    reads = {
+        1_000_000: [PartitionOffsets("orders", 0, 0, 100, 1_000_400),
+                    PartitionOffsets("orders", 1, 0, None, 1_000_400),
+                    PartitionOffsets("clicks", 0, 0, 7, 1_000_900)],
+        1_010_000: [PartitionOffsets("orders", 0, 0, 130, 1_010_200),
+                    PartitionOffsets("clicks", 0, 0, 9, 1_010_100)],
+    }  # fmt: skip
+    for slot, offsets in reads.items():
+        store_cycle(cluster, dataclasses.replace(outcome(slot), offsets=offsets))
+    store = OrmCycleStore(cluster)
+    assert list(store.broker_offsets_since(0)) == [
+        ("orders", 0, 1_000_400, 100), ("clicks", 0, 1_000_900, 7),
+        ("clicks", 0, 1_010_100, 9), ("orders", 0, 1_010_200, 130),
+    ]  # fmt: skip
+    assert list(store.broker_offsets_since(1_000_400)) == [
+        ("clicks", 0, 1_000_900, 7), ("clicks", 0, 1_010_100, 9), ("orders", 0, 1_010_200, 130),
+    ]  # fmt: skip
+    assert list(store.broker_offsets_since(1_010_200)) == []

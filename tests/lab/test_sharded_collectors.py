@@ -39,6 +39,8 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from kazoo.client import KazooClient
 
+from dashboard.monitoring.packing import unpack
+from dashboard.monitoring.raw_history import KINDS
 from lab.stack import LAB_POLL_VAR, Stack
 from lab.workload.clients import leave_and_close
 from tests.waiting import wait_for
@@ -123,16 +125,19 @@ class Database:
     def time_lags(self, cluster: str, group: str) -> dict[int, list[tuple[int, int, float]]]:
         """partition -> (at ms, lag, time lag s) of each stored sample, oldest first."""
         out: dict[int, list] = defaultdict(list)
-        for partition, at, lag, time_lag in self.rows(
-            "SELECT p.partition, s.at, s.lag, s.time_lag_s FROM monitoring_offsetsample s "
-            "JOIN monitoring_partitionstate p ON p.id = s.partition_id "
-            "JOIN monitoring_consumergroup g ON g.id = p.group_id "
+        for at, figures in self.rows(
+            "SELECT s.at, s.figures FROM monitoring_groupsample s "
+            "JOIN monitoring_consumergroup g ON g.id = s.group_id "
             "JOIN monitoring_cluster c ON c.id = g.cluster_id "
             "WHERE c.name = ? AND g.name = ? ORDER BY s.at",
             cluster,
             group,
         ):
-            out[partition].append((ms(at), lag, time_lag))
+            columns = unpack(figures, KINDS)  # the raw history's packed partitions
+            for partition, lag, time_lag in zip(
+                columns["partition"], columns["lag"], columns["time_lag_s"], strict=True
+            ):
+                out[partition].append((ms(at), lag, time_lag))
         return out
 
 

@@ -6,11 +6,11 @@ from datetime import datetime, timedelta
 
 from django.utils import timezone
 
-from dashboard.monitoring import group_totals
+from dashboard.monitoring import group_totals, raw_history
 from dashboard.monitoring.models import (
     Cluster,
     ConsumerGroup,
-    OffsetSample,
+    GroupSample,
     PartitionState,
     SourceHealth,
     SpoutSample,
@@ -66,21 +66,15 @@ def samples(
     parts: list[PartitionState], points: int = 6, step_s: int = 10, now: datetime | None = None
 ) -> None:
     now = now or timezone.now()
-    OffsetSample.objects.bulk_create(
-        OffsetSample(
-            partition=p,
-            at=now - timedelta(seconds=step_s * k),
-            committed=p.committed - k,
-            latest=p.latest,
-            lag=(p.lag or 0) + k,
-            time_lag_s=float(k),
-            pending=k,
-            failed=0,
-            acked=100 - k,
-        )  # fmt: skip
-        for p in parts
-        for k in range(points)
-    )
+    GroupSample.objects.bulk_create(
+        raw_history.group_samples(
+            (p.group_id, now - timedelta(seconds=step_s * k),
+             (p.topic, p.partition, p.committed - k, p.latest, (p.lag or 0) + k, float(k), k, 0,
+              100 - k, False))
+            for p in parts
+            for k in range(points)
+        )
+    )  # fmt: skip
 
 
 def health(

@@ -7,10 +7,10 @@ from dashboard.monitoring.models.ingest import ClientReportRow, IngestKind
 from dashboard.monitoring.models.jobs import SparkJobOutcome, SparkJobRun
 from dashboard.monitoring.models.rollups import LagRollup, RollupLevel
 from dashboard.monitoring.models.state import (
-    BrokerOffsetSample,
+    BrokerOffsets,
     CollectedCycle,
     ConsumerGroup,
-    OffsetSample,
+    GroupSample,
     PartitionState,
     RebalanceEvent,
     SourceKind,
@@ -21,7 +21,7 @@ from dashboard.monitoring.models.state import (
 )
 
 __all__ = [
-    "BrokerOffsetSample",
+    "BrokerOffsets",
     "BrokerPurgatory",
     "ClientReportRow",
     "Cluster",
@@ -30,7 +30,7 @@ __all__ = [
     "ConsumerGroup",
     "IngestKind",
     "LagRollup",
-    "OffsetSample",
+    "GroupSample",
     "PartitionState",
     "RebalanceEvent",
     "RollupLevel",

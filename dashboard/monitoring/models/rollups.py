@@ -2,7 +2,7 @@
 
 Each rollups run holds only its own window (``spark_jobs/jobs.py``); this table keeps their
 buckets for longer. Partitions are kept at one hour only: a minute per partition would be
-14 M rows a day at 10,000 partitions, and the raw history (``OffsetSample``) already covers
+14 M rows a day at 10,000 partitions, and the raw history (``GroupSample``) already covers
 the short ranges where minutes matter. Names are plain strings rather than foreign keys:
 history outlives a deleted group.
 """

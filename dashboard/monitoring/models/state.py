@@ -131,54 +131,64 @@ class PartitionState(models.Model):
         return f"{self.group}:{self.topic}/{self.partition}"
 
 
-class OffsetSample(models.Model):
-    """One partition at one cycle: the short raw history (default 6 h) for live charts."""
+class GroupSample(models.Model):
+    """One group at one cycle: the short raw history (default 6 h) of the live charts, the
+    API's raw points and Burrow's offsets.
 
-    partition = models.ForeignKey(PartitionState, on_delete=models.CASCADE, related_name="samples")
+    One row per group and poll, not per partition: the partitions' figures are packed in
+    ``figures`` (``dashboard.monitoring.raw_history``: topic, partition, committed, latest,
+    lag, time lag, pending, failed, acked, stale), and the group's sums at that poll sit in
+    columns, so a group chart reads no partition at all. As a row per partition the history
+    was most of the hot database (3.79 GiB at 10,000 partitions, 10 s poll, 6 h) and of a
+    cycle's writes (benchmarks/RESULTS.md).
+    """
+
+    group = models.ForeignKey(ConsumerGroup, on_delete=models.CASCADE, related_name="samples")
     at = models.DateTimeField()
-    committed = models.BigIntegerField(null=True)
-    latest = models.BigIntegerField(null=True)
+    partitions = models.IntegerField()
+    # Over the partitions that have the figure at this poll; null when none has it (the
+    # sums and maximum SQL would have given over one row per partition).
     lag = models.BigIntegerField(null=True)
-    time_lag_s = models.FloatField(null=True)
+    max_time_lag_s = models.FloatField(null=True)
     pending = models.BigIntegerField(null=True)
     failed = models.BigIntegerField(null=True)
     acked = models.BigIntegerField(null=True)
-    stale = models.BooleanField(default=False)
+    stale = models.BooleanField(default=False)  # any partition stale at this poll
+    figures = models.BinaryField()
 
     class Meta:
-        constraints = [
-            models.UniqueConstraint(fields=["partition", "at"], name="uniq_offset_sample")
-        ]
+        constraints = [models.UniqueConstraint(fields=["group", "at"], name="uniq_group_sample")]
 
     def __str__(self) -> str:
-        return f"{self.partition_id}@{self.at:%H:%M:%S}"
+        return f"{self.group_id}@{self.at:%H:%M:%S}"
 
 
-class BrokerOffsetSample(models.Model):
-    """The broker's log start/end offsets of a partition at a cycle: time lag's history."""
+class BrokerOffsets(models.Model):
+    """The broker's log start/end offsets a cycle read, every partition of the cluster packed
+    in one row (``raw_history.BROKER_KINDS``: topic, partition, read time, earliest, latest):
+    time lag's history, from which another collector process taking the cluster over builds
+    the same time tables (``OrmCycleStore.broker_offsets_since``). A row per partition and
+    cycle was a third of the hot database (benchmarks/RESULTS.md)."""
 
     cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="+")
-    topic = models.CharField(max_length=255)
-    partition = models.IntegerField()
-    at = models.DateTimeField()
-    earliest = models.BigIntegerField(null=True)
-    latest = models.BigIntegerField(null=True)
+    at = models.DateTimeField()  # the cycle's slot
+    read_until = models.DateTimeField()  # the newest read time in ``figures``
+    figures = models.BinaryField()
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(
-                fields=["cluster", "topic", "partition", "at"], name="uniq_broker_offset_sample"
-            )
+            models.UniqueConstraint(fields=["cluster", "at"], name="uniq_broker_offsets")
         ]
+        indexes = [models.Index(fields=["cluster", "read_until"])]
 
     def __str__(self) -> str:
-        return f"{self.topic}/{self.partition}@{self.at:%H:%M:%S}"
+        return f"{self.cluster_id}@{self.at:%H:%M:%S}"
 
 
 class SpoutSample(models.Model):
     """One Storm spout at one cycle: Storm UI's emitted, acked, failed and complete latency,
     and the task's tuples in flight against ``max.spout.pending`` from its push
-    (``collectors.spout_totals``). Short raw history, pruned with ``OffsetSample``."""
+    (``collectors.spout_totals``). Short raw history, pruned with ``GroupSample``."""
 
     cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="+")
     topology_id = models.CharField(max_length=255)
@@ -226,7 +236,7 @@ class CollectedCycle(models.Model):
     Written in the cycle's transaction: the newest row tells the next collector process
     whether the store's groups are what its own memory holds (several collectors share the
     clusters, docs/ARCHITECTURE.md), and a cycle older than a stored one is refused rather
-    than written over newer state. Short history, pruned with ``OffsetSample``.
+    than written over newer state. Short history, pruned with ``GroupSample``.
     """
 
     cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="+")

@@ -7,11 +7,11 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.core.paginator import Page, Paginator
-from django.db.models import Count, F, Q, Sum
+from django.db.models import Count, F
 
 from dashboard.monitoring import trends
 from dashboard.monitoring.membership import GROUP_TYPES
-from dashboard.monitoring.models import ConsumerGroup, LagRollup, OffsetSample
+from dashboard.monitoring.models import ConsumerGroup, GroupSample, LagRollup
 from dashboard.ui.params import GroupFilter
 from dashboard.ui.queries.common import JsonArrayLength, severity
 
@@ -101,16 +101,12 @@ def sparklines(groups: list[ConsumerGroup], now: datetime) -> dict[int, list[flo
     missing = [gid for gid in key.values() if gid not in series]
     if missing:
         raw = (
-            OffsetSample.objects.filter(
-                partition__group_id__in=missing, at__gte=now - RAW_SPARK_SPAN
-            )
-            .order_by()
-            .values_list("partition__group_id", "at")
-            .annotate(n=Count("id", filter=Q(lag__isnull=False)), lag_sum=Sum("lag"))
+            GroupSample.objects.filter(group_id__in=missing, at__gte=now - RAW_SPARK_SPAN)
             .order_by("at")
+            .values_list("group_id", "lag")
         )
-        for gid, _at, n, lag in raw:
-            series[gid].append(lag if n else None)
+        for gid, lag in raw:
+            series[gid].append(lag)
     return {gid: _thin(values) for gid, values in series.items()}
 
 

@@ -1,4 +1,4 @@
-"""Time series of the charts: raw history (``OffsetSample``) for short ranges, the rollup
+"""Time series of the charts: raw history (``GroupSample``) for short ranges, the rollup
 history (``LagRollup``) for long ones; one aggregate query per chart whatever the partitions."""
 
 from __future__ import annotations
@@ -6,22 +6,20 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.db.models import Count, IntegerField, Max, Q, Sum
-from django.db.models.functions import Cast
-
+from dashboard.monitoring import raw_history
 from dashboard.monitoring.models import (
     ConsumerGroup,
+    GroupSample,
     LagRollup,
-    OffsetSample,
     PartitionState,
     SpoutSample,
 )
 from dashboard.ui.params import Range
 
-# The raw history is kept 6 h (LAGWATCH_RAW_HISTORY_HOURS) and a group's sum over all its
-# partitions costs one row per partition and poll, so groups read it for an hour at most, and
-# at most ROW_BUDGET sample rows: a group of 1,000 partitions gets every few polls (the figures
-# at those polls are exact, not averaged), a group of 20 every poll.
+# The raw history is kept 6 h (LAGWATCH_RAW_HISTORY_HOURS). Groups read it for an hour at most,
+# and at most ROW_BUDGET partition figures' worth of polls: a group of 1,000 partitions gets
+# every few polls (the figures at those polls are exact, not averaged), a group of 20 every
+# poll, as when the history was a row per partition and poll.
 GROUP_RAW_MAX = timedelta(hours=1)
 PARTITION_RAW_MAX = timedelta(hours=6)
 ROW_BUDGET = 20_000
@@ -31,21 +29,6 @@ MIN_POINTS = 15
 def resolution(span: timedelta) -> str:
     """Minute buckets up to a day (kept two days), hour buckets beyond."""
     return "1m" if span <= timedelta(days=1) else "1h"
-
-
-def poll_times(
-    partition_id: int | None, since: datetime, partitions: int, budget: int = ROW_BUDGET
-) -> list[datetime]:
-    """The polls to chart: every poll of one partition since ``since`` (all partitions of a
-    cluster share their cycles' times), thinned to keep ``partitions × polls`` in budget."""
-    if partition_id is None:
-        return []
-    times = list(
-        OffsetSample.objects.filter(partition_id=partition_id, at__gte=since)
-        .order_by("at")
-        .values_list("at", flat=True)
-    )
-    return thin(times, max(MIN_POINTS, budget // max(partitions, 1)))
 
 
 def thin(times: list, points: int) -> list:
@@ -67,35 +50,19 @@ def group_series(
     if rng.span <= GROUP_RAW_MAX:
         if partition_ids is None:
             partition_ids = list(group.partitions.values_list("id", flat=True))
-        # The partition with the longest history (lowest id) gives the poll times.
-        times = poll_times(min(partition_ids, default=None), since, len(partition_ids))
-        rows = (
-            OffsetSample.objects.filter(partition__group_id=group.id, at__in=times)
-            .order_by()
-            .values("at")
-            .annotate(
-                n_lag=Count("id", filter=Q(lag__isnull=False)),
-                lag_sum=Sum("lag"),
-                max_time_lag=Max("time_lag_s"),
-                sum_pending=Sum("pending"),
-                sum_failed=Sum("failed"),
-                sum_acked=Sum("acked"),
-                any_stale=Max(Cast("stale", IntegerField())),
-            )
+        # The group's sums at each poll are columns of its history rows: every poll, thinned
+        # to the points a group of its size gets.
+        rows = list(
+            GroupSample.objects.filter(group_id=group.id, at__gte=since)
             .order_by("at")
+            .values_list("at", "lag", "max_time_lag_s", "pending", "failed", "acked", "stale")
         )
-        rows = list(rows)
-        return {
-            "kind": "raw",
-            "since": since,
-            "x": [r["at"] for r in rows],
-            "lag": [r["lag_sum"] if r["n_lag"] else None for r in rows],
-            "time_lag": [r["max_time_lag"] for r in rows],
-            "pending": [r["sum_pending"] for r in rows],
-            "failed": [r["sum_failed"] for r in rows],
-            "acked": [r["sum_acked"] for r in rows],
-            "stale": [bool(r["any_stale"]) for r in rows],
-        }
+        rows = thin(rows, max(MIN_POINTS, ROW_BUDGET // max(len(partition_ids), 1)))
+        cols = list(zip(*rows, strict=True)) if rows else [[]] * 7
+        names = ("x", "lag", "time_lag", "pending", "failed", "acked")
+        out: dict[str, Any] = {n: list(c) for n, c in zip(names, cols, strict=False)}
+        out.update(kind="raw", since=since, stale=[bool(v) for v in cols[6]])
+        return out
     res = resolution(rng.span)
     rows = list(
         LagRollup.objects.filter(
@@ -122,17 +89,10 @@ def group_series(
 def partition_series(p: PartitionState, rng: Range, now: datetime) -> dict[str, Any]:
     since = now - rng.span
     if rng.span <= PARTITION_RAW_MAX:
-        rows = list(
-            OffsetSample.objects.filter(partition_id=p.id, at__gte=since)
-            .order_by("at")
-            .values_list(
-                "at", "committed", "latest", "lag", "time_lag_s", "pending", "failed", "acked",
-                "stale",
-            )
-        )  # fmt: skip
-        cols = list(zip(*rows, strict=True)) if rows else [[]] * 9
+        points = raw_history.partition_points(p.group_id, p.topic, p.partition, since)
+        cols = list(zip(*points, strict=True)) if points else [[]] * 9
         names = ("x", "committed", "latest", "lag", "time_lag", "pending", "failed", "acked")
-        out: dict[str, Any] = {n: list(c) for n, c in zip(names, cols, strict=False)}
+        out = {n: list(c) for n, c in zip(names, cols, strict=False)}
         out.update(kind="raw", since=since, stale=list(cols[8]))
         return out
     g = p.group

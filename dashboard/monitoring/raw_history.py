@@ -1,0 +1,153 @@
+"""The raw history: each group's partitions at each poll, one ``GroupSample`` row per group and
+poll with the partitions' figures packed (``dashboard.monitoring.packing``).
+
+The store builds the rows (:func:`sample_row`); the charts, the API's raw points and
+Burrow's offsets read them back through :func:`partition_points` and :func:`group_points`,
+so the packed layout is known here only. A group's sums at a poll are columns of the row,
+computed as SQL's ``SUM``/``MAX`` over one row per partition did (nulls left out, null when
+every partition's figure is), so a group chart unpacks nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from datetime import datetime
+from typing import Any, NamedTuple
+
+from dashboard.monitoring.models import GroupSample
+from dashboard.monitoring.packing import BOOL, FLOAT, INT, STR, pack, unpack
+
+__all__ = [
+    "BROKER_KINDS",
+    "KINDS",
+    "BrokerPoint",
+    "Point",
+    "broker_points",
+    "broker_row",
+    "group_points",
+    "group_samples",
+    "partition_points",
+    "sample_row",
+]
+
+KINDS = {
+    "topic": STR, "partition": INT, "committed": INT, "latest": INT, "lag": INT,
+    "time_lag_s": FLOAT, "pending": INT, "failed": INT, "acked": INT, "stale": BOOL,
+}  # fmt: skip
+
+
+# The broker offsets a cycle read (``BrokerOffsets``): each partition at its own read time.
+BROKER_KINDS = {
+    "topic": STR, "partition": INT, "time_ms": INT, "earliest": INT, "latest": INT,
+}  # fmt: skip
+# (topic, partition, read time in ms, earliest, latest)
+BrokerPoint = tuple[str, int, int, int | None, int | None]
+
+
+class Point(NamedTuple):
+    """One partition at one poll, as the raw history holds it."""
+
+    at: datetime
+    committed: int | None
+    latest: int | None
+    lag: int | None
+    time_lag_s: float | None
+    pending: int | None
+    failed: int | None
+    acked: int | None
+    stale: bool
+
+
+# (topic, partition, committed, latest, lag, time_lag_s, pending, failed, acked, stale)
+Figures = tuple[str, int, Any, Any, Any, Any, Any, Any, Any, bool]
+
+
+def _total(values: Iterable[Any], how: Any = sum) -> Any:
+    present = [v for v in values if v is not None]
+    return how(present) if present else None
+
+
+def sample_row(figures: Sequence[Figures]) -> dict[str, Any]:
+    """A ``GroupSample``'s fields but its group and time: the partitions packed (sorted by
+    topic and partition, for small deltas) and the group's sums at the poll."""
+    rows = sorted(figures, key=lambda r: (r[0], r[1]))
+    columns = dict(zip(KINDS, zip(*rows, strict=True), strict=True)) if rows else {}
+    columns = {name: list(columns.get(name, ())) for name in KINDS}
+    return {
+        "partitions": len(rows),
+        "lag": _total(columns["lag"]),
+        "max_time_lag_s": _total(columns["time_lag_s"], max),
+        "pending": _total(columns["pending"]),
+        "failed": _total(columns["failed"]),
+        "acked": _total(columns["acked"]),
+        "stale": any(columns["stale"]),
+        "figures": pack(columns, KINDS),
+    }
+
+
+def broker_row(offsets: Sequence[BrokerPoint]) -> tuple[int, bytes]:
+    """(newest read time in ms, the points packed) of one cycle's broker offsets, packed in
+    the order of their read time (the order the time tables take them in)."""
+    rows = sorted(offsets, key=lambda o: (o[2], o[0], o[1]))
+    columns = {name: [r[i] for r in rows] for i, name in enumerate(BROKER_KINDS)}
+    return max((r[2] for r in rows), default=0), pack(columns, BROKER_KINDS)
+
+
+def broker_points(data: bytes) -> list[BrokerPoint]:
+    """The points :func:`broker_row` packed, oldest read first."""
+    columns = unpack(data, BROKER_KINDS)
+    return list(zip(*(columns[name] for name in BROKER_KINDS), strict=True))
+
+
+def group_samples(points: Iterable[tuple[int, datetime, Figures]]) -> list[GroupSample]:
+    """Unsaved ``GroupSample`` rows of partition points given as (group id, time, figures):
+    a bulk load of history (the upgrade of stored rows, benchmarks' and tests' worlds)."""
+    by_key: dict[tuple[int, datetime], list[Figures]] = {}
+    for group_id, at, figures in points:
+        by_key.setdefault((group_id, at), []).append(figures)
+    return [
+        GroupSample(group_id=group_id, at=at, **sample_row(figures))
+        for (group_id, at), figures in by_key.items()
+    ]
+
+
+def _rows(group_id: int, since: datetime, until: datetime | None) -> Iterator[tuple]:
+    rows = GroupSample.objects.filter(group_id=group_id, at__gte=since)
+    if until is not None:
+        rows = rows.filter(at__lt=until)
+    yield from rows.order_by("at").values_list("at", "figures").iterator(chunk_size=500)
+
+
+def _points(at: datetime, columns: dict[str, list], i: int) -> Point:
+    return Point(
+        at, columns["committed"][i], columns["latest"][i], columns["lag"][i],
+        columns["time_lag_s"][i], columns["pending"][i], columns["failed"][i],
+        columns["acked"][i], columns["stale"][i],
+    )  # fmt: skip
+
+
+def partition_points(
+    group_id: int, topic: str, partition: int, since: datetime, until: datetime | None = None
+) -> list[Point]:
+    """One partition's polls with ``since <= at < until``, oldest first (polls of its group
+    where it was not collected are left out)."""
+    out = []
+    for at, data in _rows(group_id, since, until):
+        columns = unpack(data, KINDS)
+        for i, (t, p) in enumerate(zip(columns["topic"], columns["partition"], strict=True)):
+            if p == partition and t == topic:
+                out.append(_points(at, columns, i))
+                break
+    return out
+
+
+def group_points(
+    group_id: int, since: datetime, until: datetime | None = None
+) -> dict[tuple[str, int], list[Point]]:
+    """Every partition's polls of one group with ``since <= at < until``, oldest first."""
+    out: dict[tuple[str, int], list[Point]] = {}
+    for at, data in _rows(group_id, since, until):
+        columns = unpack(data, KINDS)
+        for i, key in enumerate(zip(columns["topic"], columns["partition"], strict=True)):
+            out.setdefault(key, []).append(_points(at, columns, i))
+    return out
