@@ -14,8 +14,10 @@ from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime
 from typing import Any, NamedTuple
 
+import numpy as np
+
 from dashboard.monitoring.models import GroupSample
-from dashboard.monitoring.packing import BOOL, FLOAT, INT, STR, pack, unpack
+from dashboard.monitoring.packing import BOOL, FLOAT, INT, STR, pack, pack_slices, unpack
 
 __all__ = [
     "BROKER_KINDS",
@@ -28,6 +30,7 @@ __all__ = [
     "group_samples",
     "partition_points",
     "sample_row",
+    "sample_rows",
 ]
 
 KINDS = {
@@ -62,27 +65,54 @@ class Point(NamedTuple):
 Figures = tuple[str, int, Any, Any, Any, Any, Any, Any, Any, bool]
 
 
-def _total(values: Iterable[Any], how: Any = sum) -> Any:
-    present = [v for v in values if v is not None]
-    return how(present) if present else None
-
-
 def sample_row(figures: Sequence[Figures]) -> dict[str, Any]:
-    """A ``GroupSample``'s fields but its group and time: the partitions packed (sorted by
-    topic and partition, for small deltas) and the group's sums at the poll."""
-    rows = sorted(figures, key=lambda r: (r[0], r[1]))
-    columns = dict(zip(KINDS, zip(*rows, strict=True), strict=True)) if rows else {}
-    columns = {name: list(columns.get(name, ())) for name in KINDS}
-    return {
-        "partitions": len(rows),
-        "lag": _total(columns["lag"]),
-        "max_time_lag_s": _total(columns["time_lag_s"], max),
-        "pending": _total(columns["pending"]),
-        "failed": _total(columns["failed"]),
-        "acked": _total(columns["acked"]),
-        "stale": any(columns["stale"]),
-        "figures": pack(columns, KINDS),
-    }
+    """A ``GroupSample``'s fields but its group and time (see :func:`sample_rows`)."""
+    return sample_rows([figures])[0]
+
+
+def sample_rows(groups: Sequence[Sequence[Figures]]) -> list[dict[str, Any]]:
+    """Each group's ``GroupSample`` fields but its group and time: the partitions packed
+    (sorted by topic and partition, for small deltas) and the group's sums at the poll. One
+    pass for all the groups of a cycle (``packing.pack_slices``)."""
+    rows: list[Figures] = []
+    slices = []
+    for figures in groups:
+        start = len(rows)
+        rows.extend(sorted(figures, key=lambda r: (r[0], r[1])))
+        slices.append((start, len(rows)))
+    columns = {name: [r[i] for r in rows] for i, name in enumerate(KINDS)}
+    packed = pack_slices(columns, KINDS, slices)
+    sums = {name: _per_slice(columns[name], slices, np.add, np.int64) for name in _SUMMED}
+    top = _per_slice(columns["time_lag_s"], slices, np.maximum, np.float64)
+    stale = [any(columns["stale"][a:b]) for a, b in slices]
+    return [
+        {"partitions": b - a, "lag": sums["lag"][i], "max_time_lag_s": top[i],
+         "pending": sums["pending"][i], "failed": sums["failed"][i], "acked": sums["acked"][i],
+         "stale": stale[i], "figures": packed[i]}
+        for i, (a, b) in enumerate(slices)
+    ]  # fmt: skip
+
+
+_SUMMED = ("lag", "pending", "failed", "acked")
+
+
+def _per_slice(
+    values: list[Any], slices: Sequence[tuple[int, int]], op: np.ufunc, dtype: type
+) -> list[Any]:
+    """``op`` reduced over each slice's non-null values, None where it has none (as SQL's
+    ``SUM`` and ``MAX`` over one row per partition)."""
+    present = np.fromiter((v is not None for v in values), bool, len(values))
+    if not present.any():
+        return [None] * len(slices)
+    empty = op.identity if op.identity is not None else -np.inf
+    array = np.array([empty if v is None else v for v in values], dtype)
+    out: list[Any] = []
+    for a, b in slices:
+        if b > a and present[a:b].any():
+            out.append(op.reduce(array[a:b][present[a:b]]).item())
+        else:
+            out.append(None)
+    return out
 
 
 def broker_row(offsets: Sequence[BrokerPoint]) -> tuple[int, bytes]:

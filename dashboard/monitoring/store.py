@@ -235,10 +235,11 @@ def _insert_group_samples(
     db_at = _db_datetime(at)
     names = ["partitions", "lag", "max_time_lag_s", "pending", "failed", "acked", "stale",
              "figures"]  # fmt: skip
-    rows = []
-    for group_id, partitions in by_group.items():
-        row = raw_history.sample_row(list(partitions.values()))
-        rows.append((group_id, db_at, *(row[n] for n in names)))
+    samples = raw_history.sample_rows([list(p.values()) for p in by_group.values()])
+    rows = [
+        (group_id, db_at, *(row[n] for n in names))
+        for group_id, row in zip(by_group, samples, strict=True)
+    ]
     _insert_rows(GroupSample, ["group", "at", *names], rows, ["group", "at"])
 
 
