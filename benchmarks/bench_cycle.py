@@ -218,12 +218,14 @@ def instrument() -> Stopwatch:
     for name, part in [
         ("_upsert_groups", "groups"),
         ("_upsert_partitions", "partitions"),
-        ("_insert_samples", "samples"),
+        ("_insert_samples", "samples"),  # the history a row per partition (before issue 13)
+        ("_insert_group_samples", "samples"),  # packed, a row per group
         ("_insert_broker_offsets", "broker_offsets"),
         ("_insert_rebalances", "rebalances"),
         ("_record_health", "health"),
     ]:
-        watch.wrap(store, name, f"store.{part}")
+        if hasattr(store, name):
+            watch.wrap(store, name, f"store.{part}")
     return watch
 
 

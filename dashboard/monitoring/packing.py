@@ -20,12 +20,15 @@ from __future__ import annotations
 import json
 import struct
 import zlib
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any, NamedTuple
 
 import numpy as np
 
-__all__ = ["INT", "FLOAT", "BOOL", "STR", "PackingError", "pack", "unpack"]
+__all__ = [
+    "BOOL", "FLOAT", "INT", "STR", "PackingError", "pack", "pack_slices", "unpack", "unpack_row",
+]  # fmt: skip
 
 INT, FLOAT, BOOL, STR = "int", "float", "bool", "str"
 _TAG = b"LWP1"
@@ -129,41 +132,111 @@ def _prepare(
 def unpack(data: bytes, kinds: Mapping[str, str]) -> dict[str, list[Any]]:
     """The columns ``pack`` was given, as lists of Python values (ints, floats, bools, str,
     None). Raises :class:`PackingError` on bytes that do not hold them."""
+    with _damage():
+        n, layout = _layout(data, kinds)
+        return {name: column.values(n) for name, column in layout.items()}
+
+
+def unpack_row(
+    data: bytes, kinds: Mapping[str, str], key: Mapping[str, Any]
+) -> dict[str, Any] | None:
+    """The first row whose ``key`` columns hold ``key``'s values, or None. Only the key
+    columns are decoded whole: a partition's chart reads its one row out of each poll of a
+    group of hundreds."""
+    with _damage():
+        n, layout = _layout(data, kinds)
+        match = np.ones(n, bool)
+        for name, wanted in key.items():
+            match &= layout[name].equals(n, wanted)
+        hits = np.flatnonzero(match)
+        if not len(hits):
+            return None
+        i = int(hits[0])
+        return {name: column.value(n, i) for name, column in layout.items()}
+
+
+class _Column(NamedTuple):
+    kind: str
+    nulls: bytes | None  # the packed mask, when the column has nulls
+    raw: bytes
+    names: list[str]  # a STR column's distinct values
+
+    def _null(self, n: int) -> np.ndarray | None:
+        if self.nulls is None:
+            return None
+        return np.unpackbits(np.frombuffer(self.nulls, np.uint8), count=n).astype(bool)
+
+    def values(self, n: int) -> list[Any]:
+        if self.kind == STR:
+            return [self.names[i] for i in _undelta(self.raw).tolist()]
+        if self.kind == INT:
+            values = _undelta(self.raw).tolist()
+        elif self.kind == FLOAT:
+            values = np.frombuffer(self.raw, "<f8").tolist()
+        else:
+            values = np.unpackbits(np.frombuffer(self.raw, np.uint8), count=n).astype(bool)
+            values = values.tolist()
+        nulls = self._null(n)
+        if nulls is None:
+            return values
+        return [None if null else v for v, null in zip(values, nulls.tolist(), strict=True)]
+
+    def equals(self, n: int, wanted: Any) -> np.ndarray:
+        """Which rows hold ``wanted`` (a bool per row)."""
+        if self.kind == STR:
+            if wanted not in self.names:
+                return np.zeros(n, bool)
+            return _undelta(self.raw) == self.names.index(wanted)
+        if self.kind == INT and isinstance(wanted, int) and -(2**63) <= wanted < 2**63:
+            hit = _undelta(self.raw) == wanted
+            nulls = self._null(n)
+            return hit if nulls is None else hit & ~nulls
+        return np.array([v == wanted for v in self.values(n)], bool)
+
+    def value(self, n: int, i: int) -> Any:
+        nulls = self._null(n)
+        if nulls is not None and nulls[i]:
+            return None
+        if self.kind == STR:
+            return self.names[int(np.frombuffer(self.raw, "<i8", count=i + 1).sum())]
+        if self.kind == INT:
+            return int(np.frombuffer(self.raw, "<i8", count=i + 1).sum())  # wraps as packed
+        if self.kind == FLOAT:
+            return float(np.frombuffer(self.raw, "<f8")[i])
+        return bool(np.unpackbits(np.frombuffer(self.raw, np.uint8), count=n)[i])
+
+
+def _layout(data: bytes, kinds: Mapping[str, str]) -> tuple[int, dict[str, _Column]]:
+    """The row count and where each column lies, nothing decoded yet."""
     if not isinstance(data, bytes | bytearray | memoryview) or bytes(data[:4]) != _TAG:
         raise PackingError("not a packed value (no LWP1 tag)")
+    reader = _Reader(zlib.decompress(bytes(data[4:])))
+    (n,) = reader.unpack("<I")
+    bits = (n + 7) // 8
+    layout = {}
+    for name, kind in kinds.items():
+        if kind == STR:
+            (size,) = reader.unpack("<I")
+            names = json.loads(reader.take(size))
+            layout[name] = _Column(kind, None, reader.take(8 * n), names)
+            continue
+        if kind not in (INT, FLOAT, BOOL):
+            raise ValueError(f"column {name!r}: unknown kind {kind!r}")
+        nulls = reader.take(bits) if reader.take(1) == b"\x01" else None
+        layout[name] = _Column(kind, nulls, reader.take(bits if kind == BOOL else 8 * n), [])
+    if reader.left():
+        raise PackingError(f"{reader.left()} bytes left over: other columns than expected")
+    return n, layout
+
+
+@contextmanager
+def _damage() -> Iterator[None]:
+    """Any failure to read packed bytes as a :class:`PackingError`."""
     try:
-        body = zlib.decompress(bytes(data[4:]))
-        reader = _Reader(body)
-        (n,) = reader.unpack("<I")
-        columns: dict[str, list[Any]] = {}
-        for name, kind in kinds.items():
-            if kind == STR:
-                (size,) = reader.unpack("<I")
-                distinct = json.loads(reader.take(size))
-                columns[name] = [distinct[i] for i in _undelta(reader.take(8 * n)).tolist()]
-                continue
-            nulls = None
-            if reader.take(1) == b"\x01":
-                bits = np.frombuffer(reader.take((n + 7) // 8), np.uint8)
-                nulls = np.unpackbits(bits, count=n).astype(bool).tolist()
-            if kind == INT:
-                values = _undelta(reader.take(8 * n)).tolist()
-            elif kind == FLOAT:
-                values = np.frombuffer(reader.take(8 * n), "<f8").tolist()
-            elif kind == BOOL:
-                bits = np.frombuffer(reader.take((n + 7) // 8), np.uint8)
-                values = np.unpackbits(bits, count=n).astype(bool).tolist()
-            else:
-                raise ValueError(f"column {name!r}: unknown kind {kind!r}")
-            if nulls is not None:
-                values = [None if null else v for v, null in zip(values, nulls, strict=True)]
-            columns[name] = values
-        if reader.left():
-            raise PackingError(f"{reader.left()} bytes left over: other columns than expected")
-        return columns
+        yield
+    except PackingError:
+        raise
     except (zlib.error, struct.error, IndexError, ValueError, TypeError) as exc:
-        if isinstance(exc, PackingError):
-            raise
         raise PackingError(f"a damaged packed value: {exc}") from exc
 
 

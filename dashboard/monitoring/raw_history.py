@@ -17,7 +17,16 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from dashboard.monitoring.models import GroupSample
-from dashboard.monitoring.packing import BOOL, FLOAT, INT, STR, pack, pack_slices, unpack
+from dashboard.monitoring.packing import (
+    BOOL,
+    FLOAT,
+    INT,
+    STR,
+    pack,
+    pack_slices,
+    unpack,
+    unpack_row,
+)
 
 __all__ = [
     "BROKER_KINDS",
@@ -135,9 +144,10 @@ def group_samples(points: Iterable[tuple[int, datetime, Figures]]) -> list[Group
     by_key: dict[tuple[int, datetime], list[Figures]] = {}
     for group_id, at, figures in points:
         by_key.setdefault((group_id, at), []).append(figures)
+    rows = sample_rows(list(by_key.values()))
     return [
-        GroupSample(group_id=group_id, at=at, **sample_row(figures))
-        for (group_id, at), figures in by_key.items()
+        GroupSample(group_id=group_id, at=at, **row)
+        for (group_id, at), row in zip(by_key, rows, strict=True)
     ]
 
 
@@ -162,12 +172,11 @@ def partition_points(
     """One partition's polls with ``since <= at < until``, oldest first (polls of its group
     where it was not collected are left out)."""
     out = []
+    key = {"partition": partition, "topic": topic}
     for at, data in _rows(group_id, since, until):
-        columns = unpack(data, KINDS)
-        for i, (t, p) in enumerate(zip(columns["topic"], columns["partition"], strict=True)):
-            if p == partition and t == topic:
-                out.append(_points(at, columns, i))
-                break
+        row = unpack_row(data, KINDS, key)
+        if row is not None:
+            out.append(Point(at, *(row[name] for name in Point._fields[1:])))
     return out
 
 

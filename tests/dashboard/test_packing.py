@@ -9,7 +9,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dashboard.monitoring.packing import BOOL, FLOAT, INT, STR, PackingError, pack, unpack
+from dashboard.monitoring.packing import (
+    BOOL,
+    FLOAT,
+    INT,
+    STR,
+    PackingError,
+    pack,
+    unpack,
+    unpack_row,
+)
 from dashboard.monitoring.raw_history import KINDS
 
 INT64 = (-(2**63), 2**63 - 1)
@@ -104,3 +113,45 @@ def test_a_kafka_groups_partitions_take_a_few_tens_of_bytes() -> None:
         "failed": [None] * n, "acked": [None] * n, "stale": [False] * n,
     }  # fmt: skip
     assert len(pack(columns, KINDS)) / n < 30
+
+
+ROWS = {
+    "topic": ["orders", "orders", "clicks", "clicks"],
+    "partition": [0, 1, 0, 1],
+    "lag": [5, None, 7, 2**63 - 1],
+    "t": [0.5, 1.5, None, 3.5],
+    "ok": [True, None, False, True],
+}
+ROW_KINDS = {"topic": STR, "partition": INT, "lag": INT, "t": FLOAT, "ok": BOOL}
+FOUND = {
+    "the first row": ({"topic": "orders", "partition": 0},
+                      {"topic": "orders", "partition": 0, "lag": 5, "t": 0.5, "ok": True}),
+    "nulls come back as None": ({"topic": "orders", "partition": 1},
+                                {"topic": "orders", "partition": 1, "lag": None, "t": 1.5,
+                                 "ok": None}),
+    "the last row, int64 max": ({"topic": "clicks", "partition": 1},
+                                {"topic": "clicks", "partition": 1, "lag": 2**63 - 1, "t": 3.5,
+                                 "ok": True}),
+    "a string not there": ({"topic": "nope", "partition": 0}, None),
+    "a number not there": ({"topic": "orders", "partition": 9}, None),
+    "a number past int64": ({"partition": 2**64}, None),
+    "a float key": ({"t": 1.5}, {"topic": "orders", "partition": 1, "lag": None, "t": 1.5,
+                                 "ok": None}),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("key, row", list(FOUND.values()), ids=list(FOUND))
+def test_one_row_is_read_by_its_key(key: dict, row: dict | None) -> None:
+    assert unpack_row(pack(ROWS, ROW_KINDS), ROW_KINDS, key) == row
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(_ROW, min_size=1, max_size=30), st.data())
+def test_a_row_read_by_key_is_the_first_with_that_key(rows: list[tuple], data) -> None:
+    columns = {name: [r[i] for r in rows] for i, name in enumerate(KINDS)}
+    i = data.draw(st.integers(0, len(rows) - 1))
+    key = {"topic": rows[i][0], "partition": rows[i][1]}
+    first = next(j for j, r in enumerate(rows) if (r[0], r[1]) == (rows[i][0], rows[i][1]))
+    assert unpack_row(pack(columns, KINDS), KINDS, key) == {
+        name: columns[name][first] for name in KINDS
+    }
