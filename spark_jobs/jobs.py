@@ -56,7 +56,7 @@ from pyspark.sql import DataFrame, SparkSession
 from spark_jobs.evaluator import EvaluatorConfig
 from spark_jobs.rollups import rollup
 from spark_jobs.sample_reader import read_samples
-from spark_jobs.status import evaluate_status
+from spark_jobs.status import Counters, evaluate_status
 
 __all__ = [
     "DEFAULT_KEEP_RUNS",
@@ -248,12 +248,16 @@ def _finish(
     window_ms: int,
     input_rows: int,
     keep: int,
+    tables: Mapping[str, int] | None = None,
 ) -> JobResult:
-    tables = {
-        name: spark.read.parquet(f"{temp}/{name}").count()  # Parquet footers, no scan
-        for name in files.children(temp)
-        if not name.startswith(("_", "."))
-    }
+    """Publish the run; ``tables`` are its tables' row counts when the job counted them, else
+    they are read back from the files."""
+    if tables is None:
+        tables = {
+            name: spark.read.parquet(f"{temp}/{name}").count()  # Parquet footers, no scan
+            for name in files.children(temp)
+            if not name.startswith(("_", "."))
+        }
     final = run_dir(results_url, job, now_ms)
     summary = {"job": job, "now_ms": now_ms, "window_ms": window_ms,
                "input_rows": input_rows, "tables": tables}  # fmt: skip
@@ -301,19 +305,22 @@ def run_status_job(
     files = _Files(spark, results_url)
     temp = _temp_dir(results_url, "status", now_ms)
     # Duplicates of a key (an hour being compacted) are dropped per group by the evaluation,
-    # which shuffles by group anyway; nor is the window cached: counting it is one more scan of
-    # a few columns, cheaper than holding millions of rows in a small driver's memory.
+    # which shuffles by group anyway. The window is neither cached nor counted by a scan of
+    # its own, nor are the results read back to count them: the evaluation counts both as it
+    # runs (``Counters``).
     samples = read_samples(spark, sample_url, now_ms - window_ms, now_ms + 1, dedup=False)
+    counters = Counters.of(spark)
     partitions = None
     try:
-        input_rows = samples.count()
-        partitions, groups = evaluate_status(samples, now_ms, config, per_cluster)
-        # The group frame is built from the partition frame: evaluate the partitions once.
+        partitions, groups = evaluate_status(samples, now_ms, config, per_cluster, counters)
+        # The group frame is built from the partition frame: evaluate the partitions once
+        # (and count the rows read once: the cached frame is not evaluated again).
         partitions = partitions.persist(StorageLevel.MEMORY_AND_DISK)
         _write(partitions, f"{temp}/partitions")
         _write(groups, f"{temp}/groups")
+        tables = {"partitions": counters.partitions.value, "groups": counters.groups.value}
         return _finish(spark, files, "status", results_url, temp, now_ms, window_ms,
-                       input_rows, keep)  # fmt: skip
+                       counters.rows_read.value, keep, tables)  # fmt: skip
     except BaseException:
         _discard(files, temp)
         raise

@@ -28,11 +28,13 @@ import json
 import math
 import statistics
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
 import pyarrow as pa
-from pyspark.sql import DataFrame
+from pyspark import Accumulator
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
 from spark_jobs.evaluator import (
@@ -48,6 +50,7 @@ from spark_jobs.windows import WINDOW_COLUMNS, group_rebalances, partition_id, w
 __all__ = [
     "GROUP_KEY",
     "GROUP_VERDICT_SCHEMA",
+    "Counters",
     "PARTITION_KEY",
     "PARTITION_VERDICT_SCHEMA",
     "diagnosis_json",
@@ -230,8 +233,28 @@ def evaluate_group_samples(
     return rows
 
 
+@dataclass(frozen=True)
+class Counters:
+    """What a status run counts as it evaluates, so that it needs no Spark job of its own to
+    count its input or its results (each a job planned and run every period: a third of a
+    small run; benchmarks/RESULTS.md). Accumulators: exact as long as no stage is run twice,
+    which the status job ensures by caching the partition verdicts it writes and groups."""
+
+    rows_read: Accumulator[int]
+    partitions: Accumulator[int]
+    groups: Accumulator[int]
+
+    @classmethod
+    def of(cls, spark: SparkSession) -> Counters:
+        context = spark.sparkContext
+        return cls(context.accumulator(0), context.accumulator(0), context.accumulator(0))
+
+
 def _group_evaluator(
-    config: EvaluatorConfig, now_ms: int, per_cluster: Mapping[str, EvaluatorConfig] | None
+    config: EvaluatorConfig,
+    now_ms: int,
+    per_cluster: Mapping[str, EvaluatorConfig] | None,
+    counters: Counters | None,
 ) -> Callable[[pa.Table], pa.Table]:
     order = [("topic", "ascending"), ("partition", "ascending"), ("ts_ms", "ascending")]
     per_cluster = dict(per_cluster or {})  # shipped to the executors with the function
@@ -240,7 +263,21 @@ def _group_evaluator(
         table = table.sort_by(order)
         cols = {name: table.column(name).to_pylist() for name in _INPUT_COLUMNS}
         rows = evaluate_group_samples(cols, config, now_ms, per_cluster)
+        if counters is not None:
+            counters.rows_read.add(table.num_rows)
+            counters.partitions.add(len(rows["status"]))
         return pa.table(rows, schema=_VERDICT_ARROW_SCHEMA)
+
+    return evaluate
+
+
+def _group_frame_evaluator(
+    counters: Counters | None,
+) -> Callable[[pd.DataFrame], pd.DataFrame]:
+    def evaluate(pdf: pd.DataFrame) -> pd.DataFrame:
+        if counters is not None:
+            counters.groups.add(1)
+        return _evaluate_group_frame(pdf)
 
     return evaluate
 
@@ -278,9 +315,13 @@ def evaluate_status(
     now_ms: int,
     config: EvaluatorConfig,
     per_cluster: Mapping[str, EvaluatorConfig] | None = None,
+    counters: Counters | None = None,
 ) -> tuple[DataFrame, DataFrame]:
     """Partition verdicts and group verdicts (``PARTITION_VERDICT_SCHEMA``,
     ``GROUP_VERDICT_SCHEMA``) of every partition in ``samples`` as of ``now_ms``.
+
+    ``counters``, if given, count the samples the evaluation reads (duplicates included) and
+    the verdicts it makes, so the caller needs no Spark job of its own to count them.
 
     ``samples`` is the window the caller read (``read_samples``; duplicates of a key may be
     left in, they are dropped per group); each partition is judged on its own samples only.
@@ -290,9 +331,11 @@ def evaluate_status(
     partitions = (
         samples.select(*_INPUT_COLUMNS)
         .groupBy(*GROUP_KEY)
-        .applyInArrow(_group_evaluator(config, now_ms, per_cluster), PARTITION_VERDICT_SCHEMA)
+        .applyInArrow(
+            _group_evaluator(config, now_ms, per_cluster, counters), PARTITION_VERDICT_SCHEMA
+        )
     )
     groups = partitions.groupBy(*GROUP_KEY).applyInPandas(
-        _evaluate_group_frame, GROUP_VERDICT_SCHEMA
+        _group_frame_evaluator(counters), GROUP_VERDICT_SCHEMA
     )
     return partitions, groups
