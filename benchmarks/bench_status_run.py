@@ -97,8 +97,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "input_rows": result.input_rows,
         "session_start_s": round(start_s, 1),
         "runs": runs,
-        "warm_median_wall_s": statistics.median(r["wall_s"] for r in warm),
-        "warm_median_jvm_cpu_s": statistics.median(r["jvm_cpu_s"] for r in warm),
+        "warm_median_wall_s": round(statistics.median(r["wall_s"] for r in warm), 2),
+        "warm_median_jvm_cpu_s": round(statistics.median(r["jvm_cpu_s"] for r in warm), 2),
         "jvm_cpu_s_by_thread": {k: round(v, 1) for k, v in threads.items()},
     }
 
