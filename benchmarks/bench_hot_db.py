@@ -149,7 +149,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     head, tail = times[: min(100, len(times))], times[-min(100, len(times)) :]
     # Until pruning starts (after raw_history_hours) the database grows by the same rows every
     # hour: a shorter run projects the steady size from its measured growth per hour.
-    simulated_h = (cycles - 1) * args.poll / 3600
+    simulated_h = cycles * args.poll / 3600  # each poll stands for its interval
     per_hour = (total - sizes[0]["db_mb"] * 2**20) / max(simulated_h, 1e-9)
     projected = sizes[0]["db_mb"] * 2**20 + per_hour * args.raw_history_hours
     return {
