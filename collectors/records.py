@@ -85,9 +85,10 @@ class GroupMember:
     instance_id: str | None = None  # static membership (group.instance.id)
     member_epoch: int | None = None
     target_assignment: tuple[tuple[str, int], ...] | None = None
-    # The topics the member subscribes to, as the broker says (KIP-848 groups; a classic
-    # member's subscription is opaque bytes to the coordinator): the assignors' what-if reads
-    # it. None = not said (a regex subscription, a classic member, another source).
+    # The topics the member subscribes to: as the broker says (KIP-848 groups), or as the
+    # classic member told its group's leader (its MemberMetadata, which DescribeGroups returns
+    # as the bytes the leader's assignor read): the assignors' what-if reads it. None = not
+    # said (a regex subscription, bytes that are not a subscription, another source).
     subscription: tuple[str, ...] | None = None
 
 

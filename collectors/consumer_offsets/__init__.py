@@ -17,7 +17,10 @@ from collectors.consumer_offsets.cursor import (
     DecodeError,
 )
 from collectors.consumer_offsets.decode import DecodeStats, decode_record
-from collectors.consumer_offsets.values import decode_consumer_assignment
+from collectors.consumer_offsets.values import (
+    decode_consumer_assignment,
+    decode_consumer_subscription,
+)
 
 __all__ = [
     "MALFORMED",
@@ -27,5 +30,6 @@ __all__ = [
     "DecodeError",
     "DecodeStats",
     "decode_consumer_assignment",
+    "decode_consumer_subscription",
     "decode_record",
 ]

@@ -185,6 +185,29 @@ def decode_consumer_assignment(
     return _assignment(data, 0, len(data), where)
 
 
+def decode_consumer_subscription(
+    data: bytes, where: str = "consumer protocol subscription"
+) -> tuple[str, ...]:
+    """The topics of a ConsumerProtocolSubscription (a classic member's metadata, as
+    DescribeGroups gives it): what the member asked the group's leader for, sorted, or raise
+    :class:`DecodeError`.
+
+    The topics come first in every version (Version, Topics, UserData, then v1's
+    OwnedPartitions, v2's GenerationId, v3's RackId), so only they are read; the leader's
+    assignor saw exactly these names. A member lists only topics its client knew to exist
+    when it joined (librdkafka leaves out one not yet in its metadata), which is why the
+    what-if must not assume every member asked for every topic of the group.
+    """
+    c = Cursor(data, where, 0, len(data))
+    version = c.int16("version")
+    if version < 0:
+        raise DecodeError(
+            f"{where}: unsupported subscription version {version} at byte 0",
+            kind=UNKNOWN_VERSION, offset=0, field="version",
+        )  # fmt: skip
+    return tuple(sorted({c.string("topic") for _ in range(c.array_count("topics", 2))}))
+
+
 def _assignment(buf: bytes, start: int, end: int, where: str) -> dict[str, list[int]]:
     """Decode ConsumerProtocolAssignment bytes into topic -> partitions.
 

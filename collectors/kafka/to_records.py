@@ -147,6 +147,7 @@ def snapshot_from_classic(group: ClassicGroup, coordinator: str | None = None) -
                     host=m.client_host or None,
                     assignment=m.assignment or (),
                     instance_id=m.instance_id,
+                    subscription=m.subscription,
                 )
                 for m in group.members
             ),

@@ -859,7 +859,8 @@ def test_consumer_protocol_group_with_epochs_beside_a_classic_one_of_the_same_pa
         assert other.protocol_type == "classic"
         assert other.assignment_epoch is None
         assert all(m.member_epoch is None and m.target_assignment is None for m in other.members)
-        assert all(m.subscription is None for m in other.members)  # opaque bytes in classic
+        # A classic member's subscription is its MemberMetadata, which DescribeGroups returns.
+        assert all(m.subscription == (topic,) for m in other.members)
 
         # A second member: the group epoch rises, both members converge on the new target.
         consumers.append(_member(kafka_bootstrap, kip848, "consumer", "kip848-b"))

@@ -24,7 +24,11 @@ import pytest
 from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from collectors.consumer_offsets import DecodeError, decode_consumer_assignment
+from collectors.consumer_offsets import (
+    DecodeError,
+    decode_consumer_assignment,
+    decode_consumer_subscription,
+)
 from collectors.kafka_wire import (
     BrokerUnreachable,
     ClassicGroup,
@@ -862,3 +866,80 @@ def test_timing_against_describe_consumer_groups(
     assert sum(len(a[2]) for a in answers["wire"].values()) == 4
     summary = timing_summary("200 groups", timings)
     assert summary["wire"][1] < 2.0
+
+
+# --- the members' subscriptions (MemberMetadata) ---------------------------------------------
+
+
+def cps(topics: Sequence[str], version: int = 0, user_data: bytes | None = None,
+        owned: Mapping[str, Sequence[int]] | None = None, generation: int = -1,
+        rack: str | None = None) -> bytes:  # fmt: skip
+    """ConsumerProtocolSubscription (not flexible): Version, Topics [string], UserData, then
+    OwnedPartitions (v1+), GenerationId (v2+), RackId (v3+)."""
+    out = i16(version) + i32(len(topics))
+    for topic in topics:
+        raw = topic.encode()
+        out += i16(len(raw)) + raw
+    out += i32(-1) if user_data is None else i32(len(user_data)) + user_data
+    if version >= 1:
+        owned = owned or {}
+        out += i32(len(owned))
+        for topic, partitions in owned.items():
+            raw = topic.encode()
+            out += i16(len(raw)) + raw + i32(len(partitions)) + b"".join(map(i32, partitions))
+    if version >= 2:
+        out += i32(generation)
+    if version >= 3:
+        out += i16(-1) if rack is None else i16(len(rack.encode())) + rack.encode()
+    return out
+
+
+SUBSCRIPTIONS = {
+    "v0, one topic": (cps(["orders"]), ("orders",)),
+    "v0, sorted and once each": (cps(["b", "a", "b"]), ("a", "b")),
+    "v1 with owned partitions": (cps(["t"], 1, owned={"t": [0, 2]}), ("t",)),
+    "v3 with user data, generation, rack": (
+        cps(["x", "é"], 3, user_data=b"ud", generation=7, rack="r1"), ("x", "é")),
+    "a later version: its topics still first": (cps(["t"], 9) + b"\x00" * 8, ("t",)),
+    "no topics": (cps([]), ()),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("data, topics", list(SUBSCRIPTIONS.values()), ids=list(SUBSCRIPTIONS))
+def test_a_members_subscription_is_its_topics(data: bytes, topics: tuple[str, ...]) -> None:
+    assert decode_consumer_subscription(data) == topics
+
+
+BAD_SUBSCRIPTIONS = {
+    "empty": b"",
+    "a negative version": i16(-1) + i32(0),
+    "truncated in a topic": i16(0) + i32(2) + i16(6) + b"ord",
+    "more topics than bytes": i16(0) + i32(1_000_000),
+}
+
+
+@pytest.mark.parametrize("data", list(BAD_SUBSCRIPTIONS.values()), ids=list(BAD_SUBSCRIPTIONS))
+def test_a_bad_subscription_is_a_decode_error(data: bytes) -> None:
+    with pytest.raises(DecodeError):
+        decode_consumer_subscription(data)
+
+
+def test_describe_groups_gives_each_members_subscription_or_none() -> None:
+    """The leader assigned from what each member asked for: a member whose client did not yet
+    know one of the group's topics asked for the others only (seen on the real broker: the
+    what-if of round-robin then differed from what librdkafka's leader gave)."""
+    body = dg_response(
+        dgroup("g", [
+            dmember("m1", metadata=cps(["clicks", "orders"], 1), assignment=cpa({"orders": [0]})),
+            dmember("m2", metadata=cps(["orders"], 3), assignment=cpa({"orders": [1]})),
+            dmember("m3", metadata=CORRUPT, assignment=cpa({"orders": [2]})),
+        ]),
+        dgroup("connect", [dmember("w1", metadata=cps(["x"]))], protocol_type="connect"),
+    )  # fmt: skip
+    result = decode_describe_groups_response(body, 6)
+    consumers, connect = result.groups
+    assert [m.subscription for m in consumers.members] == [("clicks", "orders"), ("orders",), None]
+    assert [m.assignment for m in consumers.members] == [
+        (("orders", 0),), (("orders", 1),), (("orders", 2),)
+    ]
+    assert connect.members[0].subscription is None  # not a consumer protocol's bytes

@@ -49,7 +49,8 @@ def stack3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
 @pytest.fixture
 def unrelated_sleep() -> Iterator[subprocess.Popen[bytes]]:
     """A process that is not ours, in a session of its own just like the lab's services."""
-    proc = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    # Outlives any test (killed below): a 60-s sleep ended under load before the test did.
+    proc = subprocess.Popen(["sleep", "3600"], start_new_session=True)
     try:
         yield proc
     finally:

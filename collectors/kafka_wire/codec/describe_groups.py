@@ -12,10 +12,15 @@ same decoder as the ``__consumer_offsets`` records, so both sources agree on eve
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from collectors.consumer_offsets import DecodeError, decode_consumer_assignment
+from collectors.consumer_offsets import (
+    DecodeError,
+    decode_consumer_assignment,
+    decode_consumer_subscription,
+)
 from collectors.kafka_wire.codec.framing import (
     DESCRIBE_GROUPS,
     NO_TAGGED_FIELDS,
@@ -57,6 +62,10 @@ class ClassicMember:
     client_host: str
     assignment: tuple[tuple[str, int], ...] | None
     assignment_error: str | None = None
+    # The topics the member asked for (its MemberMetadata, a ConsumerProtocolSubscription):
+    # None where there is nothing to read it as or its bytes are not one. The leader's
+    # assignor assigned from these, not from the group's topics.
+    subscription: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -154,7 +163,7 @@ def _classic_member(reader: Reader, consumer: bool) -> ClassicMember:
     instance_id = reader.compact_nullable_string("GroupInstanceId")
     client_id = reader.compact_string("ClientId")
     client_host = reader.compact_string("ClientHost")
-    reader.compact_bytes("MemberMetadata")  # the subscription: ownership is the assignment's
+    metadata = reader.compact_bytes("MemberMetadata")
     raw = reader.compact_bytes("MemberAssignment")
     start = reader.pos - len(raw)  # where the assignment's own byte positions count from
     reader.tagged_fields()
@@ -169,6 +178,11 @@ def _classic_member(reader: Reader, consumer: bool) -> ClassicMember:
             problem = f"{exc} (assignment at byte {start} of the answer)"
         else:
             assignment = tuple(sorted((t, p) for t, ps in decoded.items() for p in ps))
+    subscription = None
+    if consumer and metadata:
+        # Only the what-if reads it; a garbled one is "not said", not a lost member.
+        with contextlib.suppress(DecodeError):
+            subscription = decode_consumer_subscription(metadata, f"MemberMetadata of {member_id}")
     return ClassicMember(
         member_id=member_id,
         instance_id=instance_id or None,
@@ -176,4 +190,5 @@ def _classic_member(reader: Reader, consumer: bool) -> ClassicMember:
         client_host=client_host,
         assignment=assignment,
         assignment_error=problem,
+        subscription=subscription,
     )
