@@ -308,7 +308,18 @@ def test_two_collectors_share_three_clusters_and_survive_one_killed(
         after = db.groups()
         cycles = db.cycles()
         events = db.events()
-        logged = collected_in_logs(stack.run_dir / "logs")
+        # A cycle's "collected by" line is written after its transaction commits: a cycle
+        # stored just before ``cycles`` was read may not be in the log yet (a fresh-clone run
+        # under load). Wait for the lines of every stored cycle; one that never comes fails.
+        stored = {(cluster, slot) for cluster, rows in cycles.items() for slot, _ in rows}
+        logged = wait_for(
+            lambda: (found := collected_in_logs(stack.run_dir / "logs"))
+            and stored <= {(cluster, slot) for cluster, slot, _, _ in found}
+            and found,
+            30,
+            "a log line for every stored cycle",
+            every=0.5,
+        )
         idle_lags = db.time_lags("lab-b", "shard-idle")
     finally:
         load.close()
