@@ -169,21 +169,32 @@ def _ms(at: datetime) -> int:
     return round((at - _EPOCH) / timedelta(milliseconds=1))
 
 
-def _start_offsets(group: FoundGroup) -> dict[tuple[str, int], Offset]:
+Points = dict[tuple[str, int], list[raw_history.Point]]
+
+
+def window_points(group: FoundGroup) -> Points:
+    """Each partition's raw samples over one window's span before the group's last poll (one
+    query): what both ``partition_rows`` and ``poll_offsets`` read, so a consumer detail
+    reads and unpacks them once."""
+    return raw_history.group_points(group.pk, _window_start(group))
+
+
+def _start_offsets(points: Points) -> dict[tuple[str, int], Offset]:
     """Each partition's oldest raw sample with a committed offset within one window's span."""
     found: dict[tuple[str, int], Offset] = {}
-    for key, points in raw_history.group_points(group.pk, _window_start(group)).items():
-        first = next((x for x in points if x.committed is not None), None)
+    for key, partition in points.items():
+        first = next((x for x in partition if x.committed is not None), None)
         if first is not None:
             found[key] = Offset(first.committed, _ms(first.at), _ms(first.at), first.lag)
     return found
 
 
-def partition_rows(group: FoundGroup) -> list[PartitionRow]:
+def partition_rows(group: FoundGroup, points: Points | None = None) -> list[PartitionRow]:
+    """``points``: ``window_points(group)``, when the caller has read them already."""
     with connection.cursor() as cursor:
         cursor.execute(_sql()[1], [group.pk])
         rows = cursor.fetchall()
-    starts = _start_offsets(group)
+    starts = _start_offsets(window_points(group) if points is None else points)
     members = _client_ids(group) if group.source == SourceKind.KAFKA else {}
     found = []
     for (topic, partition, owner, status, committed, lag, complete, commit_ms,
@@ -205,7 +216,9 @@ def partition_rows(group: FoundGroup) -> list[PartitionRow]:
     return found
 
 
-def poll_offsets(group: FoundGroup) -> dict[tuple[str, int], list[Offset]]:
+def poll_offsets(
+    group: FoundGroup, points: Points | None = None
+) -> dict[tuple[str, int], list[Offset]]:
     """Each partition's raw samples with a committed offset over one window's span, before
     its latest poll (which ``end`` stands for), oldest first, as offsets timestamped with
     their poll: the history Burrow's consumer detail lists (``burrow.partition_offsets``).
@@ -213,10 +226,10 @@ def poll_offsets(group: FoundGroup) -> dict[tuple[str, int], list[Offset]]:
     poll: the store writes a partition's state and its sample in one transaction, at one
     time."""
     found: dict[tuple[str, int], list[Offset]] = {}
-    for key, points in raw_history.group_points(group.pk, _window_start(group)).items():
+    for key, partition in (window_points(group) if points is None else points).items():
         offsets = [
             Offset(x.committed, _ms(x.at), _ms(x.at), x.lag)
-            for x in points[:-1]
+            for x in partition[:-1]
             if x.committed is not None
         ]
         if offsets:

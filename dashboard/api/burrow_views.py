@@ -105,8 +105,10 @@ def consumer_detail(request: HttpRequest, cluster: str, group: str) -> ApiJsonRe
     found = burrow_data.find_group(cluster, group)
     if found is None:
         return _refuse(request, 404, "cluster or consumer not found", {})
+    points = burrow_data.window_points(found)
     topics = burrow.consumer_topics(
-        burrow_data.partition_rows(found), burrow_data.poll_offsets(found), found.window
+        burrow_data.partition_rows(found, points), burrow_data.poll_offsets(found, points),
+        found.window,
     )
     return ApiJsonResponse(
         burrow.envelope("consumer detail returned", _request_info(request), topics=topics)
