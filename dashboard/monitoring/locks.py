@@ -47,10 +47,15 @@ def claim_once(key: str, ttl_s: int) -> bool:
 
 
 @contextmanager
-def exclusive(key: str, ttl_s: int) -> Iterator[bool]:
-    """Yields whether the lock was taken; released on exit only if still ours."""
+def exclusive(key: str, ttl_s: int, wait_s: float = 0.0) -> Iterator[bool]:
+    """Yields whether the lock was taken, waiting up to ``wait_s`` for its holder to let go;
+    released on exit only if still ours."""
     token = secrets.token_hex(8)
-    taken = bool(client().set(key, token, nx=True, ex=max(1, ttl_s)))
+    deadline = time.monotonic() + max(0.0, wait_s)
+    while not (taken := bool(client().set(key, token, nx=True, ex=max(1, ttl_s)))):
+        if time.monotonic() >= deadline:
+            break
+        time.sleep(_WAIT_STEP_S)
     try:
         yield taken
     finally:

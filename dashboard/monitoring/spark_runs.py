@@ -133,25 +133,35 @@ def _finish(run: SparkJobRun, outcome: str, started: float, error: str = "") -> 
     return run
 
 
-def run_job(job: str, window_s: int | None = None, now_ms: int | None = None) -> SparkJobRun:
+def run_job(
+    job: str, window_s: int | None = None, now_ms: int | None = None, wait_s: float = 0.0
+) -> SparkJobRun:
     """Run ``job`` (``"status"`` or ``"rollups"``) once over the last ``window_s`` seconds
-    (default: the settings'), as of ``now_ms`` (default: now); returns the recorded run."""
+    (default: the settings'), as of ``now_ms`` (default: when the lock is taken); returns the
+    recorded run. ``wait_s``: how long to wait for a run in progress to end before skipping
+    (beat never waits, its next tick comes anyway; an operator's run by hand may)."""
     if job not in JOBS:
         raise ValueError(f"unknown Spark job {job!r}: one of {', '.join(JOBS)}")
     window_s = window_s or default_window_s(job)
+    as_of_now = now_ms is None
     if now_ms is None:
         now_ms = int(time.time() * 1000)
     started = time.monotonic()
     run = SparkJobRun.objects.create(
         job=job, started_at=timezone.now(), window_s=window_s, as_of_ms=now_ms
     )
+    lock = exclusive(lock_key(job), ttl_s=settings.LAGWATCH_SPARK_LOCK_TTL_S, wait_s=wait_s)
     try:
-        with exclusive(lock_key(job), ttl_s=settings.LAGWATCH_SPARK_LOCK_TTL_S) as mine:
+        with lock as mine:
             if not mine:
                 log.warning("spark job %s: previous run still going, this one skipped", job)
                 return _finish(
                     run, SparkJobOutcome.SKIPPED, started, "another run of this job holds the lock"
                 )
+            if as_of_now and wait_s > 0:  # "now" is after the wait for the lock
+                now_ms = int(time.time() * 1000)
+                run.as_of_ms = now_ms
+                run.save(update_fields=["as_of_ms"])
             _close_orphans(job, run)
             result = _execute(job, window_s, now_ms)
             run.input_rows = result.input_rows

@@ -115,8 +115,9 @@ def test_retention_risk_on_the_pages_the_api_and_metrics(lab_world) -> None:
                 if dict(k)["group"] == GROUP}  # fmt: skip
         assert len(left) == PARTITIONS and all(0 <= v < LAB_RETENTION_RISK_S for v in left.values())
 
-        # Trends: one rollups run, as beat runs it; the held group's lag rises, nothing drains.
-        lab_world.manage("spark_job", "rollups", "--window", "30m", timeout=600)
+        # Trends: one rollups run, as beat runs it (after beat's own run, if one is going); the
+        # held group's lag rises, nothing drains.
+        lab_world.manage("spark_job", "rollups", "--window", "30m", "--wait", "600", timeout=1200)
         groups = get_json(f"{api}/groups/?name={GROUP}", token)["results"]
         trend = groups[0]["trend"]
         assert trend is not None and trend["direction"] == "rising", trend

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import io
 import json
+import threading
 import time
 from collections.abc import Iterator
 from datetime import timedelta
@@ -364,6 +365,30 @@ def test_a_run_while_another_holds_the_lock_is_skipped(world: World) -> None:
     assert "lock" in run.error
     assert PartitionState.objects.get(partition=1).status == "UNKNOWN"
     assert run_job("status").outcome == "ok"  # the lock was released
+
+
+def test_a_run_with_wait_runs_once_the_holder_lets_go(world: World) -> None:
+    held, release = threading.Event(), threading.Event()
+    released_ms: list[int] = []
+
+    def holder() -> None:  # another run of the job, ending while ours waits
+        with locks.exclusive(lock_key("status"), ttl_s=60) as mine:
+            assert mine
+            held.set()
+            release.wait(30)
+            released_ms.append(int(time.time() * 1000))
+
+    thread = threading.Thread(target=holder)
+    thread.start()
+    assert held.wait(30)
+    threading.Timer(0.5, release.set).start()
+    try:
+        run = spark_job("status", "--wait", "120")
+    finally:
+        release.set()
+        thread.join()
+    assert run["outcome"] == "ok"
+    assert run["as_of_ms"] >= released_ms[0]  # "now" is when it ran, not when it was asked
 
 
 def test_a_run_cut_short_is_closed_as_failed_by_the_next_one(world: World) -> None:
