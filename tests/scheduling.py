@@ -34,9 +34,6 @@ OWN_STACK_MODULES = frozenset({"tests/spark_jobs/test_standalone_cluster.py"})
 # long.
 OWN_STACKS_LONG = frozenset({
     "tests/lab/test_lab_verdicts.py",
-    "tests/lab/test_lab_status.py",
-    "tests/lab/test_collection_under_outage.py",
-    "tests/lab/test_postgres_restart.py",
     "tests/lab/test_production_run.py",
 })  # fmt: skip
 

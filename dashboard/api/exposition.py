@@ -191,7 +191,7 @@ def request_build() -> None:
     """Asks for one build: requests made while one is queued are folded into it (the task
     clears the flag when it starts, so a write during a build asks for the next). Sent without
     a countdown: a worker holding an ETA message when Redis went away died in kombu's
-    restore of unacked messages (tests/lab/test_collection_under_outage.py)."""
+    restore of unacked messages (tests/lab/test_production_run.py, Redis stopped under beat)."""
     if not settings.LAGWATCH_METRICS_PREBUILT:
         return
     from dashboard.api.tasks import build_metrics_exposition

@@ -23,7 +23,15 @@ Phases, since scenarios on one topology cannot run together (the world is
 2. rebalance-storm (clicks-aggregator), dead-consumer (shipments-tracker, KIP-848), retention
    (audit: legacy-audit, audit-spout),
    topology-restart, then spout-id-collision (orders-enricher, spout path orders-spout);
-3. source-outage of ZooKeeper (every ZooKeeper consumer and spout goes stale).
+3. source-outage of ZooKeeper (every ZooKeeper consumer and spout goes stale);
+4. producer-expiry, last, because it pauses the broker under every client of the stack:
+   its expired records on ``lagwatch_status``, ``/api/v1/producers/``, ``/metrics`` and the
+   pages (nothing is asserted about the other groups after it).
+
+Along the way, the raw figures behind the verdicts, as a user's script reads them: owners and
+liveness, spout counts, a ZooKeeper consumer's generation; the poisoned spout's commit pinned
+at the poison offset while its failures and lag rise; the dead group's partitions owned by
+no one with their lag growing; the storm's membership changes recorded with their causes.
 
 Before any fault, every Kafka group of both protocols must show what the broker says of it
 (issue "Real Apache Kafka", done when): a numeric generation, its members with client id and
@@ -37,8 +45,11 @@ the quiet topic's ``quiet-reader`` always, are OK (UNKNOWN only before the first
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import threading
 import time
+import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
@@ -47,9 +58,9 @@ from typing import Any
 
 import pytest
 
-from lab.stack import Stack
+from lab.stack import REPO, Stack
 from lab.workload.control import start_scenario, stop_scenario, workload_status
-from tests.lab_world import lagwatch_status
+from tests.lab_world import Browser, lagwatch_status
 from tests.waiting import wait_for
 
 pytestmark = pytest.mark.lab
@@ -305,6 +316,91 @@ def new_stuck_verdicts(reads: list[Read], since: float) -> list[str]:
     return found
 
 
+# --- the raw figures and producer expiry ------------------------------------------------------
+
+
+def healthy_state_is_shown(doc: Doc) -> None:
+    """Before any fault: owners and liveness of a Kafka group, a ZooKeeper consumer's
+    generation and owner, a spout's owner topology, and no collection error."""
+    processor = partitions(doc, "kafka", "orders-processor")
+    assert all(p["alive"] is True and p["lag"] is not None for p in processor.values())
+    legacy = group_row(doc, "zookeeper", "legacy-audit")
+    assert legacy is not None and legacy["generation"] is not None and legacy["members"] == 1
+    assert all(p["owner"] for p in partitions(doc, "zookeeper", "legacy-audit").values())
+    spout = group_row(doc, "storm", "orders-spout")
+    assert spout is not None and spout["owner"] == "orders-enricher"
+    assert doc["errors"] == []
+
+
+def _manage(env: dict[str, str], *args: str) -> str:
+    done = subprocess.run(
+        [sys.executable, "manage.py", *args], cwd=REPO, env=env, capture_output=True,
+        text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout
+
+
+def _get(web: str, path: str, token: str) -> str:
+    request = urllib.request.Request(web + path, headers={"Authorization": f"Bearer {token}"})
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return response.read().decode()
+
+
+def producer_expiry_is_shown(lab: Stack, endpoints: dict[str, str]) -> None:
+    """producer-expiry: its producer's ``_MSG_TIMED_OUT`` reports, counted by the client,
+    arrive exactly as the ingest's expired count, and show in lagwatch_status,
+    /api/v1/producers/, /metrics, the producers page and the page of a group reading the
+    topic."""
+    run_dir = lab.run_dir
+    result = start_scenario(endpoints["control"], "producer-expiry", timeout=300)["details"]
+    topic, client = result["topic"], result["client_id"]
+    print(f"producer-expiry: {result}")
+    # The broker was paused longer than the timeout: every record produced then expired,
+    # and the records before and after were delivered.
+    assert result["timed_out"] >= result["produced_during_pause"] > 0, result
+    assert result["failed_other"] == 0, result
+    assert result["delivered"] + result["timed_out"] == result["sent"], result
+
+    def pushed(doc: Doc) -> Doc | None:
+        rows = [p for p in doc["producers"] if p["client_id"] == client and p["topic"] == topic]
+        return rows[0] if rows and rows[0]["delivered"] == result["delivered"] else None
+
+    row = wait_for(
+        lambda: pushed(lagwatch_status(run_dir)), 120, "the final counts pushed", READ_EVERY_S
+    )
+    assert row["expired"] == result["timed_out"], (row, result)
+    assert row["failed"] == 0 and row["failed_by_reason"] == {"_MSG_TIMED_OUT": row["expired"]}
+    doc = lagwatch_status(run_dir)
+    (expiry,) = [e for e in doc["producer_expiry"] if e["topic"] == topic]
+    assert expiry["diagnosis"] == "PRODUCER_EXPIRY" and expiry["expired"] >= row["expired"]
+    sentence = f"{expiry['expired']} records expired before reaching the broker"
+    assert expiry["reason"].startswith(sentence)
+
+    env = lab.django_env()
+    token = _manage(env, "api_token", "create", "expiry-test", "--quiet").strip()
+    web = endpoints["web"].rstrip("/")
+    api = json.loads(_get(web, f"/api/v1/producers/?topic={topic}", token))
+    (api_row,) = [r for r in api["producers"] if r["client_id"] == client]
+    assert api_row["expired"] == row["expired"]
+    assert [e["expired"] for e in api["producer_expiry"]] == [expiry["expired"]]
+    metrics = _get(web, "/metrics", token)
+    series = (
+        f'lagwatch_producer_records_expired_total{{client_id="{client}",cluster="lab",'
+        f'topic="{topic}"}}'
+    )
+    assert f"{series} {float(row['expired'])}" in metrics, series
+    assert f'lagwatch_topic_producer_expiry{{cluster="lab",topic="{topic}"}} 1.0' in metrics
+
+    browser = Browser(web)
+    browser.login("lab", _manage(env, "demo_user", "lab").strip())
+    _, page, _ = browser.get("/producers/")
+    assert sentence in page.decode() and client in page.decode()
+    groups = json.loads(_get(web, "/api/v1/groups/?name=orders-processor", token))["results"]
+    _, group_page, _ = browser.get(f"/groups/{groups[0]['id']}/")
+    assert sentence in group_page.decode() and "PRODUCER_EXPIRY" in group_page.decode()
+
+
 # --- the test ---------------------------------------------------------------------------------
 
 
@@ -325,7 +421,7 @@ def stack(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Sta
 def test_each_scenario_yields_its_verdict_and_the_healthy_stay_ok(
     stack: tuple[Stack, dict], tmp_path: Path
 ) -> None:
-    _, endpoints = stack
+    lab, endpoints = stack
     control = endpoints["control"]
     assert f"poll_interval_s: {POLL_S}\n" in (tmp_path / "clusters.yaml").read_text()
     timings: dict[str, float] = {}
@@ -344,6 +440,7 @@ def test_each_scenario_yields_its_verdict_and_the_healthy_stay_ok(
 
     with Reader(tmp_path) as reader:
         reader.wait("every consumer collected and judged once", 0, 240, ready)
+        healthy_state_is_shown(newest(reader))
         kafka = [g for g in newest(reader)["groups"] if g["source"] == "kafka"]
         types = {g["group"]: g["type"] for g in kafka}
         assert types["shipments-tracker"] == types["invoices-auditor"] == "consumer", types
@@ -355,9 +452,18 @@ def test_each_scenario_yields_its_verdict_and_the_healthy_stay_ok(
         poison_at, poison = start("poison-message", ("storm", "orders-spout", ("orders", 0)))
         leak_at, _ = start("pending-leak", ("storm", "clicks-spout"))
 
-        check(
+        dead = check(
             "dead-consumer", dead_at, "every payments-ledger partition STOP, DEAD_CONSUMER",
             lambda d: all_have(d, "kafka", "payments-ledger", "STOP", "DEAD_CONSUMER", 4),
+        )  # fmt: skip
+        # Nobody owns its partitions, and their lag keeps growing.
+        assert all(p["alive"] is False and p["owner"] is None for p in dead.values()), dead
+        lag_then = sum(p["lag"] for p in dead.values())
+        reader.wait(
+            "payments-ledger's lag growing, its partitions owned by no one", time.time(),
+            DEADLINE_S, lambda d: (now := partitions(d, "kafka", "payments-ledger"))
+            and all(p["alive"] is False and p["owner"] is None for p in now.values())
+            and sum(p["lag"] for p in now.values()) > lag_then,
         )  # fmt: skip
         slow = check(
             "slow-consumer", slow_at, "orders-processor WARN, SLOW_CONSUMER on most partitions",
@@ -372,6 +478,14 @@ def test_each_scenario_yields_its_verdict_and_the_healthy_stay_ok(
             and p["status"] == "STALL" and "POISON_MESSAGE" in codes(p) and p,
         )  # fmt: skip
         assert evidence(poisoned, "POISON_MESSAGE")["offset"] == poison["offset"]
+        # The spout's commit is pinned at the poison offset while its failures and lag rise.
+        assert poisoned["committed"] == poison["offset"] and (poisoned["failed"] or 0) > 0
+        reader.wait(
+            "orders-spout partition 0 pinned, its failures and lag rising", time.time(),
+            DEADLINE_S, lambda d: (p := partitions(d, "storm", "orders-spout")[("orders", 0)])
+            and p["committed"] == poison["offset"]
+            and p["failed"] > poisoned["failed"] and p["lag"] > poisoned["lag"],
+        )  # fmt: skip
         check(
             "pending-leak", leak_at, "every clicks-spout partition STALL, PENDING_LEAK",
             lambda d: all_have(d, "storm", "clicks-spout", "STALL", "PENDING_LEAK", 8),
@@ -438,6 +552,8 @@ def test_each_scenario_yields_its_verdict_and_the_healthy_stay_ok(
         assert len(generations) >= 2 and all(isinstance(g, int) for g in generations)
         assert max(generations) > min(generations), storm_events
         assert all(e["cause"] for e in storm_events)
+        assert {e["cause"] for e in storm_events} & {"member_joined", "member_left"}, storm_events
+        assert any(e["group"] == "payments-ledger" for e in newest(reader)["rebalances"])
         stormy = [
             f"{p['partition']} {p['status']}: {p['reason']}"
             for r in reader.since(storm_at)
@@ -493,3 +609,7 @@ def test_each_scenario_yields_its_verdict_and_the_healthy_stay_ok(
             if p["evaluated_at"]
         ]
         assert quiet and set(quiet) == {"OK"}
+        assert newest(reader)["errors"] == []
+
+    # Phase 4, last: it pauses the broker under every client of this stack.
+    producer_expiry_is_shown(lab, endpoints)

@@ -12,6 +12,13 @@ Checked: the database is PostgreSQL and the deployment check is clean; a user wi
 in and sees every page; ``/api/v1`` with a token (refused without); ``/v3`` and ``/metrics``;
 an ingest push with the token (refused without); one alert of a rule of this test delivered to
 a webhook receiver in this process when the ``poison-message`` scenario stalls a spout.
+
+Last, two outages under the same stack (once the alert is in: they would delay it), each with
+every other process left running and collection resuming without anyone restarting anything:
+Redis stopped under beat (Celery's broker and the collection locks; it comes back empty, not
+even the queues' bindings), then PostgreSQL restarted (Django's persistent connections in
+gunicorn and the Celery workers are broken and must be replaced; the health check says 503
+meanwhile). What the collector stored is read from PostgreSQL directly.
 """
 
 from __future__ import annotations
@@ -28,13 +35,16 @@ import urllib.parse
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from email.message import Message
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 
-from lab.services import FORWARDED_PROTO_HEADER, GUNICORN_WORKERS
+from lab.postgres import stack_database_url
+from lab.services import FORWARDED_PROTO_HEADER, GUNICORN_WORKERS, LAB_CLUSTER
 from lab.stack import REPO, Stack
 from lab.workload.control import start_scenario, stop_scenario
 from tests.alerts.receivers import HookReceiver
@@ -382,3 +392,103 @@ def test_one_alert_is_delivered_to_a_webhook(run: ProductionRun, armed: Armed) -
     (request,) = [r for r in hook.requests if r["body"]["alert"]["rule"] == RULE]
     assert request["path"] == urllib.parse.urlsplit(hook.url).path
     assert request["at"] >= armed.poisoned_at
+
+
+# --- outages under the running stack (last: they would delay the alert) ------------------------
+
+REDIS_OUTAGE_S = 15
+POSTGRES_OUTAGE_S = 20
+STACK_SERVICES = ("beat", "worker", "collector", "web")
+
+Cycles = dict[str, tuple[datetime, bool]]
+
+
+def cycles(url: str) -> Cycles:
+    """The lab cluster's sources: when a cycle last tried each, and whether it answered."""
+    try:
+        with psycopg.connect(url, connect_timeout=3) as conn:
+            rows = conn.execute(
+                "SELECT h.source, h.last_attempt_at, h.reachable FROM monitoring_sourcehealth h "
+                "JOIN monitoring_cluster c ON c.id = h.cluster_id "
+                "WHERE c.name = %s AND h.last_attempt_at IS NOT NULL",
+                (LAB_CLUSTER,),
+            ).fetchall()
+    except psycopg.Error:  # the server is down
+        return {}
+    return {source: (at, bool(ok)) for source, at, ok in rows}
+
+
+def later_than(url: str, before: Cycles) -> Cycles | None:
+    """The sources' latest cycle, once every source has one stored after ``before``."""
+    now = cycles(url)
+    if set(now) >= {"kafka", "zookeeper"} and all(
+        now[s][0] > before[s][0] for s in before if s in now
+    ):
+        return now
+    return None
+
+
+def health(run: ProductionRun) -> int:
+    status, _, _ = Proxied(run.web).get("/health/", proxied=False)
+    return status
+
+
+def still_running(run: ProductionRun, seconds: float) -> None:
+    """For ``seconds``, every Lagwatch process keeps running: none may die of the outage."""
+    until = time.monotonic() + seconds
+    while time.monotonic() < until:
+        services = run.stack.status()["services"]
+        for name in STACK_SERVICES:
+            assert services[name]["state"] == "running", (name, services[name])
+        time.sleep(1)
+
+
+def all_running(run: ProductionRun) -> None:
+    services = run.stack.status()["services"]
+    assert {n: s["state"] for n, s in services.items() if s["state"] != "running"} == {}
+
+
+def test_collection_resumes_after_redis_stopped_under_beat(run: ProductionRun) -> None:
+    """Redis is Celery's broker and holds the collection locks: while it is down nothing can be
+    sent or taken; once it is back (empty) cycles are stored again on schedule."""
+    url = stack_database_url(run.stack.run_dir, run.endpoints["postgres"])
+    first = wait_for(lambda: later_than(url, {}), 60, "a cycle stored")
+    running = wait_for(lambda: later_than(url, first), 60, "the cycle after it")
+    assert all(ok for _, ok in running.values()), running
+
+    run.stack.stop_service("redis")
+    try:
+        still_running(run, REDIS_OUTAGE_S)
+        during = cycles(url)
+        # Collection did pause: at most the cycle in flight when Redis went was stored since.
+        interval = timedelta(seconds=POLL_S)
+        assert all(during[s][0] <= running[s][0] + interval for s in running), (running, during)
+    finally:
+        run.stack.start_service("redis")
+    back = wait_for(lambda: later_than(url, during), 60, "a cycle stored after Redis came back")
+    assert all(ok for _, ok in back.values()), back
+    wait_for(lambda: later_than(url, back), 60, "the cycle after that")  # on schedule again
+    all_running(run)
+
+
+def test_collection_and_health_resume_after_postgresql_restarted(run: ProductionRun) -> None:
+    """A failover or an upgrade's restart: the broken persistent connections are dropped and
+    replaced, not kept failing until someone restarts the processes."""
+    url = stack_database_url(run.stack.run_dir, run.endpoints["postgres"])
+    running = wait_for(lambda: later_than(url, cycles(url)), 60, "a cycle stored")
+    assert health(run) == 200
+
+    run.stack.stop_service("postgres")
+    try:
+        wait_for(lambda: health(run) == 503, 60, "the health check reporting the database down")
+        still_running(run, POSTGRES_OUTAGE_S)
+    finally:
+        run.stack.start_service("postgres")
+    back = wait_for(lambda: later_than(url, running), 120, "a cycle stored after the restart")
+    assert all(ok for _, ok in back.values()), back
+    # On schedule again, not one lucky cycle: the next one comes within a few polls.
+    after = wait_for(lambda: later_than(url, back), 60, "the cycle after that")
+    gap = max(after[s][0] - back[s][0] for s in back)
+    assert gap < timedelta(seconds=30), gap
+    wait_for(lambda: health(run) == 200, 60, "the health check passing again")
+    all_running(run)
