@@ -64,6 +64,10 @@ class Producers:
                 # Bounded queue and timeout so an outage costs dropped records, not memory.
                 "queue.buffering.max.messages": 20000,
                 "message.timeout.ms": 30000,
+                # One ProduceRequest a partition a second, not one a record (librdkafka sends
+                # a partition per request): a third of the broker's CPU in a lab stack
+                # (docs/LAB.md, "Findings").
+                "linger.ms": 1000,
             }
         )
         self._producer = Producer(conf)

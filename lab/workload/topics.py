@@ -33,6 +33,16 @@ from confluent_kafka.admin import (
 from lab.workload.clients import base_config
 from lab.workload.spec import TopicSpec
 
+# How long a broker may take to describe a topic setting the controller has committed.
+_CONFIG_SEEN_WITHIN_S = 30
+
+
+def _is_retention(described: tuple[int, bool], value: int | None) -> bool:
+    """``described`` (retention.ms, is default) is ``value`` (None: the broker's default)."""
+    ms, default = described
+    return default if value is None else (ms == value and not default)
+
+
 log = logging.getLogger(__name__)
 
 RECREATE_AFTER_S = 15.0
@@ -139,7 +149,10 @@ class TopicAdmin:
     @_recovering
     def set_retention_ms(self, topic: str, value: int | None) -> None:
         """Set the topic's ``retention.ms`` (IncrementalAlterConfigs); None: back to the
-        broker's default."""
+        broker's default. Returns once the broker describes the new value: the controller
+        answers the change when it has committed it, and the broker's DescribeConfigs may
+        still show the old one for a moment (a scenario test read it back at once and saw the
+        old retention)."""
         op = AlterConfigOpType.DELETE if value is None else AlterConfigOpType.SET
         entry = ConfigEntry("retention.ms", None if value is None else str(value),
                             incremental_operation=op)  # fmt: skip
@@ -147,6 +160,14 @@ class TopicAdmin:
         self._admin.incremental_alter_configs([resource], request_timeout=self._timeout_s)[
             resource
         ].result()
+        deadline = time.monotonic() + _CONFIG_SEEN_WITHIN_S
+        while not _is_retention(seen := self.retention_ms(topic), value):
+            if time.monotonic() > deadline:
+                raise RuntimeError(
+                    f"retention.ms of {topic} still described as {seen} "
+                    f"{_CONFIG_SEEN_WITHIN_S} s after it was set to {value}"
+                )
+            time.sleep(0.2)
         log.info("retention.ms of %s: %s", topic, "default" if value is None else value)
 
     @_recovering
