@@ -126,6 +126,9 @@ LAGWATCH_PRODUCER_EXPIRY_WINDOW_S = env_int("LAGWATCH_PRODUCER_EXPIRY_WINDOW_S",
 
 REDIS_URL = env_str("REDIS_URL", "redis://127.0.0.1:6379/0")
 CELERY_BROKER_URL = REDIS_URL
+# kombu's Redis transport with a channel Celery 5.7 can close after a lost connection without
+# the worker dying (dashboard/celery_transport.py).
+CELERY_BROKER_TRANSPORT = "dashboard.celery_transport:Transport"
 CELERY_RESULT_BACKEND = None
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TIMEZONE = TIME_ZONE
