@@ -439,7 +439,7 @@ def test_each_scenario_yields_its_verdict_and_the_healthy_stay_ok(
         return value
 
     with Reader(tmp_path) as reader:
-        reader.wait("every consumer collected and judged once", 0, 240, ready)
+        reader.wait("every consumer collected and judged once", 0, 480, ready)  # ~1-4 min
         healthy_state_is_shown(newest(reader))
         kafka = [g for g in newest(reader)["groups"] if g["source"] == "kafka"]
         types = {g["group"]: g["type"] for g in kafka}
