@@ -46,16 +46,22 @@ def claim_once(key: str, ttl_s: int) -> bool:
     return bool(client().set(key, b"1", nx=True, ex=max(1, ttl_s)))
 
 
+def _take(key: str, token: str, ttl_ms: int, wait_s: float) -> bool:
+    """Set ``key`` to ``token`` if unset, trying again for up to ``wait_s``."""
+    deadline = time.monotonic() + max(0.0, wait_s)
+    while not client().set(key, token, nx=True, px=ttl_ms):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(_WAIT_STEP_S)
+    return True
+
+
 @contextmanager
 def exclusive(key: str, ttl_s: int, wait_s: float = 0.0) -> Iterator[bool]:
     """Yields whether the lock was taken, waiting up to ``wait_s`` for its holder to let go;
     released on exit only if still ours."""
     token = secrets.token_hex(8)
-    deadline = time.monotonic() + max(0.0, wait_s)
-    while not (taken := bool(client().set(key, token, nx=True, ex=max(1, ttl_s)))):
-        if time.monotonic() >= deadline:
-            break
-        time.sleep(_WAIT_STEP_S)
+    taken = _take(key, token, max(1, ttl_s) * 1000, wait_s)
     try:
         yield taken
     finally:
@@ -74,12 +80,7 @@ def lease(key: str, ttl_s: float, wait_s: float = 0.0, holder: str = "") -> Iter
     """
     token = f"{holder}/{secrets.token_hex(8)}"
     ttl_ms = max(1000, int(ttl_s * 1000))
-    deadline = time.monotonic() + max(0.0, wait_s)
-    while not (taken := bool(client().set(key, token, nx=True, px=ttl_ms))):
-        if time.monotonic() >= deadline:
-            break
-        time.sleep(_WAIT_STEP_S)
-    if not taken:
+    if not _take(key, token, ttl_ms, wait_s):
         yield False
         return
     stop = threading.Event()

@@ -33,19 +33,11 @@ from confluent_kafka.admin import (
 from lab.workload.clients import base_config
 from lab.workload.spec import TopicSpec
 
-# How long a broker may take to describe a topic setting the controller has committed.
-_CONFIG_SEEN_WITHIN_S = 30
-
-
-def _is_retention(described: tuple[int, bool], value: int | None) -> bool:
-    """``described`` (retention.ms, is default) is ``value`` (None: the broker's default)."""
-    ms, default = described
-    return default if value is None else (ms == value and not default)
-
-
 log = logging.getLogger(__name__)
 
 RECREATE_AFTER_S = 15.0
+# How long a broker may take to describe a topic setting the controller has committed.
+_CONFIG_SEEN_WITHIN_S = 30
 P = ParamSpec("P")
 R = TypeVar("R")
 
@@ -65,6 +57,12 @@ def _recovering(method: Callable[P, R]) -> Callable[P, R]:
         return result
 
     return call
+
+
+def _is_retention(described: tuple[int, bool], value: int | None) -> bool:
+    """``described`` (retention.ms, is default) is ``value`` (None: the broker's default)."""
+    ms, default = described
+    return default if value is None else (ms == value and not default)
 
 
 class TopicAdmin:
