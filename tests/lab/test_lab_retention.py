@@ -30,11 +30,14 @@ pytestmark = pytest.mark.lab
 GROUP, TOPIC, PARTITIONS = "invoices-auditor", "invoices", 4  # lab/workload/demo.py
 RETENTION_MS = 150_000  # at risk once the time lag passes 30 s (threshold 120 s)
 # The risk starts once the time lag passes 150 - 120 = 30 s; then a config read, a poll and a
-# status run. Twice that, and the machine's load, is the deadline.
-RISK_TIMEOUT_S = 2 * (RETENTION_MS / 1000 - LAB_RETENTION_RISK_S
-                      + TOPIC_CONFIG_REFRESH_S + POLL_S + 2 * JOB_S) + 60  # fmt: skip
-CLEAR_TIMEOUT_S = 2 * (TOPIC_CONFIG_REFRESH_S + POLL_S + 2 * JOB_S) + 60
-
+# status run: ~75 s on an idle machine. Under the suite's load a status run took over a minute
+# and a fresh-clone run missed a deadline of twice that plus 60 s. The waits are on the verdict
+# itself, so a wide deadline costs nothing when it comes: five times the need.
+RISK_TIMEOUT_S = 5 * (RETENTION_MS / 1000 - LAB_RETENTION_RISK_S
+                      + TOPIC_CONFIG_REFRESH_S + POLL_S + 2 * JOB_S)  # fmt: skip
+CLEAR_TIMEOUT_S = 5 * (TOPIC_CONFIG_REFRESH_S + POLL_S + 2 * JOB_S)
+# /metrics' series are built by a debounced Celery task after a stored cycle or Spark run.
+METRICS_TIMEOUT_S = 5 * (3 * POLL_S + JOB_S)
 
 def mine(doc: dict[str, Any]) -> list[dict[str, Any]]:
     return [p for p in doc["partitions"] if p["source"] == "kafka" and p["group"] == GROUP]
@@ -109,7 +112,7 @@ def test_retention_risk_on_the_pages_the_api_and_metrics(lab_world) -> None:
             risky = m.get("lagwatch_group_retention_risk_partitions", {}).get(group)
             return m if risky == PARTITIONS else None
 
-        m = wait_for(partitions_at_risk, 3 * POLL_S + 60, "/metrics: the group's risk")
+        m = wait_for(partitions_at_risk, METRICS_TIMEOUT_S, "/metrics: the group's risk")
         left = {dict(k)["partition"]: v
                 for k, v in m["lagwatch_partition_retention_seconds_left"].items()
                 if dict(k)["group"] == GROUP}  # fmt: skip
@@ -127,7 +130,7 @@ def test_retention_risk_on_the_pages_the_api_and_metrics(lab_world) -> None:
         m = wait_for(
             lambda: (m := scrape(lab_world.web_url + "/metrics")).get(slope, {}).get(group)
             and m,
-            3 * POLL_S + 60, "/metrics: the rollups' slope",
+            METRICS_TIMEOUT_S, "/metrics: the rollups' slope",
         )  # fmt: skip
         assert m[slope][group] > 0
         status, body, _ = browser.get(f"/groups/?q={GROUP}")

@@ -2,7 +2,9 @@
 // ?live=1 and swaps in the regions (<... data-live-region="NAME">) the server re-rendered;
 // every few rounds it also asks ?live=charts for fresh figures. The server escapes every
 // name in those regions exactly as in the page itself. Pause/resume is kept in localStorage,
-// so it holds across pages and reloads; updates also stop while the tab is hidden.
+// so it holds across pages and reloads; updates also stop while the tab is hidden. A round
+// that gets no answer is given up after a deadline, so one lost request (a server restarted,
+// a proxy that dropped it) cannot stop the page's updates for good.
 (function () {
   "use strict";
   var KEY = "lagwatch.live.paused";
@@ -16,6 +18,8 @@
 
   var round = 0;
   var busy = false;
+  // Two refresh periods, and never less than 30 s: a loaded server is slow, not gone.
+  var deadline = Math.max(2 * every, 30000);
 
   function paused() {
     try { return localStorage.getItem(KEY) === "1"; } catch (e) { return false; }
@@ -37,14 +41,24 @@
   }
 
   function fetchJson(mode) {
+    var abort = window.AbortController ? new AbortController() : null;
+    var timer = abort ? window.setTimeout(function () { abort.abort(); }, deadline) : null;
     return fetch(urlWith(mode), {
       credentials: "same-origin",
       headers: { Accept: "application/json" },
       redirect: "manual",
+      signal: abort ? abort.signal : undefined,
     }).then(function (r) {
       if (r.type === "opaqueredirect" || r.status === 302) throw new Error("session expired: reload to log in");
       if (!r.ok) throw new Error("update failed (HTTP " + r.status + ")");
       return r.json();
+    }).then(function (doc) {
+      if (timer) window.clearTimeout(timer);
+      return doc;
+    }, function (err) {
+      if (timer) window.clearTimeout(timer);
+      if (err && err.name === "AbortError") throw new Error("update timed out: retrying");
+      throw err;
     });
   }
 
