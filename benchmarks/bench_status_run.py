@@ -8,11 +8,15 @@ compacted. One local[2] session runs ``run_status_job`` ``--runs`` times (8), ea
 Spark JVM's CPU seconds per run over the second half (the JIT warm), and the JVM's CPU by
 thread kind over the whole run (the JIT compilers, the tasks, the driver).
 
-To compare two versions of the job, run this script from each checkout back to back (the
-machine's speed varies through the day; compare within a pair):
+``--layouts batches,chunks`` (the default) measures the same samples laid out two ways in
+one session, runs alternating: ``batches``, one file per cycle as the collector writes them;
+``chunks``, as beat's ``compact_sample_log`` leaves the open hour (``compact_open_hours``
+after every ``--compact-every`` cycles: 12, a minute at 5 s). To compare two versions of the
+job, run this script from each checkout back to back (the machine's speed varies through the
+day; compare within a pair):
 
     .venv/bin/python -m benchmarks.bench_status_run [--partitions 100] [--cycles 300]
-        [--runs 8] [--json FILE]
+        [--runs 8] [--layouts batches,chunks] [--compact-every 12] [--json FILE]
 """
 
 from __future__ import annotations
@@ -58,7 +62,10 @@ def jvm_threads(pid: int) -> dict[str, float]:
     """CPU seconds by thread name, numbers folded ("C2 CompilerThread0" -> "CN CompilerThreadN")."""
     by_kind: dict[str, float] = collections.Counter()
     for task in Path(f"/proc/{pid}/task").iterdir():
-        stat = (task / "stat").read_text()
+        try:
+            stat = (task / "stat").read_text()
+        except FileNotFoundError:  # a thread that ended meanwhile
+            continue
         name = re.sub(r"\d+", "N", stat[stat.index("(") + 1 : stat.rindex(")")])
         by_kind[name] += _cpu(stat)
     return dict(sorted(by_kind.items(), key=lambda kv: -kv[1])[:6])
@@ -71,34 +78,50 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     from spark_jobs.jobs import run_status_job
     from spark_jobs.session import spark_session
 
-    base, results = tempfile.mkdtemp(), tempfile.mkdtemp()
-    log, last = SampleLog(base), 0
-    for ts, table in workload(partitions=args.partitions, cycles=args.cycles, step_ms=5000):
-        log.write_batch(table["cluster"][0].as_py(), ts, table)
+    logs: dict[str, SampleLog] = {name: SampleLog(tempfile.mkdtemp()) for name in args.layouts}
+    results = {name: tempfile.mkdtemp() for name in args.layouts}
+    last = 0
+    for i, (ts, table) in enumerate(
+        workload(partitions=args.partitions, cycles=args.cycles, step_ms=5000), start=1
+    ):
+        for name, log in logs.items():
+            log.write_batch(table["cluster"][0].as_py(), ts, table)
+            if name == "chunks" and i % args.compact_every == 0:
+                log.compact_open_hours(ts + 1)  # the hour is open: beat's task at this time
         last = ts
+    files = {name: sum(1 for _ in Path(log.base).rglob("*.parquet")) for name, log in logs.items()}
     started = time.monotonic()
     spark = spark_session("bench-status-run", master="local[2]")
     start_s = time.monotonic() - started
     jvm = spark_jvm()
-    runs = []
+    runs: dict[str, list[dict[str, float]]] = {name: [] for name in logs}
+    input_rows = {}
     for i in range(args.runs):
-        cpu0, t0 = jvm_cpu(jvm), time.monotonic()
-        result = run_status_job(spark, base, results, now_ms=last + 1_000 + i)
-        runs.append({"wall_s": round(time.monotonic() - t0, 2),
-                     "jvm_cpu_s": round(jvm_cpu(jvm) - cpu0, 2)})  # fmt: skip
-        print(runs[-1], flush=True)
+        for name, log in logs.items():
+            cpu0, t0 = jvm_cpu(jvm), time.monotonic()
+            result = run_status_job(spark, log.base, results[name], now_ms=last + 1_000 + i)
+            runs[name].append({"wall_s": round(time.monotonic() - t0, 2),
+                               "jvm_cpu_s": round(jvm_cpu(jvm) - cpu0, 2)})  # fmt: skip
+            input_rows[name] = result.input_rows
+            print(name, runs[name][-1], flush=True)
     threads = jvm_threads(jvm)
     spark.stop()
-    warm = runs[len(runs) // 2 :]
+    layouts = {}
+    for name, measured in runs.items():
+        warm = measured[len(measured) // 2 :]
+        layouts[name] = {
+            "files": files[name],
+            "input_rows": input_rows[name],
+            "warm_median_wall_s": round(statistics.median(r["wall_s"] for r in warm), 2),
+            "warm_median_jvm_cpu_s": round(statistics.median(r["jvm_cpu_s"] for r in warm), 2),
+            "runs": measured,
+        }
     return {
         "repo": str(REPO),
         "partitions": args.partitions,
         "cycles": args.cycles,
-        "input_rows": result.input_rows,
         "session_start_s": round(start_s, 1),
-        "runs": runs,
-        "warm_median_wall_s": round(statistics.median(r["wall_s"] for r in warm), 2),
-        "warm_median_jvm_cpu_s": round(statistics.median(r["jvm_cpu_s"] for r in warm), 2),
+        "layouts": layouts,
         "jvm_cpu_s_by_thread": {k: round(v, 1) for k, v in threads.items()},
     }
 
@@ -108,6 +131,8 @@ def main() -> None:
     parser.add_argument("--partitions", type=int, default=100)
     parser.add_argument("--cycles", type=int, default=300)
     parser.add_argument("--runs", type=int, default=8)
+    parser.add_argument("--layouts", type=lambda v: v.split(","), default=["batches", "chunks"])
+    parser.add_argument("--compact-every", type=int, default=12)
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     report = {
@@ -116,7 +141,11 @@ def main() -> None:
         "load": " ".join(f"{x:.2f}" for x in os.getloadavg()),
         **run(args),
     }
-    print(json.dumps({k: v for k, v in report.items() if k != "runs"}, indent=2))
+    summary = {**report, "layouts": {
+        name: {k: v for k, v in layout.items() if k != "runs"}
+        for name, layout in report["layouts"].items()
+    }}  # fmt: skip
+    print(json.dumps(summary, indent=2))
     if args.json:
         args.json.write_text(json.dumps(report, indent=2))
 

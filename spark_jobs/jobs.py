@@ -45,8 +45,9 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import secrets
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -91,6 +92,11 @@ ROLLUP_LOOKBEHIND_MS = 10 * 60_000
 _TEMP_MAX_AGE_MS = 3_600_000
 _RUN_PREFIX = "run="
 _TEMP_PREFIX = ".tmp-"
+# A read whose file was compacted away between the listing and the scan (Spark's error class,
+# and the Hadoop exception older versions name) is tried again this many times in all.
+_READ_ATTEMPTS = 3
+_FILE_GONE = ("FAILED_READ_FILE.FILE_NOT_EXIST", "java.io.FileNotFoundException")
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -270,6 +276,26 @@ def _temp_dir(results_url: str, job: str, now_ms: int) -> str:
     return f"{_job_dir(results_url, job)}/{_TEMP_PREFIX}{now_ms}-{secrets.token_hex(4)}"
 
 
+def _read_again_if_compacted(run: Callable[[], JobResult]) -> JobResult:
+    """``run()``, repeated (at most ``_READ_ATTEMPTS`` times in all) when its read met a file
+    of the sample log that was there when the window was listed and gone when it was opened.
+
+    Compaction merges files and deletes them, the open hour's every minute or so
+    (``SampleLog.compact_open_hours``), while a job may be between its listing and its scan.
+    The merged file holds the same samples, so listing again gives the same window; a run is
+    idempotent for a given ``now_ms``. Any other failure, or this one again and again, is
+    raised as before.
+    """
+    for attempt in range(1, _READ_ATTEMPTS + 1):
+        try:
+            return run()
+        except Exception as exc:
+            if attempt == _READ_ATTEMPTS or not any(m in str(exc) for m in _FILE_GONE):
+                raise
+            log.warning("a sample-log file was compacted away under the read; reading again")
+    raise AssertionError("unreachable")
+
+
 def _check_window(now_ms: int, window_ms: int) -> None:
     if window_ms <= 0:
         raise ValueError(f"the window must be positive, got {window_ms} ms")
@@ -302,6 +328,23 @@ def run_status_job(
     """
     _check_window(now_ms, window_ms)
     config = config or EvaluatorConfig()
+    return _read_again_if_compacted(
+        lambda: _status_run(
+            spark, sample_url, results_url, now_ms, window_ms, config, keep, per_cluster
+        )
+    )
+
+
+def _status_run(
+    spark: SparkSession,
+    sample_url: str,
+    results_url: str,
+    now_ms: int,
+    window_ms: int,
+    config: EvaluatorConfig,
+    keep: int,
+    per_cluster: Mapping[str, EvaluatorConfig] | None,
+) -> JobResult:
     files = _Files(spark, results_url)
     temp = _temp_dir(results_url, "status", now_ms)
     # Duplicates of a key (an hour being compacted) are dropped per group by the evaluation,
@@ -345,6 +388,19 @@ def run_rollups_job(
     interval. The current buckets are partial, and complete in a later run.
     """
     _check_window(now_ms, window_ms)
+    return _read_again_if_compacted(
+        lambda: _rollups_run(spark, sample_url, results_url, now_ms, window_ms, keep)
+    )
+
+
+def _rollups_run(
+    spark: SparkSession,
+    sample_url: str,
+    results_url: str,
+    now_ms: int,
+    window_ms: int,
+    keep: int,
+) -> JobResult:
     files = _Files(spark, results_url)
     temp = _temp_dir(results_url, "rollups", now_ms)
     start = {"1m": (now_ms - window_ms) // 60_000 * 60_000,

@@ -5,12 +5,17 @@ to a hidden temp name and renamed, so a retried task replaces its own earlier fi
 adding samples; which copy of a sample wins is ``dedup``'s rule.
 
 Compaction of a closed hour writes one sorted, deduplicated file, then deletes its inputs.
+The open hour is compacted in chunks as it fills (:meth:`SampleLog.compact_open_hours`): its
+micro-batches merged into one file a minute or so, and the chunks into one file when they
+grow many, so a job reading the last hour opens a few tens of files, not one per cycle (a
+small window's status run spent ~40 % of its CPU on 300 tiny files: benchmarks/RESULTS.md).
 Readers tolerate the moment between the two (or a compactor that died there: the next
 compaction finishes the job) because the overlap holds the same samples twice: :meth:`read`
 deduplicates on the key, and Spark jobs drop duplicates on ``KEY_COLUMNS``. A Spark run that
 listed the parts just before they were deleted fails with FileNotFound; leave
-``spark.sql.files.ignoreMissingFiles`` off so it fails rather than silently missing the hour, and
-the next scheduled run succeeds (SPEC §6: a failed run keeps the previous results).
+``spark.sql.files.ignoreMissingFiles`` off so it fails rather than silently missing the hour:
+the jobs read the window again, whose new listing holds the compacted file instead
+(``spark_jobs.jobs``), and a run that still fails keeps the previous results (SPEC §6).
 """
 
 from __future__ import annotations
@@ -58,6 +63,10 @@ from collectors.sample_log.schema import (
 __all__ = ["CompactResult", "SampleLog"]
 
 _CYCLE_KEY: Final = "lagwatch.cycle_id"
+# The open hour's chunks merged into one file beyond this many: each row of an hour is then
+# rewritten about twice more before the hour closes (at a minute a chunk), and a reader of the
+# hour opens at most this many chunks plus the batches written since the last chunk.
+OPEN_HOUR_MAX_CHUNKS: Final = 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,6 +178,33 @@ class SampleLog:
             batches, compacted = self._data_files(partition.path)
             if batches or len(compacted) > 1:
                 results.append(self._compact(partition))
+        return results
+
+    def compact_open_hours(
+        self,
+        now: datetime | int,
+        grace: timedelta = timedelta(minutes=5),
+        max_chunks: int = OPEN_HOUR_MAX_CHUNKS,
+    ) -> list[CompactResult]:
+        """Compact the hours :meth:`compact_closed_hours` leaves (still open, or in their
+        grace) in chunks: the micro-batches written since the last chunk become one file; once
+        the hour holds more than ``max_chunks`` compacted files, all of it becomes one.
+
+        Only batches are merged into a chunk, so each run costs what was written since the
+        last one, not the hour so far. Batches are always newer than every chunk (a chunk
+        takes every batch it lists), so the chunk's version (its newest input's) keeps "the
+        later write wins" between the files as it was between the batches.
+        """
+        cutoff = to_ms(now) - grace // timedelta(milliseconds=1)
+        results = []
+        for partition in self.hours(start=cutoff):
+            if partition.end_ms <= cutoff:
+                continue
+            batches, compacted = self._data_files(partition.path)
+            if len(compacted) + (len(batches) > 1) > max_chunks:
+                results.append(self._compact(partition))
+            elif len(batches) > 1:
+                results.append(self._merge_files(partition, batches))
         return results
 
     def apply_retention(self, older_than: datetime | int) -> list[HourPartition]:
@@ -294,10 +330,14 @@ class SampleLog:
 
     def _compact(self, partition: HourPartition) -> CompactResult:
         batches, compacted = self._data_files(partition.path)
-        inputs = [*compacted, *batches]
         if not batches and len(compacted) <= 1:
             path = compacted[0].path if compacted else None
             return CompactResult(partition, path, 0, 0, 0, 0)
+        return self._merge_files(partition, [*compacted, *batches])
+
+    def _merge_files(self, partition: HourPartition, inputs: list[pafs.FileInfo]) -> CompactResult:
+        """One sorted, deduplicated file of ``inputs`` (files of one hour), then the inputs
+        deleted, each only if it is still what was read."""
         loaded = self._load(inputs, None)
         merged = merge(loaded)
         version = max(item.version for item in loaded)

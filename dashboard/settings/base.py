@@ -148,6 +148,7 @@ CELERY_TASK_ROUTES = {
 # run queued longer than its interval is dropped (``expires``): the next one is as good.
 LAGWATCH_STATUS_EVERY_S = env_int("LAGWATCH_STATUS_EVERY_S", 60)
 LAGWATCH_ROLLUPS_EVERY_S = env_int("LAGWATCH_ROLLUPS_EVERY_S", 600)
+LAGWATCH_SAMPLE_LOG_COMPACT_S = env_int("LAGWATCH_SAMPLE_LOG_COMPACT_S", 60)
 CELERY_BEAT_SCHEDULE = {
     "heartbeat": {
         "task": "dashboard.monitoring.tasks.heartbeat",
@@ -163,6 +164,13 @@ CELERY_BEAT_SCHEDULE = {
         "task": "dashboard.monitoring.tasks.maintain_storage",
         "schedule": float(env_int("LAGWATCH_MAINTENANCE_S", 600)),
     },
+    # The open hour of the sample log in chunks (collectors/sample_log/store.py), so the jobs
+    # read a few tens of files rather than one per cycle. 0 turns it off.
+    "compact-sample-log": {
+        "task": "dashboard.monitoring.tasks.compact_sample_log",
+        "schedule": float(LAGWATCH_SAMPLE_LOG_COMPACT_S),
+        "options": {"expires": LAGWATCH_SAMPLE_LOG_COMPACT_S},
+    },
     "spark-status": {
         "task": "dashboard.monitoring.tasks.spark_status",
         "schedule": float(LAGWATCH_STATUS_EVERY_S),
@@ -174,6 +182,8 @@ CELERY_BEAT_SCHEDULE = {
         "options": {"expires": LAGWATCH_ROLLUPS_EVERY_S},
     },
 }
+if LAGWATCH_SAMPLE_LOG_COMPACT_S <= 0:
+    del CELERY_BEAT_SCHEDULE["compact-sample-log"]
 
 SPARK_MASTER = env_str("SPARK_MASTER", "local[*]")
 LAGWATCH_SAMPLE_LOG_URL = env_str("LAGWATCH_SAMPLE_LOG_URL", str(DATA_DIR / "samples"))

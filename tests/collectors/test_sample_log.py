@@ -409,6 +409,75 @@ def test_compact_closed_hours_leaves_the_open_hour_and_the_grace_period(log: Sam
     assert log.read().num_rows == 2 * 3 * 2 * 3
 
 
+def names_in(partition: Any) -> list[str]:
+    return sorted(p.name for p in Path(partition.path).iterdir())
+
+
+def test_the_open_hour_is_compacted_in_chunks_of_its_new_batches(log: SampleLog) -> None:
+    for i in range(5):  # 10:00-10:04, the hour still open at 10:05
+        log.write_batch("prod", f"a{i}", cycle(H10_MS + i * MINUTE))
+    log.write_batch("prod", "old", cycle(H10_MS - 30 * MINUTE))  # 09:30: closed, not ours
+    before = keyed(log.read())
+    now = H10 + timedelta(minutes=5)
+
+    first = log.compact_open_hours(now)
+
+    assert [(r.partition.hour, r.inputs, r.rows_out) for r in first] == [(10, 5, 15)]
+    assert [n[:10] for n in names_in(first[0].partition)] == ["compacted-"]
+    assert [n[:6] for n in names_in(log.hours(end=H10_MS)[0])] == ["batch-"]  # 09:xx untouched
+    for i in range(5, 8):
+        log.write_batch("prod", f"a{i}", cycle(H10_MS + i * MINUTE))
+    second = log.compact_open_hours(now + timedelta(minutes=3))
+
+    # Only the new batches were read: the first chunk stays as it was, beside the second.
+    assert [(r.inputs, r.rows_out) for r in second] == [(3, 9)]
+    assert Path(first[0].path).exists()
+    assert [n[:10] for n in names_in(second[0].partition)] == ["compacted-"] * 2
+    assert log.compact_open_hours(now + timedelta(minutes=3)) == []  # nothing new
+    log.write_batch("prod", "a8", cycle(H10_MS + 8 * MINUTE))
+    assert log.compact_open_hours(now + timedelta(minutes=4)) == []  # one batch: left as is
+    assert keyed(log.read()) == before | keyed(log.read(start=H10_MS + 5 * MINUTE))
+    assert log.read().num_rows == 3 * 10
+
+
+def test_an_open_hour_past_its_chunk_limit_becomes_one_file(log: SampleLog) -> None:
+    for chunk in range(3):
+        for i in range(2):
+            log.write_batch("prod", f"c{chunk}-{i}", cycle(H10_MS + (2 * chunk + i) * MINUTE))
+        log.compact_open_hours(H10 + timedelta(minutes=10), max_chunks=3)
+    hour = log.hours()[0]
+    assert [n[:10] for n in names_in(hour)] == ["compacted-"] * 3
+    expected = keyed(log.read())
+    log.write_batch("prod", "d0", cycle(H10_MS + 7 * MINUTE))
+    log.write_batch("prod", "d1", cycle(H10_MS + 8 * MINUTE))
+
+    (result,) = log.compact_open_hours(H10 + timedelta(minutes=10), max_chunks=3)
+
+    assert (result.inputs, result.rows_out) == (5, 24)
+    assert [n[:10] for n in names_in(hour)] == ["compacted-"]
+    assert keyed(log.read()) == expected | keyed(log.read(start=H10_MS + 7 * MINUTE))
+
+
+def test_a_cycle_retried_after_its_batch_was_chunked_wins_and_the_close_merges_all(
+    log: SampleLog,
+) -> None:
+    for i in range(3):
+        log.write_batch("prod", f"c{i}", cycle(H10_MS + i * MINUTE))
+    log.compact_open_hours(H10 + timedelta(minutes=3))
+    log.write_batch("prod", "c1", cycle(H10_MS + MINUTE, lag=111))  # a late retry of c1
+    log.write_batch("prod", "c3", cycle(H10_MS + 3 * MINUTE))
+    log.compact_open_hours(H10 + timedelta(minutes=4))  # the retry is in the second chunk
+
+    def lags_at_c1() -> set[int]:
+        return {r["lag"] for r in log.read().to_pylist() if r["ts_ms"] == H10_MS + MINUTE}
+
+    assert lags_at_c1() == {111} and log.read().num_rows == 12
+    (closed,) = log.compact_closed_hours(H10 + timedelta(hours=1, minutes=6))
+    assert (closed.inputs, closed.rows_in, closed.rows_out) == (2, 15, 12)
+    assert len(files_under(Path(log.base))) == 1
+    assert lags_at_c1() == {111}
+
+
 # -- retention -----------------------------------------------------------------------------
 
 

@@ -216,3 +216,72 @@ def test_rollups_run_holds_every_level_at_both_resolutions(
     hour = next(r for r in clusters if r["resolution"] == "1h")
     assert (hour["bucket_start_ms"], hour["lag"]) == (T0, 1000)  # stuck 1000 behind, other 0
     assert result.tables == {"partitions": 22, "topics": 11, "groups": 11, "clusters": 11}
+
+
+# -- a file compacted away between the listing and the scan -----------------------------------
+
+
+def split_log(tmp_path: Path) -> SampleLog:
+    """The fixture's samples as one micro-batch a poll, as the collector writes them."""
+    split = SampleLog(tmp_path / "split")
+    for i, row in enumerate(rows()):
+        split.write_batch("c1", f"cycle-{i}", [row])
+    return split
+
+
+def read_then(monkeypatch: pytest.MonkeyPatch, act: Any) -> list[int]:
+    """``read_samples`` lists the window's files as before, then ``act(attempt)`` runs before
+    any is opened; returns the attempts made."""
+    import spark_jobs.jobs as jobs
+
+    real, attempts = jobs.read_samples, []
+
+    def listed_then_acted(*args: Any, **kwargs: Any) -> Any:
+        frame = real(*args, **kwargs)
+        attempts.append(len(attempts) + 1)
+        act(attempts[-1])
+        return frame
+
+    monkeypatch.setattr(jobs, "read_samples", listed_then_acted)
+    return attempts
+
+
+@pytest.mark.parametrize("job", ["status", "rollups"])
+def test_a_window_compacted_under_the_read_is_read_again(
+    spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, job: str
+) -> None:
+    split = split_log(tmp_path)
+    run = {"status": lambda r: run_status_job(spark, split.base, r, NOW, HOUR),
+           "rollups": lambda r: run_rollups_job(spark, split.base, r, NOW)}[job]  # fmt: skip
+    expected = run(str(tmp_path / "expected"))
+
+    def compact_once(attempt: int) -> None:
+        if attempt == 1:
+            assert split.compact_closed_hours(NOW + HOUR), "nothing compacted: no race made"
+
+    attempts = read_then(monkeypatch, compact_once)
+    result = run(str(tmp_path / "results"))
+
+    assert attempts == [1, 2]
+    assert (result.input_rows, dict(result.tables)) == (expected.input_rows, dict(expected.tables))
+    for table in result.tables:
+        assert sorted(
+            map(str, pq.read_table(f"{result.output_path}/{table}").to_pylist())
+        ) == sorted(map(str, pq.read_table(f"{expected.output_path}/{table}").to_pylist()))
+
+
+def test_a_file_that_keeps_going_missing_fails_the_run(
+    spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file deleted without a compacted copy (lost, not merged) is never silently skipped."""
+    split = split_log(tmp_path)
+    results = str(tmp_path / "results")
+
+    def lose_a_file(attempt: int) -> None:
+        next(Path(split.base).rglob("batch-*.parquet")).unlink()
+
+    attempts = read_then(monkeypatch, lose_a_file)
+    with pytest.raises(Exception, match="FILE_NOT_EXIST|FileNotFound"):
+        run_status_job(spark, split.base, results, NOW, HOUR)
+    assert attempts == [1, 2, 3]
+    assert not Path(results, "status").exists() or names(f"{results}/status") == set()
