@@ -57,7 +57,7 @@ from pyspark.sql import DataFrame, SparkSession
 from spark_jobs.evaluator import EvaluatorConfig
 from spark_jobs.rollups import rollup
 from spark_jobs.sample_reader import read_samples
-from spark_jobs.status import Counters, evaluate_status
+from spark_jobs.status import Counters, evaluate_verdicts, group_verdicts, partition_verdicts
 
 __all__ = [
     "DEFAULT_KEEP_RUNS",
@@ -353,14 +353,14 @@ def _status_run(
     # runs (``Counters``).
     samples = read_samples(spark, sample_url, now_ms - window_ms, now_ms + 1, dedup=False)
     counters = Counters.of(spark)
-    partitions = None
+    verdicts = None
     try:
-        partitions, groups = evaluate_status(samples, now_ms, config, per_cluster, counters)
-        # The group frame is built from the partition frame: evaluate the partitions once
-        # (and count the rows read once: the cached frame is not evaluated again).
-        partitions = partitions.persist(StorageLevel.MEMORY_AND_DISK)
-        _write(partitions, f"{temp}/partitions")
-        _write(groups, f"{temp}/groups")
+        # Both tables are projections of one evaluation: evaluate once (and count the rows
+        # read once: the cached frame is not evaluated again).
+        verdicts = evaluate_verdicts(samples, now_ms, config, per_cluster, counters)
+        verdicts = verdicts.persist(StorageLevel.MEMORY_AND_DISK)
+        _write(partition_verdicts(verdicts), f"{temp}/partitions")
+        _write(group_verdicts(verdicts), f"{temp}/groups")
         tables = {"partitions": counters.partitions.value, "groups": counters.groups.value}
         return _finish(spark, files, "status", results_url, temp, now_ms, window_ms,
                        counters.rows_read.value, keep, tables)  # fmt: skip
@@ -368,8 +368,8 @@ def _status_run(
         _discard(files, temp)
         raise
     finally:
-        if partitions is not None:
-            partitions.unpersist()
+        if verdicts is not None:
+            verdicts.unpersist()
 
 
 def run_rollups_job(

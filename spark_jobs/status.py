@@ -2,14 +2,17 @@
 
 The rules live in one place, ``spark_jobs.evaluator``; this module only turns samples into the
 evaluator's input and runs it on Spark, one ``applyInArrow`` call per consumer group (its
-partitions' samples, sorted and de-duplicated in the call), then one per group over the
-partition verdicts. It never decides a status itself.
+partitions' samples, sorted and de-duplicated in the call), which judges the partitions and
+then the group from their verdicts. It never decides a status itself.
 
 **Why per group, in Arrow.** A call per partition cost 10,000 pandas frames a run (building,
 sorting and converting them was most of the job's Python time), and the group inputs
 (spout-path topics, rebalances) were Spark joins of their own. One call per group gets the
 group's samples as one Arrow table: sorted in Arrow, turned into Python lists once, and the
-group's inputs computed from the same lists. Duplicate samples (an hour being compacted) sit
+group's inputs computed from the same lists. The group's own verdict is made in the same
+call and rides on its partitions' rows (``VERDICT_SCHEMA``), so the group table is a
+projection of the partitions' rows rather than a second shuffle and a second Python function
+per group (a fifth of a small window's run). Duplicate samples (an hour being compacted) sit
 next to each other after the sort and are dropped there, so the read needs no shuffle of its
 own for them.
 
@@ -25,16 +28,15 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
 import statistics
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import pandas as pd
 import pyarrow as pa
 from pyspark import Accumulator
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from spark_jobs.evaluator import (
@@ -54,8 +56,12 @@ __all__ = [
     "PARTITION_KEY",
     "PARTITION_VERDICT_SCHEMA",
     "diagnosis_json",
+    "VERDICT_SCHEMA",
     "evaluate_group_samples",
     "evaluate_status",
+    "evaluate_verdicts",
+    "group_verdicts",
+    "partition_verdicts",
 ]
 
 PARTITION_KEY = ("cluster", "source", "group", "topic", "partition")
@@ -89,15 +95,29 @@ GROUP_VERDICT_SCHEMA = T.StructType(
     ]
 )
 
+# What the per-group function returns: a partition's verdict, and its group's, which the first
+# row of each group (``group_head``) stands for in the group table.
+_GROUP_COLUMNS = {"status": "group_status", "complete": "group_complete",
+                  "total_lag": "group_total_lag", "partitions": "group_partitions"}  # fmt: skip
+VERDICT_SCHEMA = T.StructType(
+    [
+        *PARTITION_VERDICT_SCHEMA.fields,
+        *(
+            T.StructField(_GROUP_COLUMNS[f.name], f.dataType, f.nullable)
+            for f in GROUP_VERDICT_SCHEMA.fields
+            if f.name in _GROUP_COLUMNS
+        ),
+        T.StructField("group_head", T.BooleanType(), False),
+    ]
+)
+
 # What the per-group function reads: the key, the owner (rebalances), the window's columns.
 _INPUT_COLUMNS = tuple(dict.fromkeys((*PARTITION_KEY, "owner", *WINDOW_COLUMNS)))
 _ARROW_TYPES = {"string": pa.string(), "integer": pa.int32(), "long": pa.int64(),
                 "double": pa.float64()}  # fmt: skip
+_ARROW_TYPES["boolean"] = pa.bool_()
 _VERDICT_ARROW_SCHEMA = pa.schema(
-    [
-        pa.field(f.name, _ARROW_TYPES[f.dataType.typeName()], f.nullable)
-        for f in PARTITION_VERDICT_SCHEMA.fields
-    ]
+    [pa.field(f.name, _ARROW_TYPES[f.dataType.typeName()], f.nullable) for f in VERDICT_SCHEMA]
 )
 # Sources whose partitions belong to a consumer group that rebalances (not Storm spouts).
 _GROUP_SOURCES = ("kafka", "zookeeper")
@@ -114,15 +134,7 @@ def diagnosis_json(verdict: PartitionVerdict) -> str:
 
 
 # ---------------------------------------------------------------------------------------------
-# pandas adapters (run on the executors)
-
-
-def _missing(value: Any) -> bool:
-    return value is None or (isinstance(value, float) and math.isnan(value))
-
-
-def _ints(series: pd.Series) -> list[int | None]:
-    return [None if _missing(v) else int(v) for v in series.tolist()]
+# The per-group evaluation (runs on the executors)
 
 
 def _partition_runs(topic: Sequence[str], part: Sequence[int]) -> list[tuple[int, int]]:
@@ -217,7 +229,8 @@ def evaluate_group_samples(
         rebalances, rebalancing = group_rebalances(
             cols["ts_ms"], cols["owner"], cols["stale"], runs
         )
-    rows: dict[str, list[Any]] = {name: [] for name in _VERDICT_ARROW_SCHEMA.names}
+    rows: dict[str, list[Any]] = {name: [] for name in PARTITION_VERDICT_SCHEMA.names}
+    verdicts = []
     for a, b in runs:
         samples = {name: cols[name][a:b] for name in WINDOW_COLUMNS}
         pid = partition_id(cluster, source, group, topic[a], part[a])
@@ -225,11 +238,19 @@ def evaluate_group_samples(
         window = mark_collection_gap(window, samples["ts_ms"], now_ms)
         window = mark_outage_grace(window, samples, now_ms)
         verdict = evaluate_partition(window, config, now_ms)
+        verdicts.append(verdict)
         values = (cluster, source, group, topic[a], part[a], verdict.status,
                   float(verdict.complete), diagnosis_json(verdict), verdict.reason, verdict.lag,
                   now_ms)  # fmt: skip
-        for name, value in zip(_VERDICT_ARROW_SCHEMA.names, values, strict=True):
+        for name, value in zip(PARTITION_VERDICT_SCHEMA.names, values, strict=True):
             rows[name].append(value)
+    judged = evaluate_group(group, verdicts)
+    n = len(verdicts)
+    rows["group_status"] = [judged.status] * n
+    rows["group_complete"] = [float(judged.complete)] * n
+    rows["group_total_lag"] = [int(judged.total_lag)] * n
+    rows["group_partitions"] = [n] * n
+    rows["group_head"] = [True] + [False] * (n - 1)
     return rows
 
 
@@ -266,48 +287,52 @@ def _group_evaluator(
         if counters is not None:
             counters.rows_read.add(table.num_rows)
             counters.partitions.add(len(rows["status"]))
+            counters.groups.add(1)
         return pa.table(rows, schema=_VERDICT_ARROW_SCHEMA)
 
     return evaluate
 
 
-def _group_frame_evaluator(
-    counters: Counters | None,
-) -> Callable[[pd.DataFrame], pd.DataFrame]:
-    def evaluate(pdf: pd.DataFrame) -> pd.DataFrame:
-        if counters is not None:
-            counters.groups.add(1)
-        return _evaluate_group_frame(pdf)
-
-    return evaluate
+# ---------------------------------------------------------------------------------------------
+# The transformation
 
 
-def _evaluate_group_frame(pdf: pd.DataFrame) -> pd.DataFrame:
-    first = pdf.iloc[0]
-    lags = _ints(pdf["lag"])
-    verdicts = [
-        PartitionVerdict(str(i), status, float(complete), (), "", lag)
-        for i, (status, complete, lag) in enumerate(
-            zip(pdf["status"].tolist(), pdf["complete"].tolist(), lags, strict=True)
-        )
-    ]
-    group = evaluate_group(str(first["group"]), verdicts)
-    return pd.DataFrame(
-        {
-            "cluster": [str(first["cluster"])],
-            "source": [str(first["source"])],
-            "group": [group.id],
-            "status": [group.status],
-            "complete": [float(group.complete)],
-            "total_lag": [int(group.total_lag)],
-            "partitions": [len(verdicts)],
-            "evaluated_at_ms": [int(first["evaluated_at_ms"])],
-        }
+def evaluate_verdicts(
+    samples: DataFrame,
+    now_ms: int,
+    config: EvaluatorConfig,
+    per_cluster: Mapping[str, EvaluatorConfig] | None = None,
+    counters: Counters | None = None,
+) -> DataFrame:
+    """Every partition's verdict with its group's (``VERDICT_SCHEMA``) as of ``now_ms``: one
+    lazy frame, which :func:`partition_verdicts` and :func:`group_verdicts` project. Persist
+    it when both are written, or the groups are evaluated twice.
+
+    ``counters``, if given, count the samples the evaluation reads (duplicates included) and
+    the verdicts it makes, so the caller needs no Spark job of its own to count them.
+
+    ``samples`` is the window the caller read (``read_samples``; duplicates of a key may be
+    left in, they are dropped per group); each partition is judged on its own samples only.
+    """
+    return (
+        samples.select(*_INPUT_COLUMNS)
+        .groupBy(*GROUP_KEY)
+        .applyInArrow(_group_evaluator(config, now_ms, per_cluster, counters), VERDICT_SCHEMA)
     )
 
 
-# ---------------------------------------------------------------------------------------------
-# The transformation
+def partition_verdicts(verdicts: DataFrame) -> DataFrame:
+    """The partitions' table (``PARTITION_VERDICT_SCHEMA``) of :func:`evaluate_verdicts`."""
+    return verdicts.select(*PARTITION_VERDICT_SCHEMA.names)
+
+
+def group_verdicts(verdicts: DataFrame) -> DataFrame:
+    """The groups' table (``GROUP_VERDICT_SCHEMA``) of :func:`evaluate_verdicts`: the row of
+    each group's first partition carries it, so no shuffle is needed."""
+    names = {_GROUP_COLUMNS.get(name, name): name for name in GROUP_VERDICT_SCHEMA.names}
+    return verdicts.where(F.col("group_head")).select(
+        *(F.col(column).alias(name) for column, name in names.items())
+    )
 
 
 def evaluate_status(
@@ -318,24 +343,7 @@ def evaluate_status(
     counters: Counters | None = None,
 ) -> tuple[DataFrame, DataFrame]:
     """Partition verdicts and group verdicts (``PARTITION_VERDICT_SCHEMA``,
-    ``GROUP_VERDICT_SCHEMA``) of every partition in ``samples`` as of ``now_ms``.
-
-    ``counters``, if given, count the samples the evaluation reads (duplicates included) and
-    the verdicts it makes, so the caller needs no Spark job of its own to count them.
-
-    ``samples`` is the window the caller read (``read_samples``; duplicates of a key may be
-    left in, they are dropped per group); each partition is judged on its own samples only.
-    Both frames are lazy and the group frame is built from the partition frame: persist the
-    partition frame first when both are written, or the partitions are evaluated twice.
-    """
-    partitions = (
-        samples.select(*_INPUT_COLUMNS)
-        .groupBy(*GROUP_KEY)
-        .applyInArrow(
-            _group_evaluator(config, now_ms, per_cluster, counters), PARTITION_VERDICT_SCHEMA
-        )
-    )
-    groups = partitions.groupBy(*GROUP_KEY).applyInPandas(
-        _group_frame_evaluator(counters), GROUP_VERDICT_SCHEMA
-    )
-    return partitions, groups
+    ``GROUP_VERDICT_SCHEMA``) of every partition in ``samples`` as of ``now_ms``: the two
+    projections of :func:`evaluate_verdicts`, each evaluating it when computed."""
+    verdicts = evaluate_verdicts(samples, now_ms, config, per_cluster, counters)
+    return partition_verdicts(verdicts), group_verdicts(verdicts)

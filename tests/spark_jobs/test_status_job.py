@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import random
 from typing import Any
 
 import pytest
@@ -1087,3 +1088,53 @@ def test_commits_after_the_outage_are_judged_at_once() -> None:
              for i in range(12, 15)]  # fmt: skip
     verdict = evaluate_group_samples(columns(rows), CONFIG, rows[-1]["ts_ms"] + SEC)
     assert verdict["status"] == ["OK"], verdict["reason"]
+
+
+# The group's verdict made in the partitions' call equals the separate group pass it replaced -
+
+
+def _old_group_pass(rows: dict[str, list[Any]]) -> dict[str, Any]:
+    """The group table as the second shuffle's pandas function computed it before (session
+    16): the partitions' status, completeness and lag only, through ``evaluate_group``."""
+    stripped = [
+        PartitionVerdict(str(i), status, float(complete), (), "", lag)
+        for i, (status, complete, lag) in enumerate(
+            zip(rows["status"], rows["complete"], rows["lag"], strict=True)
+        )
+    ]
+    judged = evaluate_group(rows["group"][0], stripped)
+    return {"status": judged.status, "complete": float(judged.complete),
+            "total_lag": int(judged.total_lag), "partitions": len(stripped)}  # fmt: skip
+
+
+def _random_group(rng: random.Random) -> list[dict[str, Any]]:
+    """A group of 1-6 partitions polled 5 s apart: consumers keeping up, slowing, stopping,
+    committing past the log end, sources going stale."""
+    rows = []
+    for p in range(rng.randint(1, 6)):
+        committed, latest = rng.randint(0, 1000), 0
+        latest = committed + rng.randint(0, 50)
+        speed, produce = rng.choice([0, 0, 1, 5, 20]), rng.choice([0, 1, 10])
+        for i in range(rng.randint(3, 40)):
+            latest += produce
+            committed = min(committed + speed, latest + rng.choice([0, 0, 0, 5]))
+            rows.append(sample(T0 + i * 5 * SEC, committed, partition=p, earliest=0,
+                               latest=latest, owner=rng.choice(["m-1", "m-2", None]),
+                               stale=rng.random() < 0.05))  # fmt: skip
+    return rows
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_the_group_verdict_in_one_pass_equals_the_separate_group_pass(seed: int) -> None:
+    rng = random.Random(seed)
+    rows = sorted(_random_group(rng), key=lambda r: (r["topic"], r["partition"], r["ts_ms"]))
+    now = rows[-1]["ts_ms"] + rng.choice([1, 30, 300]) * SEC
+
+    out = evaluate_group_samples(columns(rows), CONFIG, now)
+
+    heads = [i for i, head in enumerate(out["group_head"]) if head]
+    assert heads == [0]
+    old = _old_group_pass(out)
+    for i in range(len(out["status"])):
+        new = {name: out[f"group_{name}"][i] for name in old}
+        assert new == old
