@@ -123,10 +123,13 @@ def test_whatif_of_the_assignor_in_use_moves_nothing(
             call_command("collect", "--once", "--cluster", kafka_cluster.name, stdout=io.StringIO())
             doc = _whatif(kafka_cluster, group)
             held = {m["member_id"]: m["partitions"] for m in doc["members"]}
-            return doc if held == real else None
+            return doc if held == real and doc["subscriptions"] == "reported" else None
 
         # The cycle shows what the members hold once the broker's group is Stable on the
-        # generation they hold; a cycle during the last join may see the one before.
+        # generation they hold; a cycle during the last join may see the one before. Only a
+        # Stable group's description carries the members' subscriptions (Kafka's
+        # DescribeGroups leaves the metadata out otherwise): a fresh-clone run compared the
+        # leader's assignment with one made for subscriptions inferred mid-rebalance.
         doc = wait_for(
             stored, timeout=180, what="the stored members holding what the consumers hold"
         )

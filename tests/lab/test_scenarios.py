@@ -26,7 +26,6 @@ from lab.workload.probes import (
     committed_offsets,
     listed_groups,
     spout_znode,
-    wait_until,
     zk_consumer_offsets,
 )
 from lab.workload.runner import ScenarioRunner
@@ -41,6 +40,7 @@ from lab.workload.spec import (
     ZkConsumerSpec,
 )
 from lab.workload.world import World
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.lab
 

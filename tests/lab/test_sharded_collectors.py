@@ -311,15 +311,33 @@ def test_two_collectors_share_three_clusters_and_survive_one_killed(
         # A cycle's "collected by" line is written after its transaction commits: a cycle
         # stored just before ``cycles`` was read may not be in the log yet (a fresh-clone run
         # under load). Wait for the lines of every stored cycle; one that never comes fails.
-        stored = {(cluster, slot) for cluster, rows in cycles.items() for slot, _ in rows}
+        # The one exception: the cycle the SIGKILL cut between its commit and its log line
+        # (a fresh-clone run killed the first collector right there), at most one, the
+        # killed process's, in flight at the kill.
+        stored = {(cluster, slot): p for cluster, rows in cycles.items() for slot, p in rows}
+        killed_tag = f":{pids['collector']}"
+
+        def cut_at_the_kill(found: list) -> set:
+            have = {(cluster, slot) for cluster, slot, _, _ in found}
+            return {
+                key for key, p in stored.items()
+                if key not in have and p.endswith(killed_tag) and key[1] <= killed_at
+            }  # fmt: skip
+
+        def every_line(found: list) -> bool:
+            have = {(cluster, slot) for cluster, slot, _, _ in found}
+            return set(stored) <= have | cut_at_the_kill(found)
+
         logged = wait_for(
             lambda: (found := collected_in_logs(stack.run_dir / "logs"))
-            and stored <= {(cluster, slot) for cluster, slot, _, _ in found}
+            and every_line(found)
             and found,
-            30,
+            120,
             "a log line for every stored cycle",
             every=0.5,
         )
+        unlogged = cut_at_the_kill(logged)
+        assert len(unlogged) <= 1, unlogged
         idle_lags = db.time_lags("lab-b", "shard-idle")
     finally:
         load.close()
@@ -336,6 +354,8 @@ def test_two_collectors_share_three_clusters_and_survive_one_killed(
     assert not twice, twice
     for cluster in CLUSTERS:
         for slot, process in cycles[cluster]:
+            if (cluster, slot) in unlogged:
+                continue
             assert (cluster, slot) in slots and slots[(cluster, slot)][0][0] == process
 
     # Both shared every cluster before the kill; only the survivor ran cycles after it.

@@ -37,7 +37,6 @@ from lab.workload.probes import (
     committed_offsets,
     listed_groups,
     spout_znode,
-    wait_until,
     zk_consumer_offsets,
 )
 from lab.workload.runner import ScenarioRunner
@@ -56,6 +55,7 @@ from lab.workload.stats import StatsPoster
 from lab.workload.topics import TopicAdmin
 from lab.workload.world import World
 from lab.workload.zk_consumer import ZkGroupConsumer
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.lab
 

@@ -6,7 +6,7 @@ exactly that window and give, for each partition, exactly what ``evaluate_partit
 it: the job derives windows and never decides a status itself. The broker offsets of a window
 are those polled since the sample that first saw its last commit, at most ``window`` of them
 (Burrow's ring of recent broker offsets, rule 3). All scenarios run in one Spark job (a module
-fixture), so the whole file costs one ``applyInPandas`` round.
+fixture), so the whole file costs one ``applyInArrow`` round.
 """
 
 from __future__ import annotations
