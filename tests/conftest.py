@@ -20,7 +20,7 @@ from kazoo.client import KazooClient
 from pytest_django.fixtures import validate_django_db
 
 from lab.stack import Stack
-from tests.lab_world import lab_world  # noqa: F401 - the shared end-to-end stack
+from tests.lab_world import lab_world, shut_down_early  # noqa: F401 - the shared end-to-end stack
 from tests.scheduling import LAB_WORLD_MODULES, StackAwareScheduling, module_of, tier
 
 # Spark must not bind to whatever interface the hostname resolves to (docs/LAB.md).
@@ -29,6 +29,8 @@ os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
 os.environ.setdefault("LAGWATCH_SPARK_JAVA_OPTIONS", "-XX:+UseSerialGC -XX:TieredStopAtLevel=1")
 
 LAB_SERVICES = ("zookeeper", "kafka")
+# How many collected tests use the shared stack and have not run yet (in this process).
+_LAB_WORLD_LEFT = pytest.StashKey[int]()
 
 
 @pytest.hookimpl(trylast=True)  # after pytest-django's ordering, which it keeps within a tier
@@ -48,6 +50,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             f"{', '.join(strays)} use lab_world: list them in tests/scheduling.py"
         )
     items.sort(key=lambda item: tier(item.nodeid))  # stable
+    config.stash[_LAB_WORLD_LEFT] = sum(
+        "lab_world" in getattr(item, "fixturenames", ()) for item in items
+    )
 
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own answer
@@ -172,6 +177,14 @@ def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> 
     for that reason, but parallel workers take modules in any order: once its fixtures are
     torn down (the flush done), the data migrations run again, as on a fresh database."""
     result = yield
+    if "lab_world" in getattr(item, "fixturenames", ()):
+        # The shared stack's tests are one unit of one worker (tests/scheduling.py): after
+        # the last of them (as many as were collected), stop it rather than at the session's
+        # end. Under another --dist no worker runs them all, and it stops at the end as before.
+        left = item.config.stash.get(_LAB_WORLD_LEFT, 0) - 1
+        item.config.stash[_LAB_WORLD_LEFT] = left
+        if left == 0:
+            shut_down_early()
     if nextitem is None:
         return result  # the session is over: its database is gone with it
     marker = item.get_closest_marker("django_db")
