@@ -7,7 +7,7 @@ Every entry point and test calls :func:`spark_session`, so the choices live here
   partitions beats Spark's default of 200 (each is a task to schedule);
 - times are epoch milliseconds and the sample log's ``date``/``hour`` directories are UTC, so
   the session time zone is UTC whatever the host's;
-- Arrow carries rows to and from Python (``applyInArrow``, ``applyInPandas``);
+- Arrow carries rows to and from Python (``applyInArrow``);
 - the web UI is off and the logs are quiet: the jobs run every minute from Celery, and a port
   per run or a screen of INFO lines helps nobody.
 
