@@ -3,7 +3,12 @@
 Ports are picked below the kernel's ephemeral range, so that a service restarted on its old
 port (the outage scenarios) does not find it taken by some client's outgoing connection.
 Several engineers and CI may run stacks side by side on one machine, so "free" is checked, not
-assumed, and a listener is only trusted when it belongs to our own process group.
+assumed, and a listener is only trusted when it belongs to our own process group. A port is
+free to take only once it is also claimed: a stack binds its ports seconds after picking them
+(a service at a time), and another stack starting meanwhile found the same port free (a
+fresh-clone run's Redis then failed with "Address already in use"). A claim is a file named
+after the port in a directory every process on the machine shares, holding the picking
+process's pid; it lapses when that process is gone.
 """
 
 from __future__ import annotations
@@ -11,12 +16,18 @@ from __future__ import annotations
 import os
 import random
 import socket
+import tempfile
+import time
 from collections.abc import Iterable
 from pathlib import Path
 
 LOOPBACK = "127.0.0.1"
 _LOWEST = 20000
 _LISTEN_STATE = "0A"  # TCP_LISTEN in /proc/net/tcp
+CLAIMS = Path(tempfile.gettempdir()) / "lagwatch-lab-ports"
+# A claim file still empty this long after its creation belongs to a process that died
+# between creating and writing it.
+_EMPTY_CLAIM_S = 60.0
 
 
 def ephemeral_range() -> tuple[int, int]:
@@ -56,12 +67,52 @@ def pick_free_ports(count: int, *, exclude: Iterable[int] = ()) -> list[int]:
         if len(chosen) == count:
             return chosen
         port = random.randint(_LOWEST, high)
-        if port not in taken and is_free(port):
+        if port not in taken and is_free(port) and claim(port):
             taken.add(port)
             chosen.append(port)
     if len(chosen) == count:
         return chosen
     raise OSError(f"no free local port found in {_LOWEST}-{high} after many tries")
+
+
+def claim(port: int) -> bool:
+    """Claim ``port`` for this process against every other lab process on the machine; False
+    if a live process (this one included) claimed it already."""
+    CLAIMS.mkdir(parents=True, exist_ok=True)
+    path = CLAIMS / str(port)
+    for _ in range(2):
+        try:
+            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        except FileExistsError:
+            if _claim_holds(path):
+                return False
+            path.unlink(missing_ok=True)  # a dead process's claim: take it over
+            continue
+        with os.fdopen(fd, "w") as out:
+            out.write(str(os.getpid()))
+        return True
+    return False
+
+
+def _claim_holds(path: Path) -> bool:
+    try:
+        text = path.read_text().strip()
+        age = time.time() - path.stat().st_mtime
+    except OSError:
+        return False  # gone meanwhile
+    if not text:
+        return age < _EMPTY_CLAIM_S  # being written, or its writer died right there
+    try:
+        pid = int(text)
+    except ValueError:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's live process
+    return True
 
 
 def accepts_connections(port: int, *, host: str = LOOPBACK, timeout: float = 0.5) -> bool:
