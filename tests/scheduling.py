@@ -7,7 +7,8 @@ benchmarks/RESULTS.md). Three units of scheduling: every test of the shared lab 
 stacks of their own go to two more units, so no more than three stacks run at a time; each
 other module is a unit of its own
 (its module fixtures built once), spread over whichever worker is free. The stack units are
-scheduled first, so the run does not end on one long test.
+scheduled first, so the run does not end on one long test, and the shared stack stops after
+its unit's last test rather than with its worker's session (``tests/conftest.py``).
 
 pytest-xdist's ``--dist loadgroup`` would do the grouping with markers, but with pytest 9 its
 group suffix no longer reaches the node ids (pytest-xdist 3.8 sets ``item._nodeid``, which
