@@ -105,7 +105,12 @@ class Producers:
         state = self._topics[topic]
         for _ in range(count):
             self._send(state)
-        self._producer.flush(10)
+        # Delivered when this returns (callers read the high watermarks next): under the test
+        # suite's load a 10-s flush returned with records still queued (the producer lingers
+        # 1 s per batch).
+        left = self._producer.flush(120)
+        if left:
+            raise RuntimeError(f"{left} of {count} records to {topic} not delivered in 120 s")
 
     def status(self) -> dict[str, dict[str, float]]:
         with self._lock:
