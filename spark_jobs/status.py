@@ -55,8 +55,8 @@ __all__ = [
     "Counters",
     "PARTITION_KEY",
     "PARTITION_VERDICT_SCHEMA",
-    "diagnosis_json",
     "VERDICT_SCHEMA",
+    "diagnosis_json",
     "evaluate_group_samples",
     "evaluate_status",
     "evaluate_verdicts",
@@ -114,8 +114,7 @@ VERDICT_SCHEMA = T.StructType(
 # What the per-group function reads: the key, the owner (rebalances), the window's columns.
 _INPUT_COLUMNS = tuple(dict.fromkeys((*PARTITION_KEY, "owner", *WINDOW_COLUMNS)))
 _ARROW_TYPES = {"string": pa.string(), "integer": pa.int32(), "long": pa.int64(),
-                "double": pa.float64()}  # fmt: skip
-_ARROW_TYPES["boolean"] = pa.bool_()
+                "double": pa.float64(), "boolean": pa.bool_()}  # fmt: skip
 _VERDICT_ARROW_SCHEMA = pa.schema(
     [pa.field(f.name, _ARROW_TYPES[f.dataType.typeName()], f.nullable) for f in VERDICT_SCHEMA]
 )
