@@ -33,7 +33,7 @@ import pytest
 
 from lab.stack import REPO, Stack
 from lab.workload.control import start_scenario, stop_scenario
-from tests.waiting import wait_for
+from tests.waiting import StatusRuns, wait_for, wait_for_verdict
 
 SERVICES = ["zookeeper", "kafka", "redis", "workload", "web", "worker", "collector", "beat"]
 POLL_S = 5
@@ -69,6 +69,7 @@ class LabWorld:
         self.web_url = endpoints["web"].rstrip("/")
         self.control = endpoints["control"]
         self.login = (USERNAME, self.manage("demo_user", USERNAME).stdout.strip())
+        self.status_runs = StatusRuns(stack.run_dir / "data")
 
     @property
     def run_dir(self) -> Path:
@@ -102,6 +103,15 @@ class LabWorld:
     ) -> Any:
         """The first truthy ``predicate(status document)``, read every few seconds."""
         return wait_for(lambda: predicate(self.status()), timeout_s, what, every=3.0)
+
+    def wait_for_verdict(
+        self, predicate: Callable[[dict[str, Any]], Any], timeout_s: float, what: str
+    ) -> Any:
+        """``wait_until`` for what a status run decides: its deadline is also counted in status
+        runs (``tests.waiting.wait_for_verdict``)."""
+        return wait_for_verdict(
+            lambda: predicate(self.status()), timeout_s, what, self.status_runs, every=3.0
+        )
 
 
 class Browser:
@@ -169,7 +179,7 @@ def lab_world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabWorld]:
             world = LabWorld(stack, stack.up(SERVICES))  # its manage.py env keeps them
         # ~1-2 min on a quiet machine; ~4 min in a fresh-clone run whose first minute started
         # five stacks at once.
-        world.wait_until(_judged, 480, "every demo group collected and judged once")
+        world.wait_for_verdict(_judged, 480, "every demo group collected and judged once")
         yield world
     finally:
         if stack in _RUNNING:

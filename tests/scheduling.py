@@ -10,6 +10,13 @@ other module is a unit of its own
 scheduled first, so the run does not end on one long test, and the shared stack stops after
 its unit's last test rather than with its worker's session (``tests/conftest.py``).
 
+No more than ``STACK_UNITS_AT_ONCE`` stack units run at a time (``LAGWATCH_TEST_STACK_UNITS``,
+default 2): the third waits until one has ended, its worker taking ordinary modules meanwhile,
+or idling once none are left. Three full stacks beside the unit tests ask ~2.7 cores of two;
+a fresh-clone run that had them all (and a fourth started by ``test_stack.py``) saw status runs
+of 160-290 s where ~10 s is usual, and three tests missed their verdicts. Two stacks leave the
+status job its period, and the unit tests the rest of the machine.
+
 pytest-xdist's ``--dist loadgroup`` would do the grouping with markers, but with pytest 9 its
 group suffix no longer reaches the node ids (pytest-xdist 3.8 sets ``item._nodeid``, which
 pytest 9 no longer reads); a scheduler of our own keeps it to public hooks.
@@ -17,7 +24,10 @@ pytest 9 no longer reads); a scheduler of our own keeps it to public hooks.
 
 from __future__ import annotations
 
+import os
+
 from xdist.scheduler import LoadScopeScheduling
+from xdist.workermanage import WorkerController
 
 # Modules whose tests use the ``lab_world`` fixture; tests/conftest.py refuses to run a test
 # that uses it from a module not listed here (it would start a second shared stack).
@@ -65,13 +75,50 @@ def scope_of(nodeid: str) -> str:
     return module
 
 
+STACK_UNITS = (LAB_WORLD, OWN_STACKS_B, OWN_STACKS)  # in the order they start
+STACK_UNITS_AT_ONCE = int(os.environ.get("LAGWATCH_TEST_STACK_UNITS", "2"))
+
+
 def tier(nodeid: str) -> int:
-    """Scheduling order: the shared stack's tests, the own-stack tests, everything else."""
-    return {LAB_WORLD: 0, OWN_STACKS_B: 1, OWN_STACKS: 1}.get(scope_of(nodeid), 2)
+    """Scheduling order: the stack units (the longest first, the shortest last: it is the one
+    that waits for a slot), then everything else."""
+    scope = scope_of(nodeid)
+    return STACK_UNITS.index(scope) if scope in STACK_UNITS else len(STACK_UNITS)
 
 
 class StackAwareScheduling(LoadScopeScheduling):
-    """pytest-xdist's scope scheduling with the scopes above."""
+    """pytest-xdist's scope scheduling with the scopes above, and at most
+    ``STACK_UNITS_AT_ONCE`` stack units under way."""
 
     def _split_scope(self, nodeid: str) -> str:
         return scope_of(nodeid)
+
+    def _next_scope(self, node: WorkerController) -> str | None:
+        """The first unit in the queue ``node`` may take now; None while only stack units are
+        left and no slot is free. ``node`` asks when it has at most two tests left, so a stack
+        unit of its own is ending: the next one may follow it on the same worker."""
+        under_way = sum(
+            scope in STACK_UNITS and not all(tests.values())
+            for other, work in self.assigned_work.items()
+            if other is not node
+            for scope, tests in work.items()
+        )
+        free = under_way < STACK_UNITS_AT_ONCE
+        return next((s for s in self.workqueue if free or s not in STACK_UNITS), None)
+
+    def _assign_work_unit(self, node: WorkerController) -> None:
+        scope = self._next_scope(node)
+        if scope is None:
+            # The worker idles on its last test (xdist runs it once more work or the shutdown
+            # comes): ``_reschedule`` gives it the waiting unit when a slot frees.
+            return
+        self.workqueue.move_to_end(scope, last=False)
+        super()._assign_work_unit(node)
+
+    def _reschedule(self, node: WorkerController) -> None:
+        super()._reschedule(node)
+        # A test ending may free a slot, or empty the queue: a worker idle for want of a slot
+        # gets the waiting unit, or its shutdown (which runs the last test it holds).
+        for other in self.nodes:
+            if other is not node:
+                super()._reschedule(other)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 
@@ -37,3 +38,59 @@ def wait_until(
     from lab.workload.probes import wait_until as lab_wait_until
 
     return lab_wait_until(probe, timeout_s * LAB_WAIT_MARGIN, what, interval_s)
+
+
+class StatusRuns:
+    """The status job's published runs in a lab stack's data directory (``results/status/
+    run=<as of ms>``, each with its success marker): the clock of the waits on verdicts.
+
+    A verdict comes a number of status runs after its fault, and a run's wall time is what a
+    loaded machine stretches most: runs of ~10 s took 160-290 s in a fresh-clone run beside
+    three other stacks, and waits of three times their target in seconds ran out on runs that
+    had not happened. Runs are remembered once seen, as older ones are pruned.
+    """
+
+    def __init__(self, data_dir: Path) -> None:
+        self.runs_dir = data_dir / "results" / "status"
+        self._seen: set[int] = set()
+
+    def since(self, wall: float) -> int:
+        """How many runs have been published whose window ends at or after ``wall``."""
+        if self.runs_dir.is_dir():
+            for run in self.runs_dir.glob("run=*"):
+                if (run / "_SUCCESS").exists():
+                    self._seen.add(int(run.name.removeprefix("run=")))
+        return sum(ms >= wall * 1000 for ms in self._seen)
+
+
+# The status runs a wait on a verdict allows at least, beside its deadline in seconds: a fault's
+# verdict comes a window of polls and two runs after it, ~5 runs at the lab's pace (a poll of
+# 5 s, a window of 10 commits, the status job every 15 s); 8 is half as many again.
+VERDICT_RUNS = 8
+
+
+def wait_for_verdict(
+    predicate: Callable[[], Any],
+    timeout: float,
+    what: str,
+    runs: StatusRuns,
+    min_runs: int = VERDICT_RUNS,
+    every: float = 1.0,
+    cap_factor: float = 4.0,
+) -> Any:
+    """``wait_for`` whose deadline is ``timeout`` seconds *and* ``min_runs`` status runs begun
+    since the wait began, whichever comes later (but no later than ``cap_factor`` times
+    ``timeout``: a status job that never runs again still fails the test)."""
+    start = time.time()
+    deadline, cap = time.monotonic() + timeout, time.monotonic() + cap_factor * timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        now = time.monotonic()
+        if now > cap or (now > deadline and runs.since(start) >= min_runs):
+            raise AssertionError(
+                f"{what or 'condition'}: not met within {now - deadline + timeout:.0f} s "
+                f"and {runs.since(start)} status runs (deadline {timeout:g} s and {min_runs})"
+            )
+        time.sleep(every)

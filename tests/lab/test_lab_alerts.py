@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from tests.alerts.receivers import HookReceiver, SmtpReceiver
-from tests.waiting import wait_for
+from tests.waiting import wait_for, wait_for_verdict
 
 pytestmark = pytest.mark.lab
 
@@ -87,6 +87,7 @@ def receivers():
 
 def test_poison_message_alert_fires_once_resolves_and_silence_sends_nothing(lab_world, receivers):
     hook, smtp = receivers
+    runs = lab_world.status_runs
     lab_world.manage("alerts_config", "import", "-", input=config(hook, smtp, closed_port()))
     assert not [a for a in my_alerts(lab_world) if a["state"] != "resolved"]
 
@@ -94,7 +95,9 @@ def test_poison_message_alert_fires_once_resolves_and_silence_sends_nothing(lab_
     t0 = time.time()
     lab_world.start_scenario("poison-message")
     try:
-        wait_for(lambda: mine(hook, "firing"), FIRE_TIMEOUT_S, "the webhook's firing notice", 1)
+        wait_for_verdict(
+            lambda: mine(hook, "firing"), FIRE_TIMEOUT_S, "the webhook's firing notice", runs
+        )
         print(f"firing webhook {time.time() - t0:.0f} s after the poison", flush=True)
         wait_for(lambda: mails(smtp, "FIRING"), 30, "the firing email", 0.5)
         (fired,) = mine(hook, "firing")
@@ -119,7 +122,9 @@ def test_poison_message_alert_fires_once_resolves_and_silence_sends_nothing(lab_
         lab_world.stop_scenario("poison-message")
 
     t_stop = time.time()
-    wait_for(lambda: mine(hook, "resolved"), RESOLVE_TIMEOUT_S, "the resolve notice", 1)
+    wait_for_verdict(
+        lambda: mine(hook, "resolved"), RESOLVE_TIMEOUT_S, "the resolve notice", runs
+    )
     print(f"resolve webhook {time.time() - t_stop:.0f} s after the fix", flush=True)
     wait_for(lambda: mails(smtp, "RESOLVED"), 30, "the resolve email", 0.5)
     (resolved,) = mine(hook, "resolved")
@@ -138,9 +143,9 @@ def test_poison_message_alert_fires_once_resolves_and_silence_sends_nothing(lab_
     t0 = time.time()
     lab_world.start_scenario("poison-message", partition=1)
     try:
-        new = wait_for(
+        new = wait_for_verdict(
             lambda: [a for a in my_alerts(lab_world) if a["id"] != fired["id"]],
-            FIRE_TIMEOUT_S + 60, "the silenced alert recorded", 3,
+            FIRE_TIMEOUT_S + 60, "the silenced alert recorded", runs, every=3,
         )  # fmt: skip
         print(f"silenced alert {time.time() - t0:.0f} s after the poison", flush=True)
         assert len(new) == 1 and new[0]["silenced"] and new[0]["deliveries"] == []
@@ -148,10 +153,10 @@ def test_poison_message_alert_fires_once_resolves_and_silence_sends_nothing(lab_
         assert [e["kind"] for e in new[0]["events"]][:2] == ["fired", "silenced"]
     finally:
         lab_world.stop_scenario("poison-message")
-    wait_for(
+    wait_for_verdict(
         lambda: [a for a in my_alerts(lab_world) if a["id"] == new[0]["id"]
                  and a["state"] == "resolved"],
-        RESOLVE_TIMEOUT_S, "the silenced alert resolved", 3,
+        RESOLVE_TIMEOUT_S, "the silenced alert resolved", runs, every=3,
     )  # fmt: skip
     assert [r for r in hook.requests[hook_before:] if r["body"]["alert"]["rule"] == RULE] == []
     assert mails(smtp, "FIRING", mail_before) == [] and mails(smtp, "RESOLVED", mail_before) == []

@@ -78,7 +78,7 @@ def test_backpressure_fires_on_the_slow_spout_only_and_shows_everywhere(lab_worl
             return check(doc)
 
         try:
-            pressed = lab_world.wait_until(
+            pressed = lab_world.wait_for_verdict(
                 judged, DEADLINE_S, "every audit-spout partition WARN with BACKPRESSURE"
             )
         except AssertionError as exc:  # say what it was instead, for the post-mortem

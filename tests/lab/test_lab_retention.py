@@ -73,7 +73,7 @@ def test_retention_risk_on_the_pages_the_api_and_metrics(lab_world) -> None:
     started = lab_world.start_scenario("retention-risk", retention_ms=RETENTION_MS)["details"]
     assert (started["group"], started["topic"]) == (GROUP, TOPIC)
     try:
-        rows = lab_world.wait_until(all_at_risk, RISK_TIMEOUT_S,
+        rows = lab_world.wait_for_verdict(all_at_risk, RISK_TIMEOUT_S,
                                     f"RETENTION_RISK on every {GROUP} partition")  # fmt: skip
         for p in rows:
             assert 0 <= p["retention_left_s"] < LAB_RETENTION_RISK_S, p
@@ -139,7 +139,7 @@ def test_retention_risk_on_the_pages_the_api_and_metrics(lab_world) -> None:
         lab_world.stop_scenario("retention-risk")
 
     # A week of retention again: no risk once the setting is read back and a status run applied.
-    wait_for(
-        lambda: not any("RETENTION_RISK" in codes(p) for p in mine(lab_world.status())),
-        CLEAR_TIMEOUT_S, f"RETENTION_RISK gone from {GROUP}", every=3.0,
+    lab_world.wait_for_verdict(
+        lambda doc: not any("RETENTION_RISK" in codes(p) for p in mine(doc)),
+        CLEAR_TIMEOUT_S, f"RETENTION_RISK gone from {GROUP}",
     )  # fmt: skip

@@ -61,7 +61,7 @@ import pytest
 from lab.stack import REPO, Stack
 from lab.workload.control import start_scenario, stop_scenario, workload_status
 from tests.lab_world import Browser, lagwatch_status
-from tests.waiting import wait_for
+from tests.waiting import StatusRuns, wait_for, wait_for_verdict
 
 pytestmark = pytest.mark.lab
 
@@ -98,6 +98,7 @@ class Reader:
 
     def __init__(self, run_dir: Path) -> None:
         self.run_dir = run_dir
+        self.status_runs = StatusRuns(run_dir / "data")
         self.reads: list[Read] = []
         self.failure: BaseException | None = None
         self._stop = threading.Event()
@@ -139,7 +140,8 @@ class Reader:
         self, what: str, since: float, timeout_s: float, check: Callable[[Doc], Any]
     ) -> tuple[Any, float]:
         """The first truthy ``check`` of a document read after ``since`` (wall time), and how
-        long after ``since`` that read was; AssertionError after ``timeout_s``."""
+        long after ``since`` that read was; AssertionError after ``timeout_s`` and
+        ``VERDICT_RUNS`` status runs (``tests.waiting.wait_for_verdict``)."""
         seen = 0
 
         def found() -> tuple[Any, float] | None:
@@ -154,7 +156,7 @@ class Reader:
             seen = len(reads)
             return None
 
-        return wait_for(found, timeout_s, what, every=0.5)
+        return wait_for_verdict(found, timeout_s, what, self.status_runs, every=0.5)
 
 
 # --- looking into a document ------------------------------------------------------------------

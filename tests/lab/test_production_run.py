@@ -50,7 +50,7 @@ from lab.workload.control import start_scenario, stop_scenario
 from tests.alerts.receivers import HookReceiver
 from tests.collectors.ingest_documents import producer_doc
 from tests.lab_world import environment
-from tests.waiting import wait_for
+from tests.waiting import StatusRuns, wait_for, wait_for_verdict
 
 pytestmark = pytest.mark.lab
 
@@ -368,9 +368,9 @@ def test_ingest_with_the_token_and_refused_without(run: ProductionRun) -> None:
 
 def test_one_alert_is_delivered_to_a_webhook(run: ProductionRun, armed: Armed) -> None:
     hook = armed.hook
-    wait_for(
+    wait_for_verdict(
         lambda: [b for b in hook.bodies("firing") if b["alert"]["rule"] == RULE],
-        FIRE_TIMEOUT_S, "the webhook's firing notice", 1,
+        FIRE_TIMEOUT_S, "the webhook's firing notice", StatusRuns(run.stack.run_dir / "data"),
     )  # fmt: skip
     print(f"firing webhook {time.time() - armed.poisoned_at:.0f} s after the poison", flush=True)
     (notice,) = [b for b in hook.bodies("firing") if b["alert"]["rule"] == RULE]

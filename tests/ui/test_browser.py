@@ -160,7 +160,7 @@ def test_dead_consumer_found_in_three_clicks_and_hostile_names_stay_text(
     plant_hostile_kafka_group(lab_world.endpoints["kafka"])
     lab_world.start_scenario("dead-consumer", group=DEAD)
     try:
-        lab_world.wait_until(dead_and_diagnosed, VERDICT_S, f"{DEAD} non-OK with DEAD_CONSUMER")
+        lab_world.wait_for_verdict(dead_and_diagnosed, VERDICT_S, f"{DEAD} non-OK with DEAD_CONSUMER")
         status = group_doc(lab_world.status(), DEAD)["status"]
 
         # Overview: the dead group is among the non-OK; its heat map is drawn.
