@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import json
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -586,8 +587,15 @@ def test_zookeeper_session_expired_mid_cycle_then_between_cycles(
         slot, report = cycle(cluster, slots)
         assert_all_fresh(cluster, world, slot, report)
 
-        # Expired between two cycles: the next one reads through a new session.
-        expire_session(_memories[cluster.name].sources.zookeeper._client, zk_hosts, relay)
+        # Expired between two cycles: the next one reads through a new session. It starts once
+        # the collector's client has seen its connection go (kazoo's thread, a moment after
+        # the server dropped it): a cycle in between reads on the old connection and loses it
+        # mid-cycle, the case above (a fresh-clone run at load 16 started it 10 ms too early).
+        client = _memories[cluster.name].sources.zookeeper._client
+        noticed = threading.Event()
+        client.add_listener(lambda state: noticed.set())
+        expire_session(client, zk_hosts, relay)
+        assert noticed.wait(60), "the collector's kazoo client never saw its session end"
         slot, report = cycle(cluster, slots)
         assert_all_fresh(cluster, world, slot, report)
         log_of(sample_log_url, cluster)
