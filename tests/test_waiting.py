@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import waiting
 from tests.waiting import StatusRuns, wait_for_verdict
 
 
@@ -68,3 +69,13 @@ def test_no_runs_at_all_fails_at_the_cap(tmp_path: Path) -> None:
     with pytest.raises(AssertionError, match="and 0 status runs"):
         wait_for_verdict(lambda: False, 0.1, "stuck", StatusRuns(tmp_path), 5, every=0.02)
     assert 0.4 <= time.monotonic() - t0 < 3  # cap_factor 4 x 0.1 s
+
+
+def test_wait_for_gives_its_deadline_the_margin(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(waiting, "WAIT_MARGIN", 3.0)
+    t0 = time.monotonic()
+    assert waiting.wait_for(lambda: time.monotonic() - t0 > 0.2, 0.1, "late", every=0.01)
+    monkeypatch.setattr(waiting, "WAIT_MARGIN", 1.0)
+    t0 = time.monotonic()
+    with pytest.raises(AssertionError, match="late: not met within 0.1 s"):
+        waiting.wait_for(lambda: time.monotonic() - t0 > 0.5, 0.1, "late", every=0.01)
