@@ -210,6 +210,8 @@ def test_poison_message_pins_the_spout_offset(run_world: Any, zk: KazooClient) -
     x = runner.start("poison-message", {"partition": 0})["details"]["offset"]
     wait_until(lambda: znode_offset(zk, spout, 0) == x, 20, f"offset pinned at {x}")
     _, stat0 = spout_znode(zk, znode_path(spout, 0))
+    # Partition 1's first commit may come later than partition 0's (a fresh-clone run read None).
+    wait_until(lambda: znode_offset(zk, spout, 1) is not None, 30, "partition 1's first commit")
     other0 = znode_offset(zk, spout, 1)
 
     def failed() -> int:
