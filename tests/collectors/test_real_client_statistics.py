@@ -58,16 +58,24 @@ def test_real_consumers_statistics_give_the_assignment_they_really_have(
             assert time.monotonic() < deadline, "the two consumers never shared the partitions"
             for c in consumers.values():
                 c.poll(0.1)
-        # Statistics written after the split, while the assignment holds.
-        marks = {cid: len(d) for cid, d in docs.items()}
-        while any(len(docs[cid]) <= marks[cid] + 1 for cid in docs):
+        # Statistics written after the split, while the assignment holds. A document is
+        # delivered on a later poll than the one it was written before, so a loaded machine
+        # delivers documents written before the rebalance after it (a fresh-clone run read
+        # all four partitions from one). The document's ``ts`` is librdkafka's monotonic
+        # clock in microseconds, the clock of ``time.monotonic()``: keep those written after.
+        split_us = time.monotonic() * 1e6
+
+        def after_split(cid: str) -> list[dict]:
+            return [d for d in map(json.loads, docs[cid]) if d["ts"] > split_us]
+
+        while not all(after_split(cid) for cid in docs):
             assert time.monotonic() < deadline + 10, "no statistics after the rebalance"
             for c in consumers.values():
                 c.poll(0.1)
         assert split(), "a rebalance happened meanwhile"
         reports = []
         for cid, c in consumers.items():
-            report = parse_librdkafka_stats(json.loads(docs[cid][-1]), group, RECEIVED_MS)
+            report = parse_librdkafka_stats(after_split(cid)[-1], group, RECEIVED_MS)
             real = tuple(sorted((tp.topic, tp.partition) for tp in c.assignment()))
             assert report.assignment == real
             assert report.assignment_size == len(real)
