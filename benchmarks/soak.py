@@ -8,10 +8,10 @@ partitions, and whether it then still collects every slot, alerts on what is stu
 nothing else, keeps its memory flat and tells the user, on the sources page, what is down.
 
 The stack is the lab tests' (``tests/lab_world.py``): ZooKeeper, the Kafka 4 broker, Redis,
-the workload, web, worker (queues ``celery`` and ``spark``, Spark in local mode in its
-prefork children), the collector and beat; the lab cluster polled every 5 s, the status job
-every 15 s, a window of 10 commits. Alerts are the product's default rule (any STALL, STOP or
-ERR lasting two evaluations).
+the workload, web, worker (queues ``celery`` and ``spark`` on threads, Spark in local mode
+in one driver JVM the jobs share), the collector and beat; the lab cluster polled every 5 s,
+the status job every 15 s, a window of 10 commits. Alerts are the product's default rule
+(any STALL, STOP or ERR lasting two evaluations).
 
 Scenarios, in turn (``ACTIVE_S`` on, ``REST_S`` off): ``poison-message`` on ``orders-spout``
 (a new partition each round: STALL, an alert expected), ``dead-consumer`` on
@@ -186,7 +186,7 @@ def _children() -> dict[int, list[int]]:
 
 
 def descendants(pid: int) -> list[int]:
-    """``pid`` and every process under it (a worker's prefork children, their Spark JVMs)."""
+    """``pid`` and every process under it (a worker's Spark JVM and its Python workers)."""
     children = _children()
     found, todo = [], [pid]
     while todo:
@@ -348,7 +348,7 @@ def kill_collector_mid_cycle(lab: Lab, fault: Fault) -> None:
 
 
 def spark_jvms(worker_pid: int) -> list[int]:
-    """The Spark JVMs under the worker: each prefork child that ran a job keeps one."""
+    """The Spark JVMs under the worker: one, the session its threads share, once a job ran."""
     return [
         p for p in descendants(worker_pid)
         if "org.apache.spark.deploy.SparkSubmit" in cmdline(p)

@@ -503,12 +503,14 @@ def _web_ready(ctx: Context, log: str) -> bool:
 
 
 def _worker_argv(ctx: Context) -> list[str]:
-    # Prefork with three children: the two Spark jobs (queue "spark") may run at once, and the
-    # small tasks of the default queue (alert deliveries) must not wait behind them. Each child
-    # keeps its Spark session between runs.
+    # Three threads in one process: the two Spark jobs (queue "spark") may run at once, and the
+    # small tasks of the default queue (alert deliveries) must not wait behind them. The jobs
+    # share the process's one Spark session, so after the first run none pays a JVM's start
+    # (with prefork children, a status run that landed on a child without a JVM took 57 s
+    # instead of ~2 s: benchmarks/RESULTS.md, alert latency, session 17).
     return [
         ctx.python, "-m", "celery", "-A", "dashboard", "worker", "-Q", "celery,spark",
-        "-l", "info", "--pool", "prefork", "--concurrency", "3",
+        "-l", "info", "--pool", "threads", "--concurrency", "3",
         "-n", "lagwatch-lab@%h", "--without-gossip", "--without-mingle",
     ]  # fmt: skip
 

@@ -22,6 +22,7 @@ import logging
 import os
 import socket
 import sys
+import threading
 from pathlib import Path
 
 from pyspark import SparkContext
@@ -31,6 +32,7 @@ __all__ = [
     "DEFAULT_MASTER",
     "SparkMasterUnreachable",
     "check_master",
+    "job_pool",
     "resolve_master",
     "spark_session",
 ]
@@ -49,6 +51,10 @@ _COMMON_CONFIG = {
     "spark.sql.debug.maxToStringFields": "100",  # the samples' 20 columns, without a warning
     # Executors import spark_jobs (the status job's functions and the evaluator they call).
     "spark.executorEnv.PYTHONPATH": _PROJECT_ROOT.as_posix(),
+    # The worker runs both jobs on threads of one process, sharing this session (docs/
+    # SPARK_JOBS.md); each job submits to a pool of its own (``job_pool``), and FAIR shares the
+    # cores between pools, so a status run is not queued behind a long rollups run's stages.
+    "spark.scheduler.mode": "FAIR",
 }
 # A local run shares a small machine with the web app and the collectors: few shuffle
 # partitions, a small heap, the serial collector. The JIT stays whole: a C1-only JIT
@@ -148,6 +154,9 @@ def _forget_dead_jvm() -> None:
     SparkSession._activeSession = None
 
 
+_SESSION_LOCK = threading.Lock()
+
+
 def spark_session(app_name: str, master: str | None = None) -> SparkSession:
     """The active session if there is one, else a new one configured for Lagwatch's jobs.
 
@@ -157,7 +166,22 @@ def spark_session(app_name: str, master: str | None = None) -> SparkSession:
     fails at once (:func:`check_master`); a JVM that died is replaced. The
     jobs themselves depend on none of the settings below for their results (times are integer
     milliseconds throughout), so a session made elsewhere gives the same answers.
+
+    Thread-safe: the worker's threads may ask at once, and must share one session (one JVM).
     """
+    with _SESSION_LOCK:
+        return _session(app_name, master)
+
+
+def job_pool(spark: SparkSession, job: str) -> None:
+    """Submit this thread's Spark jobs to the scheduler pool ``job`` (created on first use):
+    with FAIR scheduling between pools, jobs running at once on one session share its cores
+    rather than queue behind the first's stages. The property is the calling thread's only
+    (pyspark pins each Python thread to a JVM thread)."""
+    spark.sparkContext.setLocalProperty("spark.scheduler.pool", job)
+
+
+def _session(app_name: str, master: str | None) -> SparkSession:
     _forget_dead_jvm()
     # The builder reuses the process's instantiated session whether or not it is active, and
     # Spark clears the active one when it stops a context itself: look at both.

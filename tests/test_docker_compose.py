@@ -535,6 +535,7 @@ def test_depends_on_names_defined_services_and_waits_for_health(compose: dict) -
     # The worker runs the Spark jobs (queue "spark") besides the default queue's tasks.
     worker = services["worker"]["command"]
     assert set(worker[worker.index("-Q") + 1].split(",")) == {"celery", "spark"}
+    assert worker[worker.index("--pool") + 1] == "threads"
     assert set(services["web"]["depends_on"]) >= {"redis", "migrate"}
     assert set(services["beat"]["depends_on"]) >= {"redis", "migrate"}
     assert services["migrate"]["depends_on"]["postgres"]["condition"] == "service_healthy"

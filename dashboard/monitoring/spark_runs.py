@@ -101,9 +101,10 @@ def cluster_evaluator_configs() -> dict[str, EvaluatorConfig]:
 def _execute(job: str, window_s: int, now_ms: int) -> JobResult:
     """The job itself; pyspark is imported here so a web process never loads it."""
     from spark_jobs.jobs import run_rollups_job, run_status_job
-    from spark_jobs.session import spark_session
+    from spark_jobs.session import job_pool, spark_session
 
     spark = spark_session(f"lagwatch-{job}", settings.SPARK_MASTER)
+    job_pool(spark, job)
     sample_url = settings.LAGWATCH_SAMPLE_LOG_URL
     results_url = settings.LAGWATCH_RESULTS_URL
     keep = settings.LAGWATCH_SPARK_KEEP_RUNS

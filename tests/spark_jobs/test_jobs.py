@@ -4,6 +4,8 @@ run's results out, published atomically, old runs pruned, a failed run invisible
 from __future__ import annotations
 
 import json
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +24,7 @@ from spark_jobs.jobs import (
     run_rollups_job,
     run_status_job,
 )
+from spark_jobs.session import job_pool
 from spark_jobs.status import GROUP_VERDICT_SCHEMA, PARTITION_VERDICT_SCHEMA
 from tests.spark_jobs.samples import HOUR, MIN, T0, sample
 
@@ -216,6 +219,39 @@ def test_rollups_run_holds_every_level_at_both_resolutions(
     hour = next(r for r in clusters if r["resolution"] == "1h")
     assert (hour["bucket_start_ms"], hour["lag"]) == (T0, 1000)  # stuck 1000 behind, other 0
     assert result.tables == {"partitions": 22, "topics": 11, "groups": 11, "clusters": 11}
+
+
+def tables_of(run: str) -> dict[str, list[dict[str, Any]]]:
+    """Every table of a published run, its rows sorted: comparable across runs."""
+    out = {}
+    for table in sorted(names(run) - {SUCCESS_MARKER}):
+        got = pq.read_table(f"{run}/{table}").to_pylist()
+        out[table] = sorted(got, key=lambda r: json.dumps(r, sort_keys=True, default=str))
+    return out
+
+
+def test_both_jobs_on_threads_of_one_session_give_what_each_gives_alone(
+    spark: SparkSession, log: SampleLog, tmp_path: Path
+) -> None:
+    """The worker runs the jobs on threads sharing its session, each in its scheduler pool
+    (docs/SPARK_JOBS.md): running at once changes nothing in what they publish."""
+    jobs = {
+        "status": lambda r: run_status_job(spark, log.base, r, NOW, HOUR, EvaluatorConfig()),
+        "rollups": lambda r: run_rollups_job(spark, log.base, r, NOW, DEFAULT_ROLLUPS_WINDOW_MS),
+    }
+    alone = {job: run(str(tmp_path / "alone")).output_path for job, run in jobs.items()}
+    start = threading.Barrier(len(jobs))
+
+    def at_once(job: str) -> str:
+        job_pool(spark, job)
+        start.wait()
+        return jobs[job](str(tmp_path / "together")).output_path
+
+    with ThreadPoolExecutor(len(jobs)) as pool:
+        together = dict(zip(jobs, pool.map(at_once, jobs), strict=True))
+    for job in jobs:
+        assert tables_of(together[job]) == tables_of(alone[job]), job
+        assert tables_of(together[job]), f"{job} published nothing"
 
 
 # -- a file compacted away between the listing and the scan -----------------------------------

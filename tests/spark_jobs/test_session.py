@@ -6,6 +6,8 @@ import os
 import socket
 import subprocess
 import sys
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -14,6 +16,7 @@ from pyspark.sql import SparkSession
 from spark_jobs.session import (
     SparkMasterUnreachable,
     check_master,
+    job_pool,
     master_addresses,
     resolve_master,
     spark_session,
@@ -24,10 +27,37 @@ def test_the_active_session_is_reused(spark: SparkSession) -> None:
     assert spark_session("another-job") is spark
 
 
+def test_threads_asking_at_once_share_the_one_session(spark: SparkSession) -> None:
+    # The worker's threads (docs/SPARK_JOBS.md) must never start a second JVM.
+    start = threading.Barrier(4)
+
+    def ask(i: int) -> SparkSession:
+        start.wait()
+        return spark_session(f"job-{i}")
+
+    with ThreadPoolExecutor(4) as pool:
+        assert all(s is spark for s in pool.map(ask, range(4)))
+
+
+def test_a_job_pool_is_the_calling_threads_own(spark: SparkSession) -> None:
+    context = spark.sparkContext
+    mine = context.getLocalProperty("spark.scheduler.pool")  # a job run by an earlier test's
+
+    def in_thread(job: str) -> str | None:
+        job_pool(spark, job)
+        return context.getLocalProperty("spark.scheduler.pool")
+
+    with ThreadPoolExecutor(1) as pool:
+        assert pool.submit(in_thread, "pool-a").result() == "pool-a"
+        assert pool.submit(in_thread, "pool-b").result() == "pool-b"
+    assert context.getLocalProperty("spark.scheduler.pool") == mine
+
+
 def test_small_machine_configuration(spark: SparkSession) -> None:
     conf = spark.sparkContext.getConf()
     assert conf.get("spark.master") == "local[2]"
     assert conf.get("spark.ui.enabled") == "false"
+    assert conf.get("spark.scheduler.mode") == "FAIR"
     assert spark.conf.get("spark.sql.session.timeZone") == "UTC"
     assert spark.conf.get("spark.sql.execution.arrow.pyspark.enabled") == "true"
 

@@ -553,6 +553,8 @@ def test_beat_runs_both_jobs_on_the_spark_queue_and_the_lab_worker_consumes_it()
         assert django_settings.CELERY_TASK_ROUTES[task.name] == {"queue": "spark"}
     argv = _worker_argv(Context(Path("/tmp"), {}))
     assert set(argv[argv.index("-Q") + 1].split(",")) == {"celery", "spark"}
+    # Threads, so every run shares the process's one Spark session (docs/SPARK_JOBS.md).
+    assert argv[argv.index("--pool") + 1] == "threads"
 
 
 # History: status changes, the signal to alerts, rollups kept ----------------------------------
