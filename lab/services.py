@@ -237,11 +237,14 @@ def _kafka_java(ctx: Context) -> list[str]:
 
     kafka_dir = _kafka_dir(ctx)
     heap = os.environ.get("LAGWATCH_KAFKA_HEAP", "512m")
+    # G1 and the whole JIT by default, as Kafka's own start script runs it;
+    # $LAGWATCH_KAFKA_JAVA_OPTIONS replaces them (the test suite's short-lived brokers).
+    options = os.environ.get("LAGWATCH_KAFKA_JAVA_OPTIONS", "-XX:+UseG1GC").split()
     return [
         _java(),
         f"-Xms{heap}",
         f"-Xmx{heap}",
-        "-XX:+UseG1GC",
+        *options,
         "-Djava.awt.headless=true",
         f"-Dlog4j2.configurationFile={kafka_dir / 'log4j2.properties'}",
         "-cp",
