@@ -615,7 +615,7 @@ def kafka_figure(args: argparse.Namespace, watch: Stopwatch, clock: Clock) -> di
     expected = groups * per_group
     with bench_kafka.own_kafka("bench-cycle-") as bootstrap:
         started = time.perf_counter()
-        bench_kafka.populate(bootstrap, groups, "bench")
+        bench_kafka.populate(bootstrap, groups, "bench", at_end=args.commits == "at-end")
         print(f"setup: {groups} groups x {per_group} partitions in "
               f"{time.perf_counter() - started:.1f} s")  # fmt: skip
         admin = AdminClient({"bootstrap.servers": bootstrap})
@@ -653,8 +653,10 @@ def kafka_figure(args: argparse.Namespace, watch: Stopwatch, clock: Clock) -> di
         )
         source.close()
         forget_clusters()
-    return report_of("kafka", expected, times, cycles, logs, worker, profiles, load_before,
-                     load_after)  # fmt: skip
+    report = report_of("kafka", expected, times, cycles, logs, worker, profiles, load_before,
+                       load_after)  # fmt: skip
+    report["commits"] = args.commits
+    return report
 
 
 def report_of(
@@ -670,6 +672,8 @@ def report_of(
 ) -> dict[str, Any]:
     results = summary(times, "floor")
     ratio, seconds = TARGETS[figure]
+    if figure == "kafka" and expected > 10_000:
+        seconds = 5.0  # issue 13's target at 2,000 groups x 50 partitions
     cycle = results["cycle"]["median_s"]
     floor = results["floor"]["median_s"]
     mib = 1 << 20
@@ -700,7 +704,9 @@ def report_of(
 def markdown(report: dict[str, Any]) -> str:
     r = report["results"]
     lines = [
-        f"### {report['figure']}: {report['partitions']} partitions, load average "
+        f"### {report['figure']}: {report['partitions']} partitions"
+        + (f", commits {report['commits']}" if "commits" in report else "")
+        + ", load average "
         f"{report['loadavg_1m_before_after'][0]}-{report['loadavg_1m_before_after'][1]}",
         "",
         "| variant | runs | median s | min s | max s | x floor |",
@@ -769,6 +775,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--partitions", type=int, default=SPOUT_PARTITIONS)
     parser.add_argument("--groups", type=int, default=200)
     parser.add_argument("--no-broker", action="store_true", help="ZooKeeper figure: no broker")
+    parser.add_argument(
+        "--commits",
+        choices=["behind", "at-end"],
+        default="behind",
+        help="Kafka figure: every group 1-3 records behind on every partition, stopped (its "
+        "time lag grows: every partition row changes every cycle), or caught up at the log's "
+        "end (nothing changes between cycles: the store writes no partition row)",
+    )
     parser.add_argument("--worker-cycles", type=int, default=10)
     parser.add_argument("--profile", action=argparse.BooleanOptionalAction, default=True)
     parser.add_argument("--profile-top", type=int, default=25)

@@ -58,8 +58,16 @@ def own_kafka(prefix: str = "bench-kafka-") -> Iterator[str]:
             stack.down()
 
 
-def populate(bootstrap: str, groups: int, prefix: str) -> tuple[list[str], list[str]]:
-    """Topics with a few records per partition; every group commits on its 50 partitions."""
+def records(topic_index: int, partition: int) -> int:
+    """How many records ``populate`` writes to a partition."""
+    return 3 + (topic_index + partition) % 5
+
+
+def populate(
+    bootstrap: str, groups: int, prefix: str, at_end: bool = False
+) -> tuple[list[str], list[str]]:
+    """Topics with a few records per partition; every group commits on its 50 partitions,
+    1 to 3 records in (a lag on every partition), or at the log's end with ``at_end``."""
     admin = AdminClient({"bootstrap.servers": bootstrap})
     topics = [f"{prefix}-t{i:02d}" for i in range(TOPICS)]
     for fut in admin.create_topics([NewTopic(t, PARTITIONS, 1) for t in topics]).values():
@@ -67,7 +75,7 @@ def populate(bootstrap: str, groups: int, prefix: str) -> tuple[list[str], list[
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
     for ti, topic in enumerate(topics):
         for p in range(PARTITIONS):
-            for _ in range(3 + (ti + p) % 5):
+            for _ in range(records(ti, p)):
                 producer.produce(topic, b"x", partition=p)
         producer.poll(0)
     if producer.flush(30):
@@ -77,10 +85,13 @@ def populate(bootstrap: str, groups: int, prefix: str) -> tuple[list[str], list[
     futures = []
     for gi, group in enumerate(group_ids):
         tps = [
-            TopicPartition(topics[(gi + k) % TOPICS], p, 1 + (gi + p) % 3)
+            TopicPartition(
+                topics[(gi + k) % TOPICS], p,
+                records((gi + k) % TOPICS, p) if at_end else 1 + (gi + p) % 3,
+            )
             for k in range(TOPICS_PER_GROUP)
             for p in range(PARTITIONS)
-        ]
+        ]  # fmt: skip
         futures += admin.alter_consumer_group_offsets(
             [ConsumerGroupTopicPartitions(group, tps)]
         ).values()

@@ -99,7 +99,7 @@ def _sql() -> tuple[str, str]:
     part = q("partition")
     rows = (
         f"SELECT p.topic, p.{part}, p.owner, p.status, p.committed, p.lag, p.complete,"
-        f" {_epoch_ms('p.last_commit_at')}, {_epoch_ms('p.sampled_at')}"
+        f" {_epoch_ms('p.last_commit_at')}, {_epoch_ms('p.sampled_at')}, p.present"
         f" FROM {partitions} p WHERE p.group_id = %s ORDER BY p.topic, p.{part}"
     )
     return group, rows
@@ -196,9 +196,13 @@ def partition_rows(group: FoundGroup, points: Points | None = None) -> list[Part
         rows = cursor.fetchall()
     starts = _start_offsets(window_points(group) if points is None else points)
     members = _client_ids(group) if group.source == SourceKind.KAFKA else {}
+    group_seen_ms = _ms(group.last_seen_at)
     found = []
     for (topic, partition, owner, status, committed, lag, complete, commit_ms,
-         seen_ms) in rows:  # fmt: skip
+         sampled_ms, present) in rows:  # fmt: skip
+        # A row is rewritten only when its figures change: one still in the group was
+        # sampled at the group's last poll (``PartitionState.present``).
+        seen_ms = group_seen_ms if present and group_seen_ms > (sampled_ms or 0) else sampled_ms
         client_id = ""
         if group.source == SourceKind.KAFKA and owner in members:
             owner, client_id = members[owner]

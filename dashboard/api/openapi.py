@@ -184,6 +184,7 @@ _PARTITION_PROPERTIES: dict[str, Schema] = {
     "evaluated_at": nullable(TIME),
     "stale": BOOLEAN,
     "sampled_at": TIME,
+    "present": BOOLEAN,
     "trend": nullable(ref("Trend")),
     "retention": ref("Retention"),
 }

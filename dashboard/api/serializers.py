@@ -18,6 +18,7 @@ from dashboard.monitoring.models import (
     PartitionState,
     RebalanceEvent,
     SourceHealth,
+    seen_at,
 )
 from dashboard.monitoring.trends import retention_dict
 
@@ -169,7 +170,8 @@ def partition_dict(p: PartitionState, group: ConsumerGroup | None = None) -> dic
         "complete": p.complete,
         "evaluated_at": iso(p.evaluated_at),
         "stale": p.stale,
-        "sampled_at": iso(p.sampled_at),
+        "sampled_at": iso(seen_at(p.present, p.sampled_at, group.last_seen_at)),
+        "present": p.present,
         "trend": _trend(p),
         "retention": retention_dict(p.retention_left_s, getattr(p, "topic_config", None)),
     }

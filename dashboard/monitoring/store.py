@@ -9,6 +9,7 @@ are is decided once per cycle, for this store and the sample log alike
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from django.db import connection, models, transaction
@@ -49,6 +50,7 @@ GROUP_FIELDS = [
     "stale",
     "last_seen_at",
 ]
+# The columns a changed partition row has rewritten (its evaluation is the status job's).
 PARTITION_FIELDS = [
     "committed",
     "earliest",
@@ -65,6 +67,7 @@ PARTITION_FIELDS = [
     "acked",
     "stale",
     "sampled_at",
+    "present",
 ]
 # A partition whose broker offsets could not be read this cycle keeps its last known ones.
 BROKER_FIELDS = {"earliest", "latest", "lag", "time_lag_s", "time_lag_kind"}
@@ -105,10 +108,20 @@ def store_cycle(cluster: Cluster, outcome: CycleOutcome, stale: Staleness | None
     at = ms_to_dt(outcome.cycle_ms)
     if stale is None:
         stale = Staleness.of(outcome)
+    # Popped first: whatever fails below, no later cycle trusts rows this one may not have
+    # written.
+    written = _WRITTEN.pop(cluster.pk, None)
     with transaction.atomic():
-        _record_cycle(cluster, outcome, at)
-        groups = _upsert_groups(cluster, outcome, at)
-        _upsert_partitions(groups, outcome.figures, at, stale)
+        previous = _record_cycle(cluster, outcome, at)
+        seen_before = dict(
+            ConsumerGroup.objects.filter(cluster=cluster).values_list("id", "last_seen_at")
+        )
+        groups, in_cycle = _upsert_groups(cluster, outcome, at)
+        if written is not None and not written.follows(previous, outcome.collected_by):
+            written = None  # another process, or a retry, wrote in between
+        rows, changed = _upsert_partitions(
+            groups, in_cycle, outcome.figures, at, stale, written, seen_before
+        )
         _insert_group_samples(groups, outcome.figures, at, stale)
         _insert_broker_offsets(cluster, outcome, at)
         _insert_spout_samples(cluster, outcome, at)
@@ -116,26 +129,67 @@ def store_cycle(cluster: Cluster, outcome: CycleOutcome, stale: Staleness | None
         _upsert_topic_configs(cluster, outcome)
         if stale.hidden:
             _mark_stale(cluster, stale.hidden)
-        group_totals.refresh_cluster(cluster)
+            rows = None
+        if changed is None:
+            group_totals.refresh_cluster(cluster)
+        else:
+            group_totals.refresh(changed)
         _record_health(cluster, outcome, at)
         _record_brokers(cluster, outcome)
+        if rows is not None:
+            kept = _Written(at, outcome.collected_by, rows)
+            transaction.on_commit(lambda: _WRITTEN.__setitem__(cluster.pk, kept))
 
 
-def _record_cycle(cluster: Cluster, outcome: CycleOutcome, at: datetime) -> None:
-    """Which process stored this cycle (a retry's process replaces the failed one's)."""
+@dataclass(frozen=True, slots=True)
+class _Written:
+    """A cluster's partition rows as this process's last cycle wrote them (figures only,
+    keyed by group id, topic and partition), and that cycle: the next cycle rewrites only
+    the rows whose figures differ. Trusted only while that cycle is the newest stored
+    before the next one, and set only once its transaction committed. No other writer
+    touches these columns (the status job writes the evaluation's own), and a cycle with
+    stale figures, whose rows are partly kept, leaves nothing here."""
+
+    at: datetime
+    collected_by: str
+    rows: dict[tuple[int, str, int], tuple]
+
+    def follows(self, previous: tuple[datetime, str] | None, collected_by: str) -> bool:
+        """Whether ``collected_by``, storing the cycle after ``previous``, wrote these."""
+        return collected_by == self.collected_by and previous == (self.at, self.collected_by)
+
+
+_WRITTEN: dict[int, _Written] = {}
+
+
+def _record_cycle(
+    cluster: Cluster, outcome: CycleOutcome, at: datetime
+) -> tuple[datetime, str] | None:
+    """Which process stored this cycle (a retry's process replaces the failed one's);
+    returns the cycle stored before it, (time, process), if any."""
     newer = CollectedCycle.objects.filter(cluster=cluster, at__gt=at).order_by("-at").first()
     if newer is not None:
         raise SupersededCycle(
             f"cluster {cluster.name}: cycle {outcome.cycle_ms} not stored, the cycle of "
             f"{newer.at.isoformat()} ({newer.collected_by}) is"
         )
+    previous = (
+        CollectedCycle.objects.filter(cluster=cluster, at__lt=at)
+        .order_by("-at")
+        .values_list("at", "collected_by")
+        .first()
+    )
     CollectedCycle.objects.update_or_create(
         cluster=cluster, at=at, defaults={"collected_by": outcome.collected_by}
     )
+    return previous
 
 
-def _upsert_groups(cluster: Cluster, outcome: CycleOutcome, at: datetime) -> dict:
-    """Upsert the cycle's groups; returns (source, name) -> id of every group of the cluster.
+def _upsert_groups(
+    cluster: Cluster, outcome: CycleOutcome, at: datetime
+) -> tuple[dict[tuple[str, str], int], set[int]]:
+    """Upsert the cycle's groups; returns (source, name) -> id of every group of the
+    cluster, and the ids of the cycle's groups.
 
     Raw ``INSERT … ON CONFLICT`` (:func:`_insert_rows`) rather than ``bulk_create``: the ORM
     took 20-40 ms for a few hundred groups, preparing every field of every instance.
@@ -175,43 +229,117 @@ def _upsert_groups(cluster: Cluster, outcome: CycleOutcome, at: datetime) -> dic
         ConsumerGroup, columns, [tuple(r) for r in rows.values()],
         ["cluster", "source", "name"], GROUP_FIELDS,
     )  # fmt: skip
-    return {
+    ids = {
         (source, name): pk
         for pk, source, name in ConsumerGroup.objects.filter(cluster=cluster)
         .order_by()
         .values_list("id", "source", "name")
     }
+    return ids, {ids[key] for key in rows}
+
+
+PARTITION_COLUMNS = [
+    "group", "topic", "partition", "committed", "earliest", "latest", "lag", "time_lag_s",
+    "time_lag_kind", "owner", "alive", "last_commit_at", "commit_version", "pending",
+    "failed", "acked", "stale", "sampled_at", "present",
+]  # fmt: skip
 
 
 def _upsert_partitions(
-    groups: dict, figures: list[PartitionFigure], at: datetime, stale: Staleness
-) -> None:
+    groups: dict,
+    in_cycle: set[int],
+    figures: list[PartitionFigure],
+    at: datetime,
+    stale: Staleness,
+    written: _Written | None,
+    seen_before: dict[int, datetime],
+) -> tuple[dict | None, set[int] | None]:
+    """Write the partition rows whose figures changed since ``written`` (all of them when
+    it is None), and mark the partitions that left a group of the cycle.
+
+    Returns the rows to remember for the next cycle (None when some were kept stale, not
+    written as given) and the groups whose rows changed (None: maybe any).
+    """
     sampled_at = _db_datetime(at)
     commit_times: dict[int | None, object] = {}
-    fresh, blind_rows = [], []
+    rows: dict[tuple[int, str, int], tuple] = {}
+    blind_keys = set()
     down, blind = stale.broker_down, stale.blind
     for fig in figures:
         ms = fig.commit_time_ms
         if ms not in commit_times:
             commit_times[ms] = _db_datetime(ms_to_dt(ms))
-        blind_row = down and blind(fig)
-        row = (
-            groups[(str(fig.source), fig.group)], fig.topic, fig.partition, fig.committed,
-            fig.earliest, fig.latest, fig.lag, fig.time_lag_s, fig.time_lag_kind,
-            fig.owner or "", fig.alive, commit_times[ms], fig.commit_version,
-            fig.pending, fig.failed, fig.acked, blind_row, sampled_at,
+        key = (groups[(str(fig.source), fig.group)], fig.topic, fig.partition)
+        # A repeated figure replaces the one before it, as the upsert of both did.
+        rows[key] = (
+            fig.committed, fig.earliest, fig.latest, fig.lag, fig.time_lag_s,
+            fig.time_lag_kind, fig.owner or "", fig.alive, commit_times[ms],
+            fig.commit_version, fig.pending, fig.failed, fig.acked,
         )  # fmt: skip
-        (blind_rows if blind_row else fresh).append(row)
-    columns = [
-        "group", "topic", "partition", "committed", "earliest", "latest", "lag", "time_lag_s",
-        "time_lag_kind", "owner", "alive", "last_commit_at", "commit_version", "pending",
-        "failed", "acked", "stale", "sampled_at",
-    ]  # fmt: skip
-    for rows, fields in (
+        if down and blind(fig):
+            blind_keys.add(key)
+    if written is None or blind_keys:
+        changed_keys = list(rows)
+        whole = in_cycle  # every row of these groups is written: the rest have left
+        vanished: list[tuple[int, str, int]] = []
+    else:
+        before = written.rows
+        changed_keys = [key for key, row in rows.items() if before.get(key) != row]
+        known = {key[0] for key in before}
+        whole = in_cycle - known
+        vanished = [key for key in before if key not in rows and key[0] in in_cycle]
+    fresh, blind_rows = [], []
+    for key in changed_keys:
+        row = (*key, *rows[key], key in blind_keys, sampled_at, True)
+        (blind_rows if key in blind_keys else fresh).append(row)
+    for batch, fields in (
         (fresh, PARTITION_FIELDS),
         (blind_rows, [f for f in PARTITION_FIELDS if f not in BROKER_FIELDS]),
     ):
-        _insert_rows(PartitionState, columns, rows, ["group", "topic", "partition"], fields)
+        _insert_rows(
+            PartitionState, PARTITION_COLUMNS, batch, ["group", "topic", "partition"], fields
+        )
+    _mark_left(vanished, whole, sampled_at, seen_before)
+    if written is None or blind_keys:
+        return (None if blind_keys else rows), None
+    return rows, {key[0] for key in changed_keys} | {key[0] for key in vanished} | whole
+
+
+def _mark_left(
+    vanished: list[tuple[int, str, int]],
+    whole: set[int],
+    sampled_at: object,
+    seen_before: dict[int, datetime],
+) -> None:
+    """Partitions no longer in their group's cycle: ``present`` false, and ``sampled_at``
+    the group's cycle before this one, the last that saw them (a row not rewritten since an
+    earlier cycle holds that cycle's time instead). ``vanished``: such rows by key;
+    ``whole``: groups all of whose present rows were written this cycle, so that any older
+    present row has left."""
+    table = connection.ops.quote_name(PartitionState._meta.db_table)
+
+    def col(name: str) -> str:
+        return connection.ops.quote_name(PartitionState._meta.get_field(name).column)
+
+    present, seen = col("present"), col("sampled_at")
+    with connection.cursor() as cursor:
+        if vanished:
+            cursor.executemany(
+                f"UPDATE {table} SET {present} = %s, {seen} = %s WHERE {col('group')} = %s "
+                f"AND {col('topic')} = %s AND {col('partition')} = %s",
+                [
+                    (False, _db_datetime(seen_before.get(g)) or sampled_at, g, t, p)
+                    for g, t, p in vanished
+                ],
+            )
+        left = [(False, _db_datetime(seen_before[g]), g, sampled_at) for g in whole
+                if seen_before.get(g) is not None]  # fmt: skip
+        if left:
+            cursor.executemany(
+                f"UPDATE {table} SET {present} = %s, {seen} = %s WHERE {col('group')} = %s "
+                f"AND {present} AND {seen} < %s",
+                left,
+            )
 
 
 def _insert_group_samples(

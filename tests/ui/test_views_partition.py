@@ -85,6 +85,16 @@ def test_stale_partition_is_marked(web: Client) -> None:
     assert "ZooKeeper of cluster prod unreachable" in body
 
 
+def test_a_partition_that_left_its_group_says_so_with_its_last_sample(web: Client) -> None:
+    g = world.group(world.cluster(), "g")
+    left, kept = world.partitions(g, 2)
+    left.present, left.sampled_at = False, timezone.now() - timedelta(minutes=7)
+    left.save()
+    body = web.get(url(left)).content.decode()
+    assert "no longer in the group: last sampled 7m" in body
+    assert "no longer in the group" not in web.get(url(kept)).content.decode()
+
+
 def test_missing_partition_is_404(web: Client) -> None:
     assert web.get(reverse("ui:partition", args=[12345])).status_code == 404
 

@@ -18,6 +18,7 @@ from dashboard.monitoring.models.state import (
     Status,
     StatusChange,
     TopicConfig,
+    seen_at,
 )
 
 __all__ = [
@@ -43,4 +44,5 @@ __all__ = [
     "Status",
     "StatusChange",
     "TopicConfig",
+    "seen_at",
 ]

@@ -87,6 +87,13 @@ class ConsumerGroup(models.Model):
         return f"{self.cluster}/{self.source}/{self.name}"
 
 
+def seen_at(present: bool, sampled_at, group_last_seen_at):
+    """A partition's last sample time from its row and its group's (see ``present``)."""
+    if present and group_last_seen_at is not None and group_last_seen_at > sampled_at:
+        return group_last_seen_at
+    return sampled_at
+
+
 class PartitionState(models.Model):
     group = models.ForeignKey(ConsumerGroup, on_delete=models.CASCADE, related_name="partitions")
     topic = models.CharField(max_length=255)
@@ -117,7 +124,13 @@ class PartitionState(models.Model):
     # there is no such forecast (config unknown, infinite, compact, caught up).
     retention_left_s = models.FloatField(null=True)
     stale = models.BooleanField(default=False)
+    # A cycle rewrites a row only when one of its figures changed (issue 13: 100,000 rows
+    # rewritten each cycle were most of the store's time), so ``sampled_at`` is the cycle
+    # that last wrote it, and the group's ``last_seen_at`` says when a partition still in
+    # the group was last sampled. ``present``: the partition was in its group's latest
+    # cycle; a row that left it keeps, in ``sampled_at``, the last cycle that saw it.
     sampled_at = models.DateTimeField()
+    present = models.BooleanField(default=True, db_default=True)
 
     class Meta:
         constraints = [
@@ -129,6 +142,12 @@ class PartitionState(models.Model):
 
     def __str__(self) -> str:
         return f"{self.group}:{self.topic}/{self.partition}"
+
+    @property
+    def seen_at(self):
+        """When these figures were last sampled (``group`` read through the relation: a
+        query unless it was selected with the row)."""
+        return seen_at(self.present, self.sampled_at, self.group.last_seen_at)
 
 
 class GroupSample(models.Model):
