@@ -243,6 +243,8 @@ PARTITION_COLUMNS = [
     "time_lag_kind", "owner", "alive", "last_commit_at", "commit_version", "pending",
     "failed", "acked", "stale", "sampled_at", "present",
 ]  # fmt: skip
+# Where a row's figures are in it: what tells whether a partition changed.
+_FIGURES = slice(PARTITION_COLUMNS.index("committed"), PARTITION_COLUMNS.index("stale"))
 
 
 def _upsert_partitions(
@@ -261,6 +263,11 @@ def _upsert_partitions(
     written as given) and the groups whose rows changed (None: maybe any).
     """
     sampled_at = _db_datetime(at)
+    # Each row whole, with the defaults of the columns a cycle does not set (for a new row):
+    # one tuple per partition, built once (100,000 a cycle at issue 13's scale), compared
+    # with the one written before by its figures (``_FIGURES``) and remembered as it is.
+    names, defaults = _defaults(PartitionState, PARTITION_COLUMNS)
+    columns = [*PARTITION_COLUMNS, *names]
     commit_times: dict[int | None, object] = {}
     group_ids: dict[tuple[object, str], int] = {}
     rows: dict[tuple[int, str, int], tuple] = {}
@@ -273,36 +280,31 @@ def _upsert_partitions(
         gid = group_ids.get((fig.source, fig.group))
         if gid is None:
             gid = group_ids[(fig.source, fig.group)] = groups[(str(fig.source), fig.group)]
-        key = (gid, fig.topic, fig.partition)
+        gone = down and blind(fig)
         # A repeated figure replaces the one before it, as the upsert of both did.
-        rows[key] = (
-            fig.committed, fig.earliest, fig.latest, fig.lag, fig.time_lag_s,
-            fig.time_lag_kind, fig.owner or "", fig.alive, commit_times[ms],
-            fig.commit_version, fig.pending, fig.failed, fig.acked,
-        )  # fmt: skip
-        if down and blind(fig):
-            blind_keys.add(key)
+        rows[(gid, fig.topic, fig.partition)] = (
+            gid, fig.topic, fig.partition, fig.committed, fig.earliest, fig.latest, fig.lag,
+            fig.time_lag_s, fig.time_lag_kind, fig.owner or "", fig.alive, commit_times[ms],
+            fig.commit_version, fig.pending, fig.failed, fig.acked, gone, sampled_at, True,
+        ) + defaults  # fmt: skip
+        if gone:
+            blind_keys.add((gid, fig.topic, fig.partition))
     if written is None or blind_keys:
-        changed_keys = list(rows)
+        changed = rows
         whole = in_cycle  # every row of these groups is written: the rest have left
         vanished: list[tuple[int, str, int]] = []
     else:
-        before = written.rows
-        changed_keys = [key for key, row in rows.items() if before.get(key) != row]
+        before, figs = written.rows, _FIGURES
+        changed = {
+            key: row
+            for key, row in rows.items()
+            if (old := before.get(key)) is None or old[figs] != row[figs]
+        }
         known = {key[0] for key in before}
         whole = in_cycle - known
         vanished = [key for key in before if key not in rows and key[0] in in_cycle]
-    # Each row whole, with the defaults of the columns a cycle does not set (for a new row):
-    # one tuple per row, built once (100,000 rows a cycle at issue 13's scale).
-    names, values = _defaults(PartitionState, PARTITION_COLUMNS)
-    columns = [*PARTITION_COLUMNS, *names]
-    fresh_tail, blind_tail = (False, sampled_at, True, *values), (True, sampled_at, True, *values)
-    fresh, blind_rows = [], []
-    for key in changed_keys:
-        if key in blind_keys:
-            blind_rows.append(key + rows[key] + blind_tail)
-        else:
-            fresh.append(key + rows[key] + fresh_tail)
+    fresh = [row for key, row in changed.items() if key not in blind_keys]
+    blind_rows = [row for key, row in changed.items() if key in blind_keys] if blind_keys else []
     for batch, fields in (
         (fresh, PARTITION_FIELDS),
         (blind_rows, [f for f in PARTITION_FIELDS if f not in BROKER_FIELDS]),
@@ -311,7 +313,7 @@ def _upsert_partitions(
     _mark_left(vanished, whole, sampled_at, seen_before)
     if written is None or blind_keys:
         return (None if blind_keys else rows), None
-    return rows, {key[0] for key in changed_keys} | {key[0] for key in vanished} | whole
+    return rows, {key[0] for key in changed} | {key[0] for key in vanished} | whole
 
 
 def _mark_left(
