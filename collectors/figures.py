@@ -22,10 +22,9 @@ Liveness = tuple[str | None, bool | None, SpoutFigures | None]
 class PartitionFigure:
     """One partition of one group at one cycle. Built once and never changed afterwards
     (``dataclasses.replace`` makes another), but not declared frozen: a frozen dataclass's
-    ``__init__`` sets each of these 26 fields through ``object.__setattr__``, 0.75 s per
-    100,000 figures on the development machine against 0.11 s for plain slots, which was
-    half of a 100,000-partition cycle's assembly (benchmarks/RESULTS.md). It hashes as the
-    frozen class did."""
+    ``__init__`` sets each of these 26 fields through ``object.__setattr__``: with it, a
+    100,000-partition cycle's assembly took 1.6 s, without it 0.9-1.1 s (benchmarks/
+    RESULTS.md, session 19). It hashes as the frozen class did."""
 
     source: Source
     group: str
