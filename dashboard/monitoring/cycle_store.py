@@ -115,9 +115,11 @@ class OrmCycleStore:
 
     def last_known(self, sources: frozenset[str]) -> list[PartitionFigure]:
         """Each partition's last stored figures; liveness and spout counts are left unknown,
-        since no source told them this cycle."""
+        since no source told them this cycle. Not those of partitions that had left their
+        group before the outage (``present``): an outage brings nothing back."""
         states = PartitionState.objects.filter(
-            group__cluster=self.cluster, group__source__in=sources, committed__isnull=False
+            group__cluster=self.cluster, group__source__in=sources, committed__isnull=False,
+            present=True,
         ).values_list(
             "group__source", "group__name", "topic", "partition", "committed", "earliest",
             "latest", "lag", "time_lag_s", "time_lag_kind", "last_commit_at", "commit_version",

@@ -20,6 +20,7 @@ from collectors.outcome import CycleOutcome, SourceOutcome
 from collectors.records import GroupSnapshot, PartitionOffsets, Source
 from dashboard.api.serializers import partition_dict
 from dashboard.monitoring import store
+from dashboard.monitoring.cycle_store import OrmCycleStore
 from dashboard.monitoring.models import Cluster, ConsumerGroup, PartitionState
 from dashboard.monitoring.store import ms_to_dt, store_cycle
 
@@ -94,6 +95,13 @@ def test_a_partition_that_left_is_marked_with_the_last_cycle_that_saw_it(cluster
     store_cycle(cluster, outcome(50_000, [figure("g", 0, 40), figure("g", 1, 90)]))
     back = row(1)
     assert back.present and back.seen_at == at(50_000)
+
+
+def test_an_outage_does_not_bring_back_a_partition_that_had_left(cluster: Cluster) -> None:
+    store_cycle(cluster, outcome(10_000, [figure("g", 0, 40), figure("g", 1, 90)]))
+    store_cycle(cluster, outcome(20_000, [figure("g", 0, 40)]))
+    last_known = OrmCycleStore(cluster).last_known(frozenset({"kafka"}))
+    assert [(f.group, f.partition) for f in last_known] == [("g", 0)]
 
 
 def test_a_group_absent_from_a_cycle_keeps_its_rows_present_as_of_its_last_poll(cluster):
