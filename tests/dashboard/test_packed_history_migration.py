@@ -1,8 +1,12 @@
 """Upgrading a database that holds the row-per-partition history (migration 0015): the
-stored hours are packed into the new tables, not lost, and read back the same."""
+stored hours are packed into the new tables, not lost, and read back the same. And (0016)
+partitions no longer in their group's latest cycle are marked as such.
+
+Each test leaves the database migrated to the latest again: the worker's next tests use it."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -17,9 +21,15 @@ AFTER = [("monitoring", "0015_packed_history")]
 T0 = datetime(2026, 11, 25, 12, 0, tzinfo=UTC)
 
 
+@pytest.fixture
+def executor() -> Iterator[MigrationExecutor]:
+    yield MigrationExecutor(connection)
+    latest = MigrationExecutor(connection)
+    latest.migrate(latest.loader.graph.leaf_nodes())
+
+
 @pytest.mark.django_db(transaction=True)
-def test_the_stored_history_is_packed_on_upgrade() -> None:
-    executor = MigrationExecutor(connection)
+def test_the_stored_history_is_packed_on_upgrade(executor: MigrationExecutor) -> None:
     executor.migrate(BEFORE)
     apps = executor.loader.project_state(BEFORE).apps
     Cluster = apps.get_model("monitoring", "Cluster")
@@ -65,3 +75,27 @@ def test_the_stored_history_is_packed_on_upgrade() -> None:
         ("orders", 0, int((T0 + timedelta(seconds=10 * k)).timestamp() * 1000), 0, 500 + k)
         for k in range(3)
     ]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_partitions_that_left_their_group_are_marked_on_upgrade(executor) -> None:
+    """Until 0016 every row of a group's latest cycle was written at that cycle's time, the
+    group's ``last_seen_at``: an older row is a partition that had left the group."""
+    executor.migrate(AFTER)
+    apps = executor.loader.project_state(AFTER).apps
+    Cluster = apps.get_model("monitoring", "Cluster")
+    Group = apps.get_model("monitoring", "ConsumerGroup")
+    State = apps.get_model("monitoring", "PartitionState")
+    cluster = Cluster.objects.create(name="c", kafka_bootstrap_servers="k:9092")
+    later = T0 + timedelta(minutes=5)
+    group = Group.objects.create(cluster=cluster, source="kafka", name="g", first_seen_at=T0,
+                                 last_seen_at=later)  # fmt: skip
+    for partition, sampled_at in ((0, later), (1, T0)):
+        State.objects.create(group=group, topic="orders", partition=partition,
+                             sampled_at=sampled_at)  # fmt: skip
+
+    executor = MigrationExecutor(connection)
+    executor.migrate([("monitoring", "0016_partition_present")])
+    State = executor.loader.project_state([("monitoring", "0016_partition_present")]).apps \
+        .get_model("monitoring", "PartitionState")  # fmt: skip
+    assert dict(State.objects.values_list("partition", "present")) == {0: True, 1: False}
