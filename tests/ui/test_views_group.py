@@ -11,7 +11,7 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
-from dashboard.monitoring.models import LagRollup, RebalanceEvent, StatusChange
+from dashboard.monitoring.models import LagRollup, PartitionState, RebalanceEvent, StatusChange
 from dashboard.ui.params import PARTITIONS_PER_PAGE as PER_PAGE
 from tests.ui import world
 
@@ -215,6 +215,14 @@ def test_states_not_evaluated_window_incomplete_stale(web: Client) -> None:
     assert "Kafka of cluster prod unreachable" in body
     assert "stale: figures as of" in body
     assert 'class="stale"' in body
+
+
+def test_a_partition_that_left_the_group_is_marked_in_its_table(web: Client) -> None:
+    g = world.group(world.cluster(), "g")
+    left, _ = world.partitions(g, 2)
+    PartitionState.objects.filter(pk=left.pk).update(present=False)
+    body = web.get(url(g)).content.decode()
+    assert body.count("left the group</span>") == 1
 
 
 def test_status_changes_listed(web: Client) -> None:
