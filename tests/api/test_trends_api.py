@@ -28,7 +28,8 @@ def minute() -> timezone.datetime:
 
 
 @pytest.fixture
-def trends(world: World) -> None:
+def trends(world: World) -> timezone.datetime:
+    """The rollups' minute, returned: a test asking ``minute()`` again may be in the next."""
     now = minute()
     LagRollup.objects.create(
         level="group", cluster="prod", source="kafka", group="billing", resolution="1m",
@@ -46,6 +47,7 @@ def trends(world: World) -> None:
     PartitionState.objects.filter(group__name="billing", group__cluster=prod, topic="invoices",
                                   partition=1).update(retention_left_s=60.0)  # fmt: skip
     group_totals.refresh_cluster(prod)  # as a status run does
+    return now
 
 
 def test_group_list_has_the_trend_and_the_soonest_deadline(api, trends) -> None:
@@ -54,7 +56,7 @@ def test_group_list_has_the_trend_and_the_soonest_deadline(api, trends) -> None:
     assert g["trend"] == {
         "produce_per_s": 10.0, "consume_per_s": 12.5, "lag_slope_per_s": -2.5,
         "direction": "falling", "eta_s": 180.0,
-        "bucket_start": minute().isoformat().replace("+00:00", "Z"), "resolution": "1m",
+        "bucket_start": trends.isoformat().replace("+00:00", "Z"), "resolution": "1m",
     }  # fmt: skip
     assert g["retention_left_s"] == 60.0
     staging = api.get("/api/v1/groups/", cluster="staging")["results"][0]
