@@ -31,7 +31,7 @@ import json
 import statistics
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import pyarrow as pa
 from pyspark import Accumulator
@@ -47,7 +47,14 @@ from spark_jobs.evaluator import (
     evaluate_partition,
 )
 from spark_jobs.evaluator.types import COLLECTION_GAP_POLLS
-from spark_jobs.windows import WINDOW_COLUMNS, group_rebalances, partition_id, window_from_samples
+from spark_jobs.windows import (
+    WINDOW_COLUMNS,
+    commit_rows,
+    group_rebalances,
+    partition_id,
+    raw_commit_time,
+    window_from_samples,
+)
 
 __all__ = [
     "GROUP_KEY",
@@ -158,18 +165,30 @@ def _drop_duplicates(cols: dict[str, list[Any]]) -> dict[str, list[Any]]:
     return {name: [values[i] for i in keep] for name, values in cols.items()}
 
 
+def _first_holding(committed: Sequence[int], offset: int) -> int:
+    """The first of the trailing samples that hold ``offset`` as the committed offset."""
+    first = len(committed) - 1
+    while first > 0 and committed[first - 1] == offset:
+        first -= 1
+    return first
+
+
 def mark_collection_gap(
     window: PartitionWindow, ts_ms: Sequence[int], now_ms: int
 ) -> PartitionWindow:
     """The window marked stale when its newest sample is more than ``COLLECTION_GAP_POLLS``
-    of its own poll intervals old at ``now_ms``: nothing was collected meanwhile (a collector
+    of its own poll intervals (the median spacing of the polls that watched the window) old
+    at ``now_ms``: nothing was collected meanwhile (a collector
     down, Redis down under beat), so "no commit since" is unknown, not a stuck consumer.
     Without it, the first run after collection resumed read every group's silence up to now
     as STALL (benchmarks/soak.py: 46 of 50 partitions after a 30 s Redis restart); with a
     collector down for longer, every partition would alert."""
     if window.stale or len(ts_ms) < 2:
         return window
-    spacing = statistics.median(b - a for a, b in zip(ts_ms, ts_ms[1:], strict=False))
+    # The polls that watched the window, and the one before its first commit: the interval
+    # the partition is polled at now (and what a slice of the window sees, ``_slice_holds``).
+    watched = ts_ms[-(window.polls + 1) :] if window.polls else ts_ms
+    spacing = statistics.median(b - a for a, b in zip(watched, watched[1:], strict=False))
     if spacing <= 0 or now_ms - ts_ms[-1] <= COLLECTION_GAP_POLLS * spacing:
         return window
     return dataclasses.replace(window, stale=True, stale_since_ms=ts_ms[-1])
@@ -189,10 +208,8 @@ def mark_outage_grace(
     end; one that stays silent past it is judged as before."""
     if window.stale or not window.commits:
         return window
-    ts, stale, committed = samples["ts_ms"], samples["stale"], samples["committed"]
-    first = len(ts) - 1  # the first sample holding the last commit's offset
-    while first > 0 and committed[first - 1] == window.commits[-1].offset:
-        first -= 1
+    ts, stale = samples["ts_ms"], samples["stale"]
+    first = _first_holding(samples["committed"], window.commits[-1].offset)
     down = [i for i in range(first, len(ts)) if stale[i]]
     if not down:
         return window
@@ -202,32 +219,96 @@ def mark_outage_grace(
     return dataclasses.replace(window, stale=True, stale_since_ms=ts[down[0]])
 
 
+class Older(NamedTuple):
+    """What a partition's samples before the slice amount to (``evaluate_recent``): how many
+    (duplicates included), and the latest commit time any of them could carry (the source's
+    commit time, else the poll's: the never-backwards clamp of the commit times reaches no
+    further)."""
+
+    rows: int
+    max_time_ms: int
+
+
+def _slice_holds(
+    samples: Mapping[str, Sequence[Any]],
+    window: PartitionWindow,
+    older: Older,
+) -> bool:
+    """Whether ``window``, made from the slice of a partition that also has older samples,
+    is the window all its samples make, so that the verdict is the same.
+
+    Every look back past the slice's first sample is checked, and each one that reaches it
+    says no: the window's first commit (its first sample is a commit to the slice, whether or
+    not it is one; the evaluator's polls and spout series count from there); the commit-time
+    clamp (an older commit time above the slice's first commit would raise the window's);
+    the stale run and the last known lag (both walk back to the first sample that ends
+    them); the outage grace's run of samples holding the last commit. (The group's owner
+    changes are checked by the caller, for every partition of the group.)
+    ``build_window``'s min-distance choice looks only at the next commit, so a suffix of the
+    commits keeps the same ones.
+    """
+    ts = samples["ts_ms"]
+    since = len(ts) - (window.polls or len(ts))
+    if since < 1:
+        return False
+    first = next(commit_rows(samples, 1))  # there is one: the window's first commit
+    if raw_commit_time(samples, first) < max(older.max_time_ms, raw_commit_time(samples, 0)):
+        return False
+    if all(samples["stale"]) or all(lag is None for lag in samples["lag"]):
+        return False
+    return _first_holding(samples["committed"], window.commits[-1].offset) > 0
+
+
+def _first_fresh(stale: Sequence[bool], a: int, b: int) -> int | None:
+    return next((i for i in range(a, b) if not stale[i]), None)
+
+
 def evaluate_group_samples(
     cols: dict[str, list[Any]],
     config: EvaluatorConfig,
     now_ms: int,
     per_cluster: Mapping[str, EvaluatorConfig] | None = None,
-) -> dict[str, list[Any]]:
+    older: Mapping[tuple[str, int], Older] | None = None,
+) -> dict[str, list[Any]] | None:
     """Verdict rows (``PARTITION_VERDICT_SCHEMA``'s columns) of every partition of one group,
     from the group's samples as column lists sorted by (topic, partition, ts_ms).
 
     ``per_cluster`` holds the thresholds of clusters that set their own (SPEC §2.4); the
-    others are judged with ``config``."""
+    others are judged with ``config``.
+
+    ``older``, if given, says that ``cols`` are only the window's recent slice, and what each
+    partition's samples before it amount to (a partition absent from it has none). The rows
+    are then those the whole window gives, or None where the slice cannot tell them
+    (``_slice_holds``): the caller then evaluates the group's whole window.
+    """
     cols = _drop_duplicates(cols)
     topic, part = cols["topic"], cols["partition"]
     cluster, source, group = cols["cluster"][0], cols["source"][0], cols["group"][0]
     if per_cluster:
         config = per_cluster.get(cluster, config)
     runs = _partition_runs(topic, part)
+    older = older or {}
+    if older and not older.keys() <= {(topic[a], part[a]) for a, _ in runs}:
+        return None  # a partition seen only before the slice
     # Two topics under one spout path: two topologies sharing a spoutConfig.id (DOMAIN §1).
     spout_topics = sorted(set(topic)) if source == "storm" else []
     topics = spout_topics if len(spout_topics) > 1 else []
     rebalances: tuple[int, ...] = ()
     rebalancing = None
+    moved_before = None
     if source in _GROUP_SOURCES:
         rebalances, rebalancing = group_rebalances(
             cols["ts_ms"], cols["owner"], cols["stale"], runs
         )
+        # An owner change at a partition's first fresh poll of the slice may be one from its
+        # last fresh poll before it: the slice does not see those.
+        firsts = [
+            cols["ts_ms"][i]
+            for a, b in runs
+            if (topic[a], part[a]) in older
+            and (i := _first_fresh(cols["stale"], a, b)) is not None
+        ]
+        moved_before = max(firsts, default=None)
     rows: dict[str, list[Any]] = {name: [] for name in PARTITION_VERDICT_SCHEMA.names}
     verdicts = []
     for a, b in runs:
@@ -236,6 +317,14 @@ def evaluate_group_samples(
         window = window_from_samples(pid, samples, config, topics, rebalances, rebalancing)
         window = mark_collection_gap(window, samples["ts_ms"], now_ms)
         window = mark_outage_grace(window, samples, now_ms)
+        if older:
+            before = older.get((topic[a], part[a]))
+            if before is not None and not _slice_holds(samples, window, before):
+                return None
+            # REBALANCE_STORM counts the group's owner changes since the window's first
+            # commit: none may be one the slice missed.
+            if moved_before is not None and window.commits[0].timestamp_ms <= moved_before:
+                return None
         verdict = evaluate_partition(window, config, now_ms)
         verdicts.append(verdict)
         values = (cluster, source, group, topic[a], part[a], verdict.status,

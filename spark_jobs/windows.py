@@ -70,16 +70,18 @@ lag 0, since nothing shows messages waiting.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from spark_jobs.evaluator import Commit, EvaluatorConfig, PartitionWindow, SpoutSeries, build_window
 
 __all__ = [
     "WINDOW_COLUMNS",
+    "commit_rows",
     "derive_commits",
     "group_rebalances",
     "partition_id",
+    "raw_commit_time",
     "window_from_samples",
 ]
 
@@ -101,21 +103,37 @@ def _new_commit(previous: Any, current: Any) -> bool:
     return previous is not None and current is not None and previous != current
 
 
+def commit_rows(samples: Mapping[str, Sequence[Any]], start: int = 0) -> Iterator[int]:
+    """Indices (from ``start``) of the samples that see a new commit: the first sample, and
+    every one whose offset, commit time or commit version moved from the sample before."""
+    offsets = samples["committed"]
+    times = samples["commit_time_ms"]
+    versions = samples["commit_version"]
+    for i in range(start, len(offsets)):
+        if (
+            i == 0
+            or offsets[i] != offsets[i - 1]
+            or _new_commit(times[i - 1], times[i])
+            or _new_commit(versions[i - 1], versions[i])
+        ):
+            yield i
+
+
+def raw_commit_time(samples: Mapping[str, Sequence[Any]], i: int) -> int:
+    """The time of the commit sample ``i`` sees, before the never-backwards clamp: the
+    source's commit time, else the poll's."""
+    at = samples["commit_time_ms"][i]
+    return at if at is not None else samples["ts_ms"][i]
+
+
 def _seen_commits(samples: Mapping[str, Sequence[Any]]) -> list[tuple[int, Commit]]:
     """The commits seen in one partition's samples, each with the index of the sample that
     first saw it."""
     offsets = samples["committed"]
-    times = samples["commit_time_ms"]
-    versions = samples["commit_version"]
     seen: list[tuple[int, Commit]] = []
-    for i, offset in enumerate(offsets):
-        if i and not (
-            offset != offsets[i - 1]
-            or _new_commit(times[i - 1], times[i])
-            or _new_commit(versions[i - 1], versions[i])
-        ):
-            continue
-        at = times[i] if times[i] is not None else samples["ts_ms"][i]
+    for i in commit_rows(samples):
+        offset = offsets[i]
+        at = raw_commit_time(samples, i)
         if seen and at < seen[-1][1].timestamp_ms:
             at = seen[-1][1].timestamp_ms
         lag, earliest, latest = samples["lag"][i], samples["earliest"][i], samples["latest"][i]
