@@ -44,6 +44,7 @@ configuration and credentials Spark itself writes with, whatever the URL's schem
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import logging
 import secrets
@@ -53,16 +54,26 @@ from typing import Any
 
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
 from spark_jobs.evaluator import EvaluatorConfig
 from spark_jobs.rollups import rollup
 from spark_jobs.sample_reader import read_samples
-from spark_jobs.status import Counters, evaluate_verdicts, group_verdicts, partition_verdicts
+from spark_jobs.status import (
+    GROUP_KEY,
+    Counters,
+    evaluate_recent,
+    evaluate_verdicts,
+    group_verdicts,
+    partition_verdicts,
+)
 
 __all__ = [
     "DEFAULT_KEEP_RUNS",
     "DEFAULT_ROLLUPS_WINDOW_MS",
     "DEFAULT_STATUS_LOOKBACK_MS",
+    "DEFAULT_STATUS_SLICE_MS",
     "JOBS",
     "ROLLUP_LOOKBEHIND_MS",
     "ROLLUP_TABLES",
@@ -83,6 +94,10 @@ STATUS_TABLES = ("partitions", "groups")
 ROLLUP_TABLES = {"partitions": "partition", "topics": "topic", "groups": "group",
                  "clusters": "cluster"}  # fmt: skip
 DEFAULT_STATUS_LOOKBACK_MS = 3_600_000
+# The status job's slice (``run_status_job``): ten minutes hold Burrow's window of 10 commits
+# for a consumer committing more often than once a minute; a group whose window reaches
+# further back is read whole.
+DEFAULT_STATUS_SLICE_MS = 10 * 60_000
 DEFAULT_ROLLUPS_WINDOW_MS = 2 * 3_600_000
 DEFAULT_KEEP_RUNS = 5
 # Samples read before the first rollup bucket, only as the predecessors of its first interval:
@@ -113,6 +128,9 @@ class JobResult:
     input_rows: int
     output_path: str
     tables: Mapping[str, int] = field(default_factory=dict)
+    # The status job from a slice: the groups its slice could not tell, judged from the whole
+    # window (None: the whole window was read for every group).
+    whole_groups: int | None = None
 
     @property
     def partitions(self) -> int:
@@ -130,7 +148,7 @@ class JobResult:
         return {
             "job": self.job, "now_ms": self.now_ms, "window_ms": self.window_ms,
             "input_rows": self.input_rows, "output_path": self.output_path,
-            "tables": dict(self.tables),
+            "tables": dict(self.tables), "whole_groups": self.whole_groups,
         }  # fmt: skip
 
 
@@ -255,6 +273,7 @@ def _finish(
     input_rows: int,
     keep: int,
     tables: Mapping[str, int] | None = None,
+    whole_groups: int | None = None,
 ) -> JobResult:
     """Publish the run; ``tables`` are its tables' row counts when the job counted them, else
     they are read back from the files."""
@@ -267,9 +286,11 @@ def _finish(
     final = run_dir(results_url, job, now_ms)
     summary = {"job": job, "now_ms": now_ms, "window_ms": window_ms,
                "input_rows": input_rows, "tables": tables}  # fmt: skip
+    if whole_groups is not None:
+        summary["whole_groups"] = whole_groups
     _publish(files, temp, final, summary)
     _prune(files, results_url, job, now_ms, keep)
-    return JobResult(job, now_ms, window_ms, input_rows, final, tables)
+    return JobResult(job, now_ms, window_ms, input_rows, final, tables, whole_groups)
 
 
 def _temp_dir(results_url: str, job: str, now_ms: int) -> str:
@@ -316,10 +337,15 @@ def run_status_job(
     config: EvaluatorConfig | None = None,
     keep: int = DEFAULT_KEEP_RUNS,
     per_cluster: Mapping[str, EvaluatorConfig] | None = None,
+    slice_ms: int | None = DEFAULT_STATUS_SLICE_MS,
 ) -> JobResult:
     """Status and diagnosis of every partition and group seen in the last ``window_ms`` of
     samples (up to and including ``now_ms``), written as one run; a cluster named in
     ``per_cluster`` is judged with its own thresholds, the others with ``config``.
+
+    ``slice_ms``: groups are judged from the last ``slice_ms`` of the window where that gives
+    the rows the whole window gives (``spark_jobs.status.evaluate_recent``), the others from
+    the whole window; None, 0 or a slice as long as the window reads the whole window for all.
 
     ``window_ms`` is the look-back of the read, not the evaluator's window (its last
     ``config.window`` commits): see the module's docstring. Raises on any failure (an
@@ -330,7 +356,7 @@ def run_status_job(
     config = config or EvaluatorConfig()
     return _read_again_if_compacted(
         lambda: _status_run(
-            spark, sample_url, results_url, now_ms, window_ms, config, keep, per_cluster
+            spark, sample_url, results_url, now_ms, window_ms, config, keep, per_cluster, slice_ms
         )
     )
 
@@ -344,6 +370,7 @@ def _status_run(
     config: EvaluatorConfig,
     keep: int,
     per_cluster: Mapping[str, EvaluatorConfig] | None,
+    slice_ms: int | None,
 ) -> JobResult:
     files = _Files(spark, results_url)
     temp = _temp_dir(results_url, "status", now_ms)
@@ -353,23 +380,63 @@ def _status_run(
     # runs (``Counters``).
     samples = read_samples(spark, sample_url, now_ms - window_ms, now_ms + 1, dedup=False)
     counters = Counters.of(spark)
-    verdicts = None
+    cached: list[DataFrame] = []
     try:
         # Both tables are projections of one evaluation: evaluate once (and count the rows
         # read once: the cached frame is not evaluated again).
-        verdicts = evaluate_verdicts(samples, now_ms, config, per_cluster, counters)
-        verdicts = verdicts.persist(StorageLevel.MEMORY_AND_DISK)
+        verdicts, whole_groups = _verdicts(
+            spark, samples, now_ms, window_ms, config, per_cluster, counters, slice_ms, cached
+        )
         _write(partition_verdicts(verdicts), f"{temp}/partitions")
         _write(group_verdicts(verdicts), f"{temp}/groups")
         tables = {"partitions": counters.partitions.value, "groups": counters.groups.value}
         return _finish(spark, files, "status", results_url, temp, now_ms, window_ms,
-                       counters.rows_read.value, keep, tables)  # fmt: skip
+                       counters.rows_read.value, keep, tables, whole_groups)  # fmt: skip
     except BaseException:
         _discard(files, temp)
         raise
     finally:
-        if verdicts is not None:
-            verdicts.unpersist()
+        for frame in cached:
+            frame.unpersist()
+
+
+def _verdicts(
+    spark: SparkSession,
+    samples: DataFrame,
+    now_ms: int,
+    window_ms: int,
+    config: EvaluatorConfig,
+    per_cluster: Mapping[str, EvaluatorConfig] | None,
+    counters: Counters,
+    slice_ms: int | None,
+    cached: list[DataFrame],
+) -> tuple[DataFrame, int | None]:
+    """The run's verdicts (``VERDICT_SCHEMA``), cached (appended to ``cached``), and how many
+    groups were judged from their whole window when a slice was read first (else None).
+
+    From a slice: one evaluation of the slice, then the whole window of the groups the slice
+    could not tell (their keys collected, a few rows; the window's other groups filtered out
+    by a broadcast join before the shuffle), the two unioned."""
+    if not slice_ms or slice_ms >= window_ms:
+        verdicts = evaluate_verdicts(samples, now_ms, config, per_cluster, counters)
+        cached.append(verdicts.persist(StorageLevel.MEMORY_AND_DISK))
+        return cached[-1], None
+    first = evaluate_recent(samples, now_ms - slice_ms, now_ms, config, per_cluster, counters)
+    cached.append(first.persist(StorageLevel.MEMORY_AND_DISK))
+    whole = [tuple(r) for r in cached[-1].where(F.col("whole")).select(*GROUP_KEY).collect()]
+    judged = cached[-1].where(~F.col("whole")).drop("whole")
+    if not whole:
+        return judged, 0
+    keys = spark.createDataFrame(whole, T.StructType([T.StructField(k, T.StringType(), False)
+                                                      for k in GROUP_KEY]))  # fmt: skip
+    # The slice's pass counted every sample read; this one counts its verdicts only.
+    again = dataclasses.replace(counters, rows_read=spark.sparkContext.accumulator(0))
+    rest = evaluate_verdicts(
+        samples.join(F.broadcast(keys), list(GROUP_KEY), "left_semi"),
+        now_ms, config, per_cluster, again,
+    )  # fmt: skip
+    cached.append(judged.unionByName(rest).persist(StorageLevel.MEMORY_AND_DISK))
+    return cached[-1], len(whole)
 
 
 def run_rollups_job(

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark import Accumulator
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -61,10 +62,13 @@ __all__ = [
     "GROUP_VERDICT_SCHEMA",
     "Counters",
     "PARTITION_KEY",
+    "Older",
     "PARTITION_VERDICT_SCHEMA",
+    "SLICE_VERDICT_SCHEMA",
     "VERDICT_SCHEMA",
     "diagnosis_json",
     "evaluate_group_samples",
+    "evaluate_recent",
     "evaluate_status",
     "evaluate_verdicts",
     "group_verdicts",
@@ -118,6 +122,12 @@ VERDICT_SCHEMA = T.StructType(
     ]
 )
 
+# What the slice's per-group function returns: the rows above, or one row marking a group
+# the slice could not tell (``whole``), to be judged from its whole window.
+SLICE_VERDICT_SCHEMA = T.StructType(
+    [*VERDICT_SCHEMA.fields, T.StructField("whole", T.BooleanType(), False)]
+)
+
 # What the per-group function reads: the key, the owner (rebalances), the window's columns.
 _INPUT_COLUMNS = tuple(dict.fromkeys((*PARTITION_KEY, "owner", *WINDOW_COLUMNS)))
 _ARROW_TYPES = {"string": pa.string(), "integer": pa.int32(), "long": pa.int64(),
@@ -125,6 +135,9 @@ _ARROW_TYPES = {"string": pa.string(), "integer": pa.int32(), "long": pa.int64()
 _VERDICT_ARROW_SCHEMA = pa.schema(
     [pa.field(f.name, _ARROW_TYPES[f.dataType.typeName()], f.nullable) for f in VERDICT_SCHEMA]
 )
+_SLICE_ARROW_SCHEMA = _VERDICT_ARROW_SCHEMA.append(pa.field("whole", pa.bool_(), False))
+# What a partition's samples before the slice amount to (``Older``), one row per partition.
+_OLDER_COLUMNS = ("older_rows", "older_max_ms")
 # Sources whose partitions belong to a consumer group that rebalances (not Storm spouts).
 _GROUP_SOURCES = ("kafka", "zookeeper")
 
@@ -305,8 +318,7 @@ def evaluate_group_samples(
         firsts = [
             cols["ts_ms"][i]
             for a, b in runs
-            if (topic[a], part[a]) in older
-            and (i := _first_fresh(cols["stale"], a, b)) is not None
+            if (topic[a], part[a]) in older and (i := _first_fresh(cols["stale"], a, b)) is not None
         ]
         moved_before = max(firsts, default=None)
     rows: dict[str, list[Any]] = {name: [] for name in PARTITION_VERDICT_SCHEMA.names}
@@ -381,6 +393,55 @@ def _group_evaluator(
     return evaluate
 
 
+def _whole_window_row(cluster: str, source: str, group: str, now_ms: int) -> pa.Table:
+    """The one row of a group its slice could not tell: its key and ``whole``."""
+    values = {"cluster": cluster, "source": source, "group": group, "topic": "", "partition": 0,
+              "status": "", "complete": 0.0, "diagnosis": "[]", "reason": "", "lag": None,
+              "evaluated_at_ms": now_ms, "group_status": "", "group_complete": 0.0,
+              "group_total_lag": 0, "group_partitions": 0, "group_head": False,
+              "whole": True}  # fmt: skip
+    return pa.table({k: [v] for k, v in values.items()}, schema=_SLICE_ARROW_SCHEMA)
+
+
+def _slice_evaluator(
+    config: EvaluatorConfig,
+    now_ms: int,
+    per_cluster: Mapping[str, EvaluatorConfig] | None,
+    counters: Counters | None,
+) -> Callable[[pa.Table], pa.Table]:
+    order = [("topic", "ascending"), ("partition", "ascending"), ("ts_ms", "ascending")]
+    per_cluster = dict(per_cluster or {})
+
+    def evaluate(table: pa.Table) -> pa.Table:
+        is_older = pc.is_valid(table.column("older_rows"))
+        summary = table.filter(is_older)
+        table = table.filter(pc.invert(is_older)).sort_by(order)
+        older = {
+            (topic, part): Older(rows, latest)
+            for topic, part, rows, latest in zip(
+                *(summary.column(n).to_pylist() for n in ("topic", "partition", *_OLDER_COLUMNS)),
+                strict=True,
+            )
+        }
+        if counters is not None:
+            counters.rows_read.add(table.num_rows + sum(o.rows for o in older.values()))
+        rows = None
+        if table.num_rows:
+            cols = {name: table.column(name).to_pylist() for name in _INPUT_COLUMNS}
+            rows = evaluate_group_samples(cols, config, now_ms, per_cluster, older)
+        if rows is None:
+            key = table if table.num_rows else summary
+            cluster, source, group = (key.column(n)[0].as_py() for n in GROUP_KEY)
+            return _whole_window_row(cluster, source, group, now_ms)
+        if counters is not None:
+            counters.partitions.add(len(rows["status"]))
+            counters.groups.add(1)
+        rows["whole"] = [False] * len(rows["status"])
+        return pa.table(rows, schema=_SLICE_ARROW_SCHEMA)
+
+    return evaluate
+
+
 # ---------------------------------------------------------------------------------------------
 # The transformation
 
@@ -406,6 +467,43 @@ def evaluate_verdicts(
         samples.select(*_INPUT_COLUMNS)
         .groupBy(*GROUP_KEY)
         .applyInArrow(_group_evaluator(config, now_ms, per_cluster, counters), VERDICT_SCHEMA)
+    )
+
+
+def evaluate_recent(
+    samples: DataFrame,
+    cut_ms: int,
+    now_ms: int,
+    config: EvaluatorConfig,
+    per_cluster: Mapping[str, EvaluatorConfig] | None = None,
+    counters: Counters | None = None,
+) -> DataFrame:
+    """:func:`evaluate_verdicts` from the window's recent slice (samples at or after
+    ``cut_ms``), for every group whose rows the slice can tell (``SLICE_VERDICT_SCHEMA``,
+    ``whole`` false); a group it cannot tell comes out as one row with ``whole`` true, to be
+    judged from its whole window.
+
+    Why: most partitions commit every poll, so their window (the last N commits) lies in the
+    last minutes of an hour's look-back, and moving every sample of the hour to its group and
+    through Python was most of the job (benchmarks/RESULTS.md). Only the slice moves whole;
+    the older samples are summed up per partition where they are read (``Older``: a count and
+    a maximum, aggregated before the shuffle), which is all the slice needs to know whether
+    they could change a verdict (``evaluate_group_samples``). ``counters`` count every sample
+    read, older ones included.
+    """
+    recent = samples.where(F.col("ts_ms") >= F.lit(cut_ms)).select(*_INPUT_COLUMNS)
+    older = (
+        samples.where(F.col("ts_ms") < F.lit(cut_ms))
+        .groupBy(*PARTITION_KEY)
+        .agg(
+            F.count(F.lit(1)).alias("older_rows"),
+            F.max(F.coalesce(F.col("commit_time_ms"), F.col("ts_ms"))).alias("older_max_ms"),
+        )
+    )
+    return (
+        recent.unionByName(older, allowMissingColumns=True)
+        .groupBy(*GROUP_KEY)
+        .applyInArrow(_slice_evaluator(config, now_ms, per_cluster, counters), SLICE_VERDICT_SCHEMA)
     )
 
 

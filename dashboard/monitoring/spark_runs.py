@@ -113,6 +113,7 @@ def _execute(job: str, window_s: int, now_ms: int) -> JobResult:
         return run_status_job(
             spark, sample_url, results_url, now_ms, window_ms, evaluator_config(), keep,
             per_cluster=cluster_evaluator_configs(),
+            slice_ms=settings.LAGWATCH_STATUS_SLICE_S * 1000,
         )  # fmt: skip
     return run_rollups_job(spark, sample_url, results_url, now_ms, window_ms, keep)
 

@@ -192,6 +192,10 @@ LAGWATCH_RESULTS_URL = env_str("LAGWATCH_RESULTS_URL", str(DATA_DIR / "results")
 LAGWATCH_SPARK_KEEP_RUNS = env_int("LAGWATCH_SPARK_KEEP_RUNS", 5)
 # The status job reads this much of the log: enough to hold a stuck partition's last commit.
 LAGWATCH_STATUS_LOOKBACK_S = env_int("LAGWATCH_STATUS_LOOKBACK_S", 3600)
+# ...of which a group is judged from the last LAGWATCH_STATUS_SLICE_S where nothing older could
+# change its verdicts, and from the whole look-back otherwise (0: always the whole look-back;
+# spark_jobs/status.py: evaluate_recent). The same verdicts, less to move for most groups.
+LAGWATCH_STATUS_SLICE_S = env_int("LAGWATCH_STATUS_SLICE_S", 600)
 LAGWATCH_ROLLUPS_WINDOW_S = env_int("LAGWATCH_ROLLUPS_WINDOW_S", 7200)
 # One run of a job at a time: the lock expires after this, should a worker die holding it.
 LAGWATCH_SPARK_LOCK_TTL_S = env_int("LAGWATCH_SPARK_LOCK_TTL_S", 1800)

@@ -4,6 +4,7 @@ run's results out, published atomically, old runs pruned, a failed run invisible
 from __future__ import annotations
 
 import json
+import random
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -27,6 +28,7 @@ from spark_jobs.jobs import (
 from spark_jobs.session import job_pool
 from spark_jobs.status import GROUP_VERDICT_SCHEMA, PARTITION_VERDICT_SCHEMA
 from tests.spark_jobs.samples import HOUR, MIN, T0, sample
+from tests.spark_jobs.test_status_slice import random_group
 
 NOW = T0 + 10 * MIN
 
@@ -67,6 +69,7 @@ def test_status_run_is_published_whole(spark: SparkSession, log: SampleLog, tmp_
         "window_ms": HOUR,
         "input_rows": 20,
         "tables": {"partitions": 2, "groups": 1},
+        "whole_groups": 0,  # the ten minutes' slice holds the whole window here
     }
 
     partitions = pq.read_table(f"{result.output_path}/partitions")
@@ -321,3 +324,36 @@ def test_a_file_that_keeps_going_missing_fails_the_run(
         run_status_job(spark, split.base, results, NOW, HOUR)
     assert attempts == [1, 2, 3]
     assert not Path(results, "status").exists() or names(f"{results}/status") == set()
+
+
+# -- groups judged from the window's slice ----------------------------------------------------
+
+
+def test_a_run_from_the_slice_publishes_what_the_whole_window_gives(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """Random groups (tests/spark_jobs/test_status_slice.py) in one log, judged with and
+    without a slice read first: the same tables, some groups from their slice, some sent back
+    to their whole window, every sample counted once."""
+    groups = [random_group(random.Random(seed)) for seed in range(80)]
+    end = max(r["ts_ms"] for g in groups for r in g)
+    groups = [  # every group polled up to the end, so that short ones lie inside the slice
+        [dict(r, group=f"g{i}", ts_ms=r["ts_ms"] + end - max(r["ts_ms"] for r in g)) for r in g]
+        for i, g in enumerate(groups)
+    ]
+    log = SampleLog(tmp_path / "samples")
+    log.write_batch("c1", "all", [r for g in groups for r in g])
+    now = end + 2_000
+    config = EvaluatorConfig(window=5, rebalance_storm_count=2)
+
+    def run(slice_ms: int | None) -> Any:
+        return run_status_job(spark, log.base, str(tmp_path / f"r{slice_ms}"), now, HOUR, config,
+                              slice_ms=slice_ms)  # fmt: skip
+
+    whole, sliced = run(None), run(3 * MIN)
+
+    assert tables_of(sliced.output_path) == tables_of(whole.output_path)
+    assert whole.whole_groups is None
+    assert 10 <= sliced.whole_groups <= 70, sliced.whole_groups
+    assert sliced.input_rows == whole.input_rows == sum(map(len, groups))
+    assert (sliced.partitions, sliced.groups) == (whole.partitions, whole.groups)
