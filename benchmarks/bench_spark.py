@@ -912,6 +912,16 @@ def floor_job(spark: Any, url: str, start_ms: int, end_ms: int, dedup: bool) -> 
     return len(frame.groupBy(*PARTITION_KEY).count().collect())
 
 
+def same_tables(run: str, other: str) -> bool:
+    """Whether two status runs published the same rows (the slice-first read against the
+    whole window's, ``spark_jobs.status.evaluate_recent``)."""
+    def rows(path: str, table: str) -> list[str]:
+        got = pq.read_table(f"{path}/{table}").to_pylist()
+        return sorted(json.dumps(r, sort_keys=True) for r in got)
+
+    return all(rows(run, t) == rows(other, t) for t in ("partitions", "groups"))
+
+
 def status_breakdown(spark: Any, phases: Phases, url: str, now_ms: int, window_ms: int,
                      out: str) -> None:  # fmt: skip
     """The status job's stages one by one, in the job's order, each forced by an action."""
@@ -1000,6 +1010,12 @@ def run(args: argparse.Namespace, data: Path) -> dict[str, Any]:
                 result = run_status_job(spark, main_url, status_results, status_now,
                                         status_window)  # fmt: skip
                 row["input_rows"] = result.input_rows
+                row["whole_groups"] = result.whole_groups
+            with phases.phase("status job, whole window for every group") as row:
+                whole = run_status_job(spark, main_url, str(results / "spark-whole"),
+                                       status_now, status_window, slice_ms=None)  # fmt: skip
+                row["input_rows"] = whole.input_rows
+            report["slice_equals_whole"] = same_tables(result.output_path, whole.output_path)
             if not args.baseline:
                 continue
             with phases.phase("baseline status (child process)") as row:
@@ -1072,6 +1088,12 @@ def summarize(report: dict[str, Any], args: argparse.Namespace) -> dict[str, Any
         s["reader_floor_s"] = median(walls("floor with the reader's dedup"))
         s["status_x_floor"] = s["status_s"] / s["floor_s"]
         s["status_x_reader_floor"] = s["status_s"] / s["reader_floor_s"]
+        whole = "status job, whole window for every group"
+        s["status_whole_s"] = median(walls(whole))
+        s["status_whole_cpu_s"] = median(cpus(whole))
+        s["status_whole_x_floor"] = s["status_whole_s"] / s["floor_s"]
+        s["whole_groups"] = [r.get("whole_groups") for r in phases if r["phase"] == "status job"]
+        s["slice_equals_whole"] = report.get("slice_equals_whole")
         if child("baseline status (child process)"):
             s["baseline_status_s"] = median(child("baseline status (child process)"))
             s["baseline_status_cpu_s"] = median(child("baseline status (child process)", "cpu_s"))
@@ -1122,6 +1144,11 @@ def markdown(report: dict[str, Any], s: dict[str, Any]) -> str:
             f"({s['floor_cpu_s']:.1f} s CPU) | |",
             f"| **status ÷ floor** | **{s['status_x_floor']:.1f}** | ≤ 3: "
             f"{verdict(s['status_x_floor'] <= TARGET_STATUS_X_FLOOR)} |",
+            f"| status job, whole window for every group (no slice) | {s['status_whole_s']:.1f}"
+            f" s ({s['status_whole_cpu_s']:.1f} s CPU); ÷ floor {s['status_whole_x_floor']:.1f}"
+            f" | |",
+            f"| groups judged from the whole window, slice-first runs | {s['whole_groups']}; "
+            f"same tables as the whole window's: {s['slice_equals_whole']} | |",
             f"| floor with the reader's dedup; status ÷ it | {s['reader_floor_s']:.1f} s; "
             f"{s['status_x_reader_floor']:.1f} | |",
         ]

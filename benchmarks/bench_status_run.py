@@ -79,7 +79,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     from spark_jobs.session import spark_session
 
     logs: dict[str, SampleLog] = {name: SampleLog(tempfile.mkdtemp()) for name in args.layouts}
-    results = {name: tempfile.mkdtemp() for name in args.layouts}
+    # Each layout with each slice (``run_status_job``'s ``slice_ms``; 0: the whole window).
+    cases = {f"{name}, slice {sl} s": (name, sl) for name in args.layouts for sl in args.slice_s}
+    results = {case: tempfile.mkdtemp() for case in cases}
     last = 0
     for i, (ts, table) in enumerate(
         workload(partitions=args.partitions, cycles=args.cycles, step_ms=5000), start=1
@@ -94,24 +96,25 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     spark = spark_session("bench-status-run", master="local[2]")
     start_s = time.monotonic() - started
     jvm = spark_jvm()
-    runs: dict[str, list[dict[str, float]]] = {name: [] for name in logs}
+    runs: dict[str, list[dict[str, float]]] = {case: [] for case in cases}
     input_rows = {}
     for i in range(args.runs):
-        for name, log in logs.items():
+        for case, (name, slice_s) in cases.items():
             cpu0, t0 = jvm_cpu(jvm), time.monotonic()
-            result = run_status_job(spark, log.base, results[name], now_ms=last + 1_000 + i)
-            runs[name].append({"wall_s": round(time.monotonic() - t0, 2),
+            result = run_status_job(spark, logs[name].base, results[case],
+                                    now_ms=last + 1_000 + i, slice_ms=slice_s * 1000)  # fmt: skip
+            runs[case].append({"wall_s": round(time.monotonic() - t0, 2),
                                "jvm_cpu_s": round(jvm_cpu(jvm) - cpu0, 2)})  # fmt: skip
-            input_rows[name] = result.input_rows
-            print(name, runs[name][-1], flush=True)
+            input_rows[case] = result.input_rows
+            print(case, runs[case][-1], flush=True)
     threads = jvm_threads(jvm)
     spark.stop()
     layouts = {}
-    for name, measured in runs.items():
+    for case, measured in runs.items():
         warm = measured[len(measured) // 2 :]
-        layouts[name] = {
-            "files": files[name],
-            "input_rows": input_rows[name],
+        layouts[case] = {
+            "files": files[cases[case][0]],
+            "input_rows": input_rows[case],
             "warm_median_wall_s": round(statistics.median(r["wall_s"] for r in warm), 2),
             "warm_median_jvm_cpu_s": round(statistics.median(r["jvm_cpu_s"] for r in warm), 2),
             "runs": measured,
@@ -133,6 +136,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=8)
     parser.add_argument("--layouts", type=lambda v: v.split(","), default=["batches", "chunks"])
     parser.add_argument("--compact-every", type=int, default=12)
+    parser.add_argument("--slice-s", type=lambda v: [int(x) for x in v.split(",")], default=[600])
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     report = {
