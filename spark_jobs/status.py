@@ -191,8 +191,8 @@ def mark_collection_gap(
 ) -> PartitionWindow:
     """The window marked stale when its newest sample is more than ``COLLECTION_GAP_POLLS``
     of its own poll intervals (the median spacing of the polls that watched the window) old
-    at ``now_ms``: nothing was collected meanwhile (a collector
-    down, Redis down under beat), so "no commit since" is unknown, not a stuck consumer.
+    at ``now_ms``: nothing was collected meanwhile (a collector down, Redis down under beat),
+    so "no commit since" is unknown, not a stuck consumer.
     Without it, the first run after collection resumed read every group's silence up to now
     as STALL (benchmarks/soak.py: 46 of 50 partitions after a 30 s Redis restart); with a
     collector down for longer, every partition would alert."""
