@@ -102,7 +102,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         for case, (name, slice_s) in cases.items():
             cpu0, t0 = jvm_cpu(jvm), time.monotonic()
             result = run_status_job(spark, logs[name].base, results[case],
-                                    now_ms=last + 1_000 + i, slice_ms=slice_s * 1000)  # fmt: skip
+                                    now_ms=last + 1_000 + i, slice_ms=slice_s * 1000,
+                                    slice_from_rows=0)  # fmt: skip
             runs[case].append({"wall_s": round(time.monotonic() - t0, 2),
                                "jvm_cpu_s": round(jvm_cpu(jvm) - cpu0, 2)})  # fmt: skip
             input_rows[case] = result.input_rows

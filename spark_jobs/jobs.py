@@ -73,6 +73,7 @@ __all__ = [
     "DEFAULT_KEEP_RUNS",
     "DEFAULT_ROLLUPS_WINDOW_MS",
     "DEFAULT_STATUS_LOOKBACK_MS",
+    "DEFAULT_STATUS_SLICE_FROM_ROWS",
     "DEFAULT_STATUS_SLICE_MS",
     "JOBS",
     "ROLLUP_LOOKBEHIND_MS",
@@ -98,6 +99,7 @@ DEFAULT_STATUS_LOOKBACK_MS = 3_600_000
 # for a consumer committing more often than once a minute; a group whose window reaches
 # further back is read whole.
 DEFAULT_STATUS_SLICE_MS = 10 * 60_000
+DEFAULT_STATUS_SLICE_FROM_ROWS = 500_000
 DEFAULT_ROLLUPS_WINDOW_MS = 2 * 3_600_000
 DEFAULT_KEEP_RUNS = 5
 # Samples read before the first rollup bucket, only as the predecessors of its first interval:
@@ -176,6 +178,13 @@ class _Files:
     def rename(self, src: str, dst: str) -> None:
         if not self._fs.rename(self.path(src), self.path(dst)):
             raise OSError(f"could not rename {src} to {dst}")
+
+    def read_text(self, url: str) -> str:
+        stream = self._fs.open(self.path(url))
+        try:
+            return str(self._jvm.org.apache.commons.io.IOUtils.toString(stream, "UTF-8"))
+        finally:
+            stream.close()
 
     def write(self, url: str, data: bytes) -> None:
         out = self._fs.create(self.path(url), True)
@@ -338,6 +347,7 @@ def run_status_job(
     keep: int = DEFAULT_KEEP_RUNS,
     per_cluster: Mapping[str, EvaluatorConfig] | None = None,
     slice_ms: int | None = DEFAULT_STATUS_SLICE_MS,
+    slice_from_rows: int = DEFAULT_STATUS_SLICE_FROM_ROWS,
 ) -> JobResult:
     """Status and diagnosis of every partition and group seen in the last ``window_ms`` of
     samples (up to and including ``now_ms``), written as one run; a cluster named in
@@ -346,6 +356,9 @@ def run_status_job(
     ``slice_ms``: groups are judged from the last ``slice_ms`` of the window where that gives
     the rows the whole window gives (``spark_jobs.status.evaluate_recent``), the others from
     the whole window; None, 0 or a slice as long as the window reads the whole window for all.
+    The slice pays from ``slice_from_rows`` samples in the window (below, its second pass and
+    its summary cost more than moving every sample: benchmarks/RESULTS.md), counted by the
+    previous run; 0 slices whatever the size.
 
     ``window_ms`` is the look-back of the read, not the evaluator's window (its last
     ``config.window`` commits): see the module's docstring. Raises on any failure (an
@@ -356,9 +369,22 @@ def run_status_job(
     config = config or EvaluatorConfig()
     return _read_again_if_compacted(
         lambda: _status_run(
-            spark, sample_url, results_url, now_ms, window_ms, config, keep, per_cluster, slice_ms
-        )
+            spark, sample_url, results_url, now_ms, window_ms, config, keep, per_cluster,
+            slice_ms if _worth_a_slice(spark, results_url, slice_from_rows) else None,
+        )  # fmt: skip
     )
+
+
+def _worth_a_slice(spark: SparkSession, results_url: str, from_rows: int) -> bool:
+    """Whether the window is large enough for the slice to pay, by the previous run's count
+    (in its ``_SUCCESS`` summary); the first run reads the whole window."""
+    if from_rows <= 0:
+        return True
+    previous = latest_run(spark, results_url, "status")
+    if previous is None:
+        return False
+    summary = json.loads(_Files(spark, results_url).read_text(f"{previous}/{SUCCESS_MARKER}"))
+    return int(summary.get("input_rows", 0)) >= from_rows
 
 
 def _status_run(

@@ -114,6 +114,7 @@ def _execute(job: str, window_s: int, now_ms: int) -> JobResult:
             spark, sample_url, results_url, now_ms, window_ms, evaluator_config(), keep,
             per_cluster=cluster_evaluator_configs(),
             slice_ms=settings.LAGWATCH_STATUS_SLICE_S * 1000,
+            slice_from_rows=settings.LAGWATCH_STATUS_SLICE_FROM_ROWS,
         )  # fmt: skip
     return run_rollups_job(spark, sample_url, results_url, now_ms, window_ms, keep)
 

@@ -196,6 +196,9 @@ LAGWATCH_STATUS_LOOKBACK_S = env_int("LAGWATCH_STATUS_LOOKBACK_S", 3600)
 # change its verdicts, and from the whole look-back otherwise (0: always the whole look-back;
 # spark_jobs/status.py: evaluate_recent). The same verdicts, less to move for most groups.
 LAGWATCH_STATUS_SLICE_S = env_int("LAGWATCH_STATUS_SLICE_S", 600)
+# ...once the look-back holds this many samples (by the previous run): below it, reading the
+# whole look-back costs less than the slice's two passes (benchmarks/RESULTS.md).
+LAGWATCH_STATUS_SLICE_FROM_ROWS = env_int("LAGWATCH_STATUS_SLICE_FROM_ROWS", 500_000)
 LAGWATCH_ROLLUPS_WINDOW_S = env_int("LAGWATCH_ROLLUPS_WINDOW_S", 7200)
 # One run of a job at a time: the lock expires after this, should a worker die holding it.
 LAGWATCH_SPARK_LOCK_TTL_S = env_int("LAGWATCH_SPARK_LOCK_TTL_S", 1800)

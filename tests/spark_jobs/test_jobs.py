@@ -69,7 +69,6 @@ def test_status_run_is_published_whole(spark: SparkSession, log: SampleLog, tmp_
         "window_ms": HOUR,
         "input_rows": 20,
         "tables": {"partitions": 2, "groups": 1},
-        "whole_groups": 0,  # the ten minutes' slice holds the whole window here
     }
 
     partitions = pq.read_table(f"{result.output_path}/partitions")
@@ -348,7 +347,7 @@ def test_a_run_from_the_slice_publishes_what_the_whole_window_gives(
 
     def run(slice_ms: int | None) -> Any:
         return run_status_job(spark, log.base, str(tmp_path / f"r{slice_ms}"), now, HOUR, config,
-                              slice_ms=slice_ms)  # fmt: skip
+                              slice_ms=slice_ms, slice_from_rows=0)  # fmt: skip
 
     whole, sliced = run(None), run(3 * MIN)
 
@@ -357,3 +356,22 @@ def test_a_run_from_the_slice_publishes_what_the_whole_window_gives(
     assert 10 <= sliced.whole_groups <= 70, sliced.whole_groups
     assert sliced.input_rows == whole.input_rows == sum(map(len, groups))
     assert (sliced.partitions, sliced.groups) == (whole.partitions, whole.groups)
+
+
+def test_the_slice_is_read_once_the_previous_run_counted_enough_samples(
+    spark: SparkSession, log: SampleLog, tmp_path: Path
+) -> None:
+    """A small window costs less read whole than sliced (benchmarks/RESULTS.md): the first
+    run, with nothing to go by, and any run after one that read fewer than ``slice_from_rows``
+    samples read the whole window."""
+    results = str(tmp_path / "results")
+
+    def run(at: int, from_rows: int) -> Any:
+        return run_status_job(spark, log.base, results, at, HOUR, EvaluatorConfig(),
+                              slice_ms=5 * MIN, slice_from_rows=from_rows)  # fmt: skip
+
+    assert run(NOW, 20).whole_groups is None  # no previous run
+    # The previous run read 20 samples: sliced, and the stuck partition's group sent back.
+    assert run(NOW + 1, 20).whole_groups == 1
+    assert run(NOW + 2, 21).whole_groups is None
+    assert run(NOW + 3, 0).whole_groups == 1
