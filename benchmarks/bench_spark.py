@@ -1011,7 +1011,6 @@ def run(args: argparse.Namespace, data: Path) -> dict[str, Any]:
                                         status_window)  # fmt: skip
                 row["input_rows"] = result.input_rows
                 row["whole_groups"] = result.whole_groups
-                row["sent_back_groups"] = result.sent_back_groups
             with phases.phase("status job, whole window for every group") as row:
                 whole = run_status_job(spark, main_url, str(results / "spark-whole"),
                                        status_now, status_window, slice_ms=None)  # fmt: skip
@@ -1093,11 +1092,7 @@ def summarize(report: dict[str, Any], args: argparse.Namespace) -> dict[str, Any
         s["status_whole_s"] = median(walls(whole))
         s["status_whole_cpu_s"] = median(cpus(whole))
         s["status_whole_x_floor"] = s["status_whole_s"] / s["floor_s"]
-        s["whole_groups"] = [
-            (r.get("whole_groups"), r.get("sent_back_groups"))
-            for r in phases
-            if r["phase"] == "status job"
-        ]
+        s["whole_groups"] = [r.get("whole_groups") for r in phases if r["phase"] == "status job"]
         s["slice_equals_whole"] = report.get("slice_equals_whole")
         if child("baseline status (child process)"):
             s["baseline_status_s"] = median(child("baseline status (child process)"))
@@ -1152,8 +1147,7 @@ def markdown(report: dict[str, Any], s: dict[str, Any]) -> str:
             f"| status job, whole window for every group (no slice) | {s['status_whole_s']:.1f}"
             f" s ({s['status_whole_cpu_s']:.1f} s CPU); ÷ floor {s['status_whole_x_floor']:.1f}"
             f" | |",
-            f"| groups judged from the whole window (of them read twice), slice-first runs | "
-            f"{s['whole_groups']}; "
+            f"| groups judged from the whole window, slice-first runs | {s['whole_groups']}; "
             f"same tables as the whole window's: {s['slice_equals_whole']} | |",
             f"| floor with the reader's dedup; status ÷ it | {s['reader_floor_s']:.1f} s; "
             f"{s['status_x_reader_floor']:.1f} | |",
