@@ -130,11 +130,9 @@ class JobResult:
     input_rows: int
     output_path: str
     tables: Mapping[str, int] = field(default_factory=dict)
-    # The status job from a slice: the groups its slice could not tell, judged from their
-    # whole window, and how many of them were not foreseen by the previous run and so read a
-    # second time (None, None: the whole window was read for every group).
+    # The status job from a slice: the groups its slice could not tell, judged from the whole
+    # window (None: the whole window was read for every group).
     whole_groups: int | None = None
-    sent_back_groups: int | None = None
 
     @property
     def partitions(self) -> int:
@@ -153,7 +151,6 @@ class JobResult:
             "job": self.job, "now_ms": self.now_ms, "window_ms": self.window_ms,
             "input_rows": self.input_rows, "output_path": self.output_path,
             "tables": dict(self.tables), "whole_groups": self.whole_groups,
-            "sent_back_groups": self.sent_back_groups,
         }  # fmt: skip
 
 
@@ -285,8 +282,7 @@ def _finish(
     input_rows: int,
     keep: int,
     tables: Mapping[str, int] | None = None,
-    whole: list[tuple[str, ...]] | None = None,
-    sent_back: int | None = None,
+    whole_groups: int | None = None,
 ) -> JobResult:
     """Publish the run; ``tables`` are its tables' row counts when the job counted them, else
     they are read back from the files."""
@@ -299,15 +295,11 @@ def _finish(
     final = run_dir(results_url, job, now_ms)
     summary = {"job": job, "now_ms": now_ms, "window_ms": window_ms,
                "input_rows": input_rows, "tables": tables}  # fmt: skip
-    if whole is not None:
-        # The next run reads these groups whole at once (``_slice_plan``).
-        summary["whole_groups"] = len(whole)
-        summary["sent_back_groups"] = sent_back
-        summary["whole_group_keys"] = [list(key) for key in whole]
+    if whole_groups is not None:
+        summary["whole_groups"] = whole_groups
     _publish(files, temp, final, summary)
     _prune(files, results_url, job, now_ms, keep)
-    whole_groups = None if whole is None else len(whole)
-    return JobResult(job, now_ms, window_ms, input_rows, final, tables, whole_groups, sent_back)
+    return JobResult(job, now_ms, window_ms, input_rows, final, tables, whole_groups)
 
 
 def _temp_dir(results_url: str, job: str, now_ms: int) -> str:
@@ -378,37 +370,21 @@ def run_status_job(
     return _read_again_if_compacted(
         lambda: _status_run(
             spark, sample_url, results_url, now_ms, window_ms, config, keep, per_cluster,
-            _slice_plan(spark, results_url, slice_ms, slice_from_rows),
+            slice_ms if _worth_a_slice(spark, results_url, slice_from_rows) else None,
         )  # fmt: skip
     )
 
 
-@dataclass(frozen=True)
-class _SlicePlan:
-    """How a status run reads: from a slice of ``slice_ms`` (None: the whole window for every
-    group), the groups in ``read_whole`` whole at once."""
-
-    slice_ms: int | None
-    read_whole: tuple[tuple[str, str, str], ...] = ()
-
-
-def _slice_plan(
-    spark: SparkSession, results_url: str, slice_ms: int | None, from_rows: int
-) -> _SlicePlan:
-    """The slice if the window is large enough for it to pay, by the previous run's count of
-    samples (its ``_SUCCESS`` summary; the first run reads the whole window), and the groups
-    the previous run found its slice could not tell (``whole_group_keys``), read whole at
-    once rather than sent back to a second read."""
-    if not slice_ms:
-        return _SlicePlan(None)
+def _worth_a_slice(spark: SparkSession, results_url: str, from_rows: int) -> bool:
+    """Whether the window is large enough for the slice to pay, by the previous run's count
+    (in its ``_SUCCESS`` summary); the first run reads the whole window."""
+    if from_rows <= 0:
+        return True
     previous = latest_run(spark, results_url, "status")
-    summary = {}
-    if previous is not None:
-        summary = json.loads(_Files(spark, results_url).read_text(f"{previous}/{SUCCESS_MARKER}"))
-    if from_rows > 0 and int(summary.get("input_rows", 0)) < from_rows:
-        return _SlicePlan(None)
-    keys = tuple(tuple(key) for key in summary.get("whole_group_keys", ()))
-    return _SlicePlan(slice_ms, keys)
+    if previous is None:
+        return False
+    summary = json.loads(_Files(spark, results_url).read_text(f"{previous}/{SUCCESS_MARKER}"))
+    return int(summary.get("input_rows", 0)) >= from_rows
 
 
 def _status_run(
@@ -420,7 +396,7 @@ def _status_run(
     config: EvaluatorConfig,
     keep: int,
     per_cluster: Mapping[str, EvaluatorConfig] | None,
-    plan: _SlicePlan,
+    slice_ms: int | None,
 ) -> JobResult:
     files = _Files(spark, results_url)
     temp = _temp_dir(results_url, "status", now_ms)
@@ -434,23 +410,20 @@ def _status_run(
     try:
         # Both tables are projections of one evaluation: evaluate once (and count the rows
         # read once: the cached frame is not evaluated again).
-        verdicts, whole, sent_back = _verdicts(
-            spark, samples, now_ms, window_ms, config, per_cluster, counters, plan, cached
+        verdicts, whole_groups = _verdicts(
+            spark, samples, now_ms, window_ms, config, per_cluster, counters, slice_ms, cached
         )
         _write(partition_verdicts(verdicts), f"{temp}/partitions")
         _write(group_verdicts(verdicts), f"{temp}/groups")
         tables = {"partitions": counters.partitions.value, "groups": counters.groups.value}
         return _finish(spark, files, "status", results_url, temp, now_ms, window_ms,
-                       counters.rows_read.value, keep, tables, whole, sent_back)  # fmt: skip
+                       counters.rows_read.value, keep, tables, whole_groups)  # fmt: skip
     except BaseException:
         _discard(files, temp)
         raise
     finally:
         for frame in cached:
             frame.unpersist()
-
-
-_KEY_SCHEMA = T.StructType([T.StructField(k, T.StringType(), False) for k in GROUP_KEY])
 
 
 def _verdicts(
@@ -461,47 +434,35 @@ def _verdicts(
     config: EvaluatorConfig,
     per_cluster: Mapping[str, EvaluatorConfig] | None,
     counters: Counters,
-    plan: _SlicePlan,
+    slice_ms: int | None,
     cached: list[DataFrame],
-) -> tuple[DataFrame, list[tuple[str, ...]] | None, int | None]:
-    """The run's verdicts (``VERDICT_SCHEMA``), cached (appended to ``cached``), the keys of
-    the groups whose slice could not tell them when a slice was read first, and how many of
-    those were read a second time (else None, None).
+) -> tuple[DataFrame, int | None]:
+    """The run's verdicts (``VERDICT_SCHEMA``), cached (appended to ``cached``), and how many
+    groups were judged from their whole window when a slice was read first (else None).
 
-    From a slice: one evaluation of the slice (the plan's ``read_whole`` groups whole), then
-    the whole window of the groups the slice could not tell and the plan did not foresee
-    (their keys collected, a few rows; the window's other groups filtered out by a broadcast
-    join before the shuffle), the two unioned."""
-    if not plan.slice_ms or plan.slice_ms >= window_ms:
+    From a slice: one evaluation of the slice, then the whole window of the groups the slice
+    could not tell (their keys collected, a few rows; the window's other groups filtered out
+    by a broadcast join before the shuffle), the two unioned."""
+    if not slice_ms or slice_ms >= window_ms:
         verdicts = evaluate_verdicts(samples, now_ms, config, per_cluster, counters)
         cached.append(verdicts.persist(StorageLevel.MEMORY_AND_DISK))
-        return cached[-1], None, None
-    foreseen = None
-    if plan.read_whole:
-        foreseen = spark.createDataFrame(list(plan.read_whole), _KEY_SCHEMA)
-    first = evaluate_recent(
-        samples, now_ms - plan.slice_ms, now_ms, config, per_cluster, counters, foreseen
-    )
+        return cached[-1], None
+    first = evaluate_recent(samples, now_ms - slice_ms, now_ms, config, per_cluster, counters)
     cached.append(first.persist(StorageLevel.MEMORY_AND_DISK))
-    marks = (
-        cached[-1]
-        .where(F.col("needs_whole") & (F.col("sent_back") | F.col("group_head")))
-        .select(*GROUP_KEY, "sent_back")
-        .collect()
-    )
-    whole = sorted(tuple(r[k] for k in GROUP_KEY) for r in marks)
-    sent_back = [tuple(r[k] for k in GROUP_KEY) for r in marks if r["sent_back"]]
-    judged = cached[-1].where(~F.col("sent_back")).drop("sent_back", "needs_whole")
-    if not sent_back:
-        return judged, whole, 0
+    whole = [tuple(r) for r in cached[-1].where(F.col("whole")).select(*GROUP_KEY).collect()]
+    judged = cached[-1].where(~F.col("whole")).drop("whole")
+    if not whole:
+        return judged, 0
+    keys = spark.createDataFrame(whole, T.StructType([T.StructField(k, T.StringType(), False)
+                                                      for k in GROUP_KEY]))  # fmt: skip
     # The slice's pass counted every sample read; this one counts its verdicts only.
     again = dataclasses.replace(counters, rows_read=spark.sparkContext.accumulator(0))
-    keys = F.broadcast(spark.createDataFrame(sent_back, _KEY_SCHEMA))
     rest = evaluate_verdicts(
-        samples.join(keys, list(GROUP_KEY), "left_semi"), now_ms, config, per_cluster, again
-    )
+        samples.join(F.broadcast(keys), list(GROUP_KEY), "left_semi"),
+        now_ms, config, per_cluster, again,
+    )  # fmt: skip
     cached.append(judged.unionByName(rest).persist(StorageLevel.MEMORY_AND_DISK))
-    return cached[-1], whole, len(sent_back)
+    return cached[-1], len(whole)
 
 
 def run_rollups_job(

@@ -73,7 +73,6 @@ __all__ = [
     "evaluate_verdicts",
     "group_verdicts",
     "partition_verdicts",
-    "split_at",
 ]
 
 PARTITION_KEY = ("cluster", "source", "group", "topic", "partition")
@@ -123,15 +122,10 @@ VERDICT_SCHEMA = T.StructType(
     ]
 )
 
-# What the slice's per-group function returns: the rows above, or one row standing for a
-# group the slice could not tell (``sent_back``), to be judged from its whole window; and on
-# every row whether the group's slice could tell it (``needs_whole`` when not).
+# What the slice's per-group function returns: the rows above, or one row marking a group
+# the slice could not tell (``whole``), to be judged from its whole window.
 SLICE_VERDICT_SCHEMA = T.StructType(
-    [
-        *VERDICT_SCHEMA.fields,
-        T.StructField("sent_back", T.BooleanType(), False),
-        T.StructField("needs_whole", T.BooleanType(), False),
-    ]
+    [*VERDICT_SCHEMA.fields, T.StructField("whole", T.BooleanType(), False)]
 )
 
 # What the per-group function reads: the key, the owner (rebalances), the window's columns.
@@ -141,9 +135,7 @@ _ARROW_TYPES = {"string": pa.string(), "integer": pa.int32(), "long": pa.int64()
 _VERDICT_ARROW_SCHEMA = pa.schema(
     [pa.field(f.name, _ARROW_TYPES[f.dataType.typeName()], f.nullable) for f in VERDICT_SCHEMA]
 )
-_SLICE_ARROW_SCHEMA = _VERDICT_ARROW_SCHEMA.append(pa.field("sent_back", pa.bool_(), False)).append(
-    pa.field("needs_whole", pa.bool_(), False)
-)
+_SLICE_ARROW_SCHEMA = _VERDICT_ARROW_SCHEMA.append(pa.field("whole", pa.bool_(), False))
 # What a partition's samples before the slice amount to (``Older``), one row per partition.
 _OLDER_COLUMNS = ("older_rows", "older_max_ms")
 # Sources whose partitions belong to a consumer group that rebalances (not Storm spouts).
@@ -401,34 +393,18 @@ def _group_evaluator(
     return evaluate
 
 
-def _sent_back_row(cluster: str, source: str, group: str, now_ms: int) -> pa.Table:
-    """The one row of a group its slice could not tell: its key, ``sent_back``."""
+def _whole_window_row(cluster: str, source: str, group: str, now_ms: int) -> pa.Table:
+    """The one row of a group its slice could not tell: its key and ``whole``."""
     values = {"cluster": cluster, "source": source, "group": group, "topic": "", "partition": 0,
               "status": "", "complete": 0.0, "diagnosis": "[]", "reason": "", "lag": None,
               "evaluated_at_ms": now_ms, "group_status": "", "group_complete": 0.0,
               "group_total_lag": 0, "group_partitions": 0, "group_head": False,
-              "sent_back": True, "needs_whole": True}  # fmt: skip
+              "whole": True}  # fmt: skip
     return pa.table({k: [v] for k, v in values.items()}, schema=_SLICE_ARROW_SCHEMA)
-
-
-def split_at(cols: dict[str, list[Any]], cut_ms: int) -> tuple[dict[str, list[Any]], dict]:
-    """A group's samples (sorted by partition and time) as the slice read gives them: those at
-    or after ``cut_ms``, and the ``Older`` summary of the rest per partition."""
-    ts, committed_at = cols["ts_ms"], cols["commit_time_ms"]
-    keep = [i for i, t in enumerate(ts) if t >= cut_ms]
-    older: dict[tuple[str, int], Older] = {}
-    for i, t in enumerate(ts):
-        if t < cut_ms:
-            key = (cols["topic"][i], cols["partition"][i])
-            at = committed_at[i] if committed_at[i] is not None else t
-            rows, latest = older.get(key, (0, at))
-            older[key] = Older(rows + 1, max(latest, at))
-    return {name: [values[i] for i in keep] for name, values in cols.items()}, older
 
 
 def _slice_evaluator(
     config: EvaluatorConfig,
-    cut_ms: int,
     now_ms: int,
     per_cluster: Mapping[str, EvaluatorConfig] | None,
     counters: Counters | None,
@@ -450,28 +426,17 @@ def _slice_evaluator(
         if counters is not None:
             counters.rows_read.add(table.num_rows + sum(o.rows for o in older.values()))
         rows = None
-        needs_whole = False
-        if table.num_rows and table.column("read_whole")[0].as_py():
-            # Read whole on the previous run's word: judged from all its samples; whether its
-            # slice would have told it decides whether the next run reads it whole again.
-            cols = {name: table.column(name).to_pylist() for name in _INPUT_COLUMNS}
-            rows = evaluate_group_samples(cols, config, now_ms, per_cluster)
-            recent, before = split_at(cols, cut_ms)
-            needs_whole = not recent["ts_ms"] or (
-                evaluate_group_samples(recent, config, now_ms, per_cluster, before) is None
-            )
-        elif table.num_rows:
+        if table.num_rows:
             cols = {name: table.column(name).to_pylist() for name in _INPUT_COLUMNS}
             rows = evaluate_group_samples(cols, config, now_ms, per_cluster, older)
         if rows is None:
             key = table if table.num_rows else summary
             cluster, source, group = (key.column(n)[0].as_py() for n in GROUP_KEY)
-            return _sent_back_row(cluster, source, group, now_ms)
+            return _whole_window_row(cluster, source, group, now_ms)
         if counters is not None:
             counters.partitions.add(len(rows["status"]))
             counters.groups.add(1)
-        rows["sent_back"] = [False] * len(rows["status"])
-        rows["needs_whole"] = [needs_whole] * len(rows["status"])
+        rows["whole"] = [False] * len(rows["status"])
         return pa.table(rows, schema=_SLICE_ARROW_SCHEMA)
 
     return evaluate
@@ -512,45 +477,33 @@ def evaluate_recent(
     config: EvaluatorConfig,
     per_cluster: Mapping[str, EvaluatorConfig] | None = None,
     counters: Counters | None = None,
-    read_whole: DataFrame | None = None,
 ) -> DataFrame:
     """:func:`evaluate_verdicts` from the window's recent slice (samples at or after
-    ``cut_ms``), for every group whose rows the slice can tell (``SLICE_VERDICT_SCHEMA``); a
-    group it cannot tell comes out as one row, ``sent_back``, to be judged from its whole
-    window. The groups in ``read_whole`` (their ``GROUP_KEY`` columns) are read and judged
-    whole at once; their rows say (``needs_whole``) whether their slice would have done.
+    ``cut_ms``), for every group whose rows the slice can tell (``SLICE_VERDICT_SCHEMA``,
+    ``whole`` false); a group it cannot tell comes out as one row with ``whole`` true, to be
+    judged from its whole window.
 
     Why: most partitions commit every poll, so their window (the last N commits) lies in the
     last minutes of an hour's look-back, and moving every sample of the hour to its group and
     through Python was most of the job (benchmarks/RESULTS.md). Only the slice moves whole;
     the older samples are summed up per partition where they are read (``Older``: a count and
     a maximum, aggregated before the shuffle), which is all the slice needs to know whether
-    they could change a verdict (``evaluate_group_samples``). The groups whose window reaches
-    further back (stuck, idle) stay so from run to run: read whole at once on the previous
-    run's word, they need no second read of the window. ``counters`` count every sample read,
-    older ones included.
+    they could change a verdict (``evaluate_group_samples``). ``counters`` count every sample
+    read, older ones included.
     """
-    whole = F.lit(False)
-    if read_whole is not None:
-        marked = read_whole.select(*GROUP_KEY, F.lit(True).alias("read_whole"))
-        samples = samples.join(F.broadcast(marked), list(GROUP_KEY), "left")
-        whole = F.coalesce(F.col("read_whole"), F.lit(False))
-    recent = samples.where((F.col("ts_ms") >= F.lit(cut_ms)) | whole).select(
-        *_INPUT_COLUMNS, whole.alias("read_whole")
-    )
+    recent = samples.where(F.col("ts_ms") >= F.lit(cut_ms)).select(*_INPUT_COLUMNS)
     older = (
-        samples.where((F.col("ts_ms") < F.lit(cut_ms)) & ~whole)
+        samples.where(F.col("ts_ms") < F.lit(cut_ms))
         .groupBy(*PARTITION_KEY)
         .agg(
             F.count(F.lit(1)).alias("older_rows"),
             F.max(F.coalesce(F.col("commit_time_ms"), F.col("ts_ms"))).alias("older_max_ms"),
         )
     )
-    evaluate = _slice_evaluator(config, cut_ms, now_ms, per_cluster, counters)
     return (
         recent.unionByName(older, allowMissingColumns=True)
         .groupBy(*GROUP_KEY)
-        .applyInArrow(evaluate, SLICE_VERDICT_SCHEMA)
+        .applyInArrow(_slice_evaluator(config, now_ms, per_cluster, counters), SLICE_VERDICT_SCHEMA)
     )
 
 

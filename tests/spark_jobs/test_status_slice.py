@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from spark_jobs.evaluator import EvaluatorConfig
-from spark_jobs.status import Older, evaluate_group_samples, split_at
+from spark_jobs.status import Older, evaluate_group_samples
 from tests.spark_jobs.samples import SEC, T0, sample
 
 CONFIG = EvaluatorConfig(window=5, rebalance_storm_count=2)
@@ -117,19 +117,6 @@ def split(rows: list[dict[str, Any]], cut: int) -> tuple[list[dict], dict[tuple,
             rows_before, latest = older.get(key, (0, at))
             older[key] = Older(rows_before + 1, max(latest, at))
     return recent, older
-
-
-def test_the_jobs_split_of_a_group_is_this_one() -> None:
-    """``split_at`` (the job's, for a group it reads whole) gives what the job's aggregate
-    gives, as ``split`` here computes it."""
-    for seed in range(200):
-        rows = random_group(random.Random(seed))
-        cut = rows[len(rows) // 2]["ts_ms"]
-        recent, older = split(rows, cut)
-        assert split_at(columns(rows), cut) == (
-            columns(recent) if recent else {n: [] for n in rows[0]},
-            older,
-        )
 
 
 def _compare(seed: int) -> tuple[int, int]:
