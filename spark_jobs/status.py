@@ -246,13 +246,16 @@ def _slice_holds(
     samples: Mapping[str, Sequence[Any]],
     window: PartitionWindow,
     older: Older,
+    config: EvaluatorConfig,
 ) -> bool:
     """Whether ``window``, made from the slice of a partition that also has older samples,
     is the window all its samples make, so that the verdict is the same.
 
     Every look back past the slice's first sample is checked, and each one that reaches it
     says no: the window's first commit (its first sample is a commit to the slice, whether or
-    not it is one; the evaluator's polls and spout series count from there); the commit-time
+    not it is one; the evaluator's polls and spout series count from there), and a window
+    short of ``config.window`` commits (min-distance can drop the slice's first commit from
+    it, and older commits would fill it); the commit-time
     clamp (an older commit time above the slice's first commit would raise the window's);
     the stale run and the last known lag (both walk back to the first sample that ends
     them); the outage grace's run of samples holding the last commit. (The group's owner
@@ -262,7 +265,7 @@ def _slice_holds(
     """
     ts = samples["ts_ms"]
     since = len(ts) - (window.polls or len(ts))
-    if since < 1:
+    if since < 1 or len(window.commits) < config.window:
         return False
     first = next(commit_rows(samples, 1))  # there is one: the window's first commit
     if raw_commit_time(samples, first) < max(older.max_time_ms, raw_commit_time(samples, 0)):
@@ -331,7 +334,7 @@ def evaluate_group_samples(
         window = mark_outage_grace(window, samples, now_ms)
         if older:
             before = older.get((topic[a], part[a]))
-            if before is not None and not _slice_holds(samples, window, before):
+            if before is not None and not _slice_holds(samples, window, before, config):
                 return None
             # REBALANCE_STORM counts the group's owner changes since the window's first
             # commit: none may be one the slice missed.

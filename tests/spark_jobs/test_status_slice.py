@@ -18,6 +18,8 @@ from spark_jobs.status import Older, evaluate_group_samples
 from tests.spark_jobs.samples import SEC, T0, sample
 
 CONFIG = EvaluatorConfig(window=5, rebalance_storm_count=2)
+# Burrow's min-distance: a commit within 7 s of the one before replaces it in the window.
+SPACED = EvaluatorConfig(window=5, rebalance_storm_count=2, min_distance_s=7)
 POLL = 5 * SEC
 
 
@@ -126,7 +128,8 @@ def _compare(seed: int) -> tuple[int, int]:
     if not rows:
         return 0, 0
     now = max(r["ts_ms"] for r in rows) + rng.choice([1, 3, 30, 300]) * SEC
-    whole = evaluate_group_samples(columns(rows), CONFIG, now)
+    config = rng.choice([CONFIG, CONFIG, SPACED])
+    whole = evaluate_group_samples(columns(rows), config, now)
     judged = sent_back = 0
     times = sorted({r["ts_ms"] for r in rows})
     early = times[: max(1, len(times) * 3 // 4)]  # a slice longer than a quarter of the window
@@ -134,7 +137,7 @@ def _compare(seed: int) -> tuple[int, int]:
         recent, older = split(rows, cut)
         if not recent:
             continue
-        sliced = evaluate_group_samples(columns(recent), CONFIG, now, older=older)
+        sliced = evaluate_group_samples(columns(recent), config, now, older=older)
         if sliced is None:
             sent_back += 1
             continue
