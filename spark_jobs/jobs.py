@@ -367,17 +367,23 @@ def run_status_job(
     """
     _check_window(now_ms, window_ms)
     config = config or EvaluatorConfig()
+    if not _worth_a_slice(spark, results_url, slice_ms, window_ms, slice_from_rows):
+        slice_ms = None
     return _read_again_if_compacted(
         lambda: _status_run(
-            spark, sample_url, results_url, now_ms, window_ms, config, keep, per_cluster,
-            slice_ms if _worth_a_slice(spark, results_url, slice_from_rows) else None,
-        )  # fmt: skip
+            spark, sample_url, results_url, now_ms, window_ms, config, keep, per_cluster, slice_ms
+        )
     )
 
 
-def _worth_a_slice(spark: SparkSession, results_url: str, from_rows: int) -> bool:
+def _worth_a_slice(
+    spark: SparkSession, results_url: str, slice_ms: int | None, window_ms: int, from_rows: int
+) -> bool:
     """Whether the window is large enough for the slice to pay, by the previous run's count
-    (in its ``_SUCCESS`` summary); the first run reads the whole window."""
+    (in its ``_SUCCESS`` summary); the first run reads the whole window. Without a slice
+    shorter than the window, no summary is read."""
+    if not slice_ms or slice_ms >= window_ms:
+        return False
     if from_rows <= 0:
         return True
     previous = latest_run(spark, results_url, "status")
@@ -411,7 +417,7 @@ def _status_run(
         # Both tables are projections of one evaluation: evaluate once (and count the rows
         # read once: the cached frame is not evaluated again).
         verdicts, whole_groups = _verdicts(
-            spark, samples, now_ms, window_ms, config, per_cluster, counters, slice_ms, cached
+            spark, samples, now_ms, config, per_cluster, counters, slice_ms, cached
         )
         _write(partition_verdicts(verdicts), f"{temp}/partitions")
         _write(group_verdicts(verdicts), f"{temp}/groups")
@@ -430,7 +436,6 @@ def _verdicts(
     spark: SparkSession,
     samples: DataFrame,
     now_ms: int,
-    window_ms: int,
     config: EvaluatorConfig,
     per_cluster: Mapping[str, EvaluatorConfig] | None,
     counters: Counters,
@@ -443,7 +448,7 @@ def _verdicts(
     From a slice: one evaluation of the slice, then the whole window of the groups the slice
     could not tell (their keys collected, a few rows; the window's other groups filtered out
     by a broadcast join before the shuffle), the two unioned."""
-    if not slice_ms or slice_ms >= window_ms:
+    if not slice_ms:  # run_status_job decided (``_worth_a_slice``)
         verdicts = evaluate_verdicts(samples, now_ms, config, per_cluster, counters)
         cached.append(verdicts.persist(StorageLevel.MEMORY_AND_DISK))
         return cached[-1], None

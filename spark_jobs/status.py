@@ -373,6 +373,20 @@ class Counters:
         context = spark.sparkContext
         return cls(context.accumulator(0), context.accumulator(0), context.accumulator(0))
 
+    def judged(self, partitions: int) -> None:
+        """One group judged, with its ``partitions`` verdicts."""
+        self.partitions.add(partitions)
+        self.groups.add(1)
+
+
+# The order the per-group functions sort a group's samples in (``evaluate_group_samples``).
+_SAMPLE_ORDER = [("topic", "ascending"), ("partition", "ascending"), ("ts_ms", "ascending")]
+
+
+def _columns(table: pa.Table) -> dict[str, list[Any]]:
+    """A group's sorted samples as the column lists ``evaluate_group_samples`` reads."""
+    return {name: table.column(name).to_pylist() for name in _INPUT_COLUMNS}
+
 
 def _group_evaluator(
     config: EvaluatorConfig,
@@ -380,17 +394,14 @@ def _group_evaluator(
     per_cluster: Mapping[str, EvaluatorConfig] | None,
     counters: Counters | None,
 ) -> Callable[[pa.Table], pa.Table]:
-    order = [("topic", "ascending"), ("partition", "ascending"), ("ts_ms", "ascending")]
     per_cluster = dict(per_cluster or {})  # shipped to the executors with the function
 
     def evaluate(table: pa.Table) -> pa.Table:
-        table = table.sort_by(order)
-        cols = {name: table.column(name).to_pylist() for name in _INPUT_COLUMNS}
-        rows = evaluate_group_samples(cols, config, now_ms, per_cluster)
+        table = table.sort_by(_SAMPLE_ORDER)
+        rows = evaluate_group_samples(_columns(table), config, now_ms, per_cluster)
         if counters is not None:
             counters.rows_read.add(table.num_rows)
-            counters.partitions.add(len(rows["status"]))
-            counters.groups.add(1)
+            counters.judged(len(rows["status"]))
         return pa.table(rows, schema=_VERDICT_ARROW_SCHEMA)
 
     return evaluate
@@ -412,13 +423,12 @@ def _slice_evaluator(
     per_cluster: Mapping[str, EvaluatorConfig] | None,
     counters: Counters | None,
 ) -> Callable[[pa.Table], pa.Table]:
-    order = [("topic", "ascending"), ("partition", "ascending"), ("ts_ms", "ascending")]
-    per_cluster = dict(per_cluster or {})
+    per_cluster = dict(per_cluster or {})  # shipped to the executors with the function
 
     def evaluate(table: pa.Table) -> pa.Table:
         is_older = pc.is_valid(table.column("older_rows"))
         summary = table.filter(is_older)
-        table = table.filter(pc.invert(is_older)).sort_by(order)
+        table = table.filter(pc.invert(is_older)).sort_by(_SAMPLE_ORDER)
         older = {
             (topic, part): Older(rows, latest)
             for topic, part, rows, latest in zip(
@@ -430,15 +440,13 @@ def _slice_evaluator(
             counters.rows_read.add(table.num_rows + sum(o.rows for o in older.values()))
         rows = None
         if table.num_rows:
-            cols = {name: table.column(name).to_pylist() for name in _INPUT_COLUMNS}
-            rows = evaluate_group_samples(cols, config, now_ms, per_cluster, older)
+            rows = evaluate_group_samples(_columns(table), config, now_ms, per_cluster, older)
         if rows is None:
             key = table if table.num_rows else summary
             cluster, source, group = (key.column(n)[0].as_py() for n in GROUP_KEY)
             return _whole_window_row(cluster, source, group, now_ms)
         if counters is not None:
-            counters.partitions.add(len(rows["status"]))
-            counters.groups.add(1)
+            counters.judged(len(rows["status"]))
         rows["whole"] = [False] * len(rows["status"])
         return pa.table(rows, schema=_SLICE_ARROW_SCHEMA)
 

@@ -33,3 +33,8 @@ def sample(ts_ms: int, committed: int, **fields: Any) -> dict[str, Any]:
 def frame(spark: SparkSession, rows: list[Mapping[str, Any]]) -> DataFrame:
     """A samples frame with the reader's schema."""
     return spark.createDataFrame([tuple(r[c] for c in COLUMNS) for r in rows], SAMPLE_SPARK_SCHEMA)
+
+
+def columns(rows: list[dict[str, Any]]) -> dict[str, list[Any]]:
+    """Sample rows as the column lists ``evaluate_group_samples`` reads."""
+    return {name: [r[name] for r in rows] for name in rows[0]}

@@ -58,7 +58,7 @@ from spark_jobs.windows import (
     partition_id,
     window_from_samples,
 )
-from tests.spark_jobs.samples import MIN, SEC, T0, frame, sample
+from tests.spark_jobs.samples import MIN, SEC, T0, columns, frame, sample
 
 CONFIG = EvaluatorConfig(window=5)
 NOW = T0 + 10 * MIN
@@ -859,10 +859,6 @@ def test_a_group_evaluated_with_duplicates_gives_the_same_rows() -> None:
 
 
 # Commits from samples (plain Python) ---------------------------------------------------------
-
-
-def columns(rows: list[dict[str, Any]]) -> dict[str, list[Any]]:
-    return {name: [r[name] for r in rows] for name in rows[0]}
 
 
 def test_a_moved_commit_version_or_time_is_a_commit_at_the_same_offset() -> None:

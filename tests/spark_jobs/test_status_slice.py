@@ -15,7 +15,7 @@ import pytest
 
 from spark_jobs.evaluator import EvaluatorConfig
 from spark_jobs.status import Older, evaluate_group_samples
-from tests.spark_jobs.samples import SEC, T0, sample
+from tests.spark_jobs.samples import SEC, T0, columns, sample
 
 CONFIG = EvaluatorConfig(window=5, rebalance_storm_count=2)
 # Burrow's min-distance: a commit within 7 s of the one before replaces it in the window.
@@ -101,10 +101,6 @@ def random_group(rng: random.Random) -> list[dict[str, Any]]:
         topic = "t2" if source == "storm" and p == 3 else "t"
         rows += [dict(r, topic=topic) for r in _partition(rng, source, p, polls)]
     return sorted(rows, key=lambda r: (r["topic"], r["partition"], r["ts_ms"]))
-
-
-def columns(rows: list[dict[str, Any]]) -> dict[str, list[Any]]:
-    return {name: [r[name] for r in rows] for name in rows[0]}
 
 
 def split(rows: list[dict[str, Any]], cut: int) -> tuple[list[dict], dict[tuple, Older]]:
