@@ -8,6 +8,7 @@ stopped at the end of the session. Tests share them, so each test uses its own t
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import os
 from collections.abc import Iterator
@@ -69,12 +70,24 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> StackAwareSc
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     """Name a failure when it happens, not only in the summary: a run that later hangs or is
-    cut by CI's clock would otherwise leave an anonymous ``F`` among the dots."""
-    if report.failed and getattr(report, "node", None) is not None:  # a worker's, on the controller
-        reporter = report.node.config.pluginmanager.get_plugin("terminalreporter")
+    cut by CI's clock would otherwise leave an anonymous ``F`` among the dots.
+
+    With ``LAGWATCH_TEST_TIMELINE`` set to a file, every phase of every test is also appended
+    to it as a JSON line (worker, test, phase, start, stop): ``benchmarks/suite_timeline.py``
+    shows from it which units kept which worker busy when, which ``--durations`` cannot."""
+    node = getattr(report, "node", None)  # a worker's report, on the controller
+    if report.failed and node is not None:
+        reporter = node.config.pluginmanager.get_plugin("terminalreporter")
         if reporter is not None:
             reporter.ensure_newline()
             reporter.write_line(f"FAILED (as it happened, {report.when}) {report.nodeid}")
+    timeline = os.environ.get("LAGWATCH_TEST_TIMELINE")
+    if timeline and (node is not None or not os.environ.get("PYTEST_XDIST_WORKER")):
+        worker = node.gateway.id if node is not None else "main"
+        line = {"worker": worker, "test": report.nodeid, "when": report.when,
+                "start": report.start, "stop": report.stop, "outcome": report.outcome}  # fmt: skip
+        with open(timeline, "a") as out:
+            out.write(json.dumps(line) + "\n")
 
 
 class LabServices:
