@@ -26,9 +26,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tests.scheduling import scope_of  # noqa: E402
 
 
-def load(path: Path) -> list[dict]:
+def load(path: Path, run: int) -> list[dict]:
+    """The rows of the file's ``run``-th pytest run (``scripts/test`` makes two: SQLite, then
+    PostgreSQL), in start order."""
     rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-    return sorted(rows, key=lambda r: r["start"])
+    runs = list(dict.fromkeys(r.get("run") for r in rows))
+    if not 1 <= run <= len(runs):
+        raise SystemExit(f"{path} holds {len(runs)} run(s); asked for run {run}")
+    return sorted((r for r in rows if r.get("run") == runs[run - 1]), key=lambda r: r["start"])
 
 
 def tests_of(rows: list[dict]) -> list[dict]:
@@ -88,8 +93,11 @@ def main() -> None:
     parser.add_argument("timeline", type=Path)
     parser.add_argument("--gap", type=float, default=20.0, help="seconds (default 20)")
     parser.add_argument("--tail", type=float, default=3.0, help="minutes (default 3)")
+    parser.add_argument(
+        "--run", type=int, default=1, help="which pytest run of the file (default 1)"
+    )
     args = parser.parse_args()
-    print(report(load(args.timeline), args.gap, args.tail))
+    print(report(load(args.timeline, args.run), args.gap, args.tail))
 
 
 if __name__ == "__main__":

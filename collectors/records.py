@@ -23,11 +23,19 @@ class Source(StrEnum):
     BROKER_METRICS = "broker_metrics"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class CommittedOffset:
     """A consumer's committed position on one partition, as one source reported it.
 
     For a Storm spout ``group`` is the spout id and ``owner`` the topology name.
+
+    Not declared frozen, unlike the other records, because a large cluster's cycle builds
+    100,000 of them: a frozen dataclass's ``__init__`` sets each field through
+    ``object.__setattr__`` (twice a plain one's cost), and ``dataclasses.replace``, which the
+    Kafka adapter used to add each commit's time from ``__consumer_offsets``, cost ~1 s per
+    100,000 (benchmarks/RESULTS.md, session 21). The adapter that builds one may still fill
+    in what it learns before its result leaves it (``collectors.kafka.offsets_topic``);
+    after that, nothing changes it. It hashes as the frozen class did.
     """
 
     source: Source

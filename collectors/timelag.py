@@ -22,6 +22,7 @@ from array import array
 from bisect import bisect_right
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import NamedTuple
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,9 +40,11 @@ class Estimate(StrEnum):
     TOO_FEW_POINTS = "too_few_points"
 
 
-@dataclass(frozen=True, slots=True)
-class TimeAt:
-    """When the latest offset equalled a given offset; ``time_ms`` None when unknown."""
+class TimeAt(NamedTuple):
+    """When the latest offset equalled a given offset; ``time_ms`` None when unknown.
+
+    This and ``TimeLag`` are named tuples, made once per partition every cycle (100,000 in
+    a large cluster's): a tuple is made several times faster than a frozen dataclass."""
 
     kind: Estimate
     time_ms: float | None = None
@@ -149,8 +152,7 @@ def _solve(left_offset: int, left_ms: int, right_offset: int, right_ms: int, off
     return right_ms - (right_offset - offset) * dx / dy
 
 
-@dataclass(frozen=True, slots=True)
-class TimeLag:
+class TimeLag(NamedTuple):
     seconds: float | None
     kind: Estimate
 

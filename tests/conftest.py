@@ -73,7 +73,7 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     cut by CI's clock would otherwise leave an anonymous ``F`` among the dots.
 
     With ``LAGWATCH_TEST_TIMELINE`` set to a file, every phase of every test is also appended
-    to it as a JSON line (worker, test, phase, start, stop): ``benchmarks/suite_timeline.py``
+    to it as a JSON line (run, worker, test, phase, start, stop): ``benchmarks/suite_timeline.py``
     shows from it which units kept which worker busy when, which ``--durations`` cannot."""
     node = getattr(report, "node", None)  # a worker's report, on the controller
     if report.failed and node is not None:
@@ -84,7 +84,7 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     timeline = os.environ.get("LAGWATCH_TEST_TIMELINE")
     if timeline and (node is not None or not os.environ.get("PYTEST_XDIST_WORKER")):
         worker = node.gateway.id if node is not None else "main"
-        line = {"worker": worker, "test": report.nodeid, "when": report.when,
+        line = {"run": os.getpid(), "worker": worker, "test": report.nodeid, "when": report.when,
                 "start": report.start, "stop": report.stop, "outcome": report.outcome}  # fmt: skip
         with open(timeline, "a") as out:
             out.write(json.dumps(line) + "\n")

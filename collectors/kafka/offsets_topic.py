@@ -55,7 +55,7 @@ def apply_offsets_topic(
         return
     if outcome.caught_up:
         state.read_to_end = True
-    result.commits[:] = [_with_commit_time(c, state) for c in result.commits]
+    _add_commit_times(result.commits, state)
     classic = {s.group for s in result.groups if s.protocol_type == "classic"}
     if state.read_to_end:
         # Before its first read to the end, a reader may have folded a group's old metadata
@@ -74,12 +74,14 @@ def apply_offsets_topic(
     result.deletions.extend(deletions(events))
 
 
-def _with_commit_time(commit: CommittedOffset, state: OffsetsTopicState) -> CommittedOffset:
-    """The commit's own timestamp, when the record read is the commit the AdminClient saw."""
-    info = state.commits.get((commit.group, commit.topic, commit.partition))
-    if info is None or info.offset != commit.offset:
-        return commit
-    return dataclasses.replace(commit, commit_time_ms=info.commit_timestamp_ms)
+def _add_commit_times(commits: list[CommittedOffset], state: OffsetsTopicState) -> None:
+    """Each commit's own timestamp, where the record read is the commit the AdminClient saw.
+    Set on the cycle's own records, which nothing else holds yet (``CommittedOffset``)."""
+    known = state.commits
+    for commit in commits:
+        info = known.get((commit.group, commit.topic, commit.partition))
+        if info is not None and info.offset == commit.offset:
+            commit.commit_time_ms = info.commit_timestamp_ms
 
 
 def _with_generation(snapshot: GroupSnapshot, state: OffsetsTopicState) -> GroupSnapshot:

@@ -105,7 +105,8 @@ class Reader:
     def uuid(self, leaf: str) -> str:
         return uuid_str(bytes(self._take(16, leaf)))
 
-    def _text(self, length: int, leaf: str) -> str:
+    def text(self, length: int, leaf: str) -> str:
+        """``length`` bytes of UTF-8 (a string whose length the caller has read)."""
         start = self.pos
         raw = self._take(length, leaf)
         try:
@@ -122,7 +123,7 @@ class Reader:
 
     def compact_nullable_string(self, leaf: str) -> str | None:
         length = self.uvarint(leaf) - 1
-        return None if length < 0 else self._text(length, leaf)
+        return None if length < 0 else self.text(length, leaf)
 
     def compact_array(self, leaf: str, item: Callable[[], T], min_size: int) -> list[T]:
         start = self.pos
