@@ -19,6 +19,7 @@ COLLECTION = sorted(
     + [f"tests/lab/test_lab_verdicts.py::test_{i}" for i in range(2)]
     + [f"tests/lab/test_production_run.py::test_{i}" for i in range(4)]
     + [f"tests/lab/test_stack.py::test_{i}" for i in range(5)]
+    + [f"tests/lab/test_sharded_collectors.py::test_{i}" for i in range(2)]
     + [f"tests/spark_jobs/test_standalone_cluster.py::test_{i}" for i in range(1)]
     + [f"tests/unit/test_m{m}.py::test_{i}" for m in range(30) for i in range(4)],
     key=tier,
@@ -58,15 +59,17 @@ def scheduler(workers: list[Worker]) -> StackAwareScheduling:
     return sched
 
 
-def simulate(n_workers: int, stack_test_s: float = 50.0) -> tuple[list[str], int]:
-    """Every test run (in the order they ended) and the most stack units under way at once
-    (a unit is under way from its first test's start to its last test's end)."""
+def simulate(n_workers: int, stack_test_s: float = 50.0) -> tuple[list[str], int, dict[str, str]]:
+    """Every test run (in the order they ended), the most stack units under way at once (a
+    unit is under way from its first test's start to its last test's end), and the worker
+    that ran each test."""
     workers = [Worker(f"gw{i}") for i in range(n_workers)]
     sched = scheduler(workers)
     sched.schedule()
     ran: list[str] = []
     running: dict[int, int | None] = dict.fromkeys(range(n_workers))
     started: set[str] = set()
+    where: dict[str, str] = {}
     most = 0
     events = [(0.0, i) for i in range(n_workers)]  # (time, worker)
     idle: list[int] = []
@@ -82,6 +85,7 @@ def simulate(n_workers: int, stack_test_s: float = 50.0) -> tuple[list[str], int
             idle.clear()
         if worker.can_run():
             index = running[i] = worker.queue.pop(0)
+            where[COLLECTION[index]] = worker.gateway.id
             scope = scope_of(COLLECTION[index])
             if scope in STACK_UNITS:
                 started.add(scope)
@@ -91,7 +95,7 @@ def simulate(n_workers: int, stack_test_s: float = 50.0) -> tuple[list[str], int
             idle.append(i)
         if not events and idle:
             raise AssertionError(f"every worker waits: {[w.queue for w in workers]}")
-    return ran, most
+    return ran, most, where
 
 
 def ended(ran: list[str]) -> set[str]:
@@ -107,7 +111,7 @@ def test_every_test_runs_once_with_no_more_stack_units_at_once_than_allowed(
     monkeypatch: pytest.MonkeyPatch, n_workers: int, at_once: int
 ) -> None:
     monkeypatch.setattr(scheduling, "STACK_UNITS_AT_ONCE", at_once)
-    ran, most = simulate(n_workers)
+    ran, most, _ = simulate(n_workers)
     assert sorted(ran) == sorted(COLLECTION)
     assert most <= min(at_once, n_workers)
     assert most == min(at_once, n_workers, len(STACK_UNITS))  # the slots are used
@@ -117,6 +121,19 @@ def test_the_waiting_stack_unit_starts_when_a_slot_frees_not_after_the_unit_test
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(scheduling, "STACK_UNITS_AT_ONCE", 2)
-    ran, _ = simulate(3, stack_test_s=2.0)  # stacks end before the unit tests do
+    ran, _, _ = simulate(3, stack_test_s=2.0)  # stacks end before the unit tests do
     first_own = min(i for i, n in enumerate(ran) if scope_of(n) == scheduling.OWN_STACKS)
     assert any(scope_of(n) not in STACK_UNITS for n in ran[first_own:])
+
+
+def test_the_two_short_stack_units_follow_each_of_the_long_ones(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Not both after the first long unit to end, leaving the run to end on them alone."""
+    monkeypatch.setattr(scheduling, "STACK_UNITS_AT_ONCE", 2)
+    _, _, where = simulate(3)
+    workers = {unit: {w for n, w in where.items() if scope_of(n) == unit} for unit in STACK_UNITS}
+    assert all(len(w) == 1 for w in workers.values())  # a unit runs on one worker
+    long_ones = workers[scheduling.LAB_WORLD] | workers[scheduling.OWN_STACKS_B]
+    short_ones = workers[scheduling.OWN_STACKS] | workers[scheduling.OWN_STACKS_C]
+    assert short_ones == long_ones and len(short_ones) == 2
