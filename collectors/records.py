@@ -1,8 +1,9 @@
 """Plain records that every source adapter yields, whatever it reads.
 
 Adapters (ZooKeeper, Kafka, Storm UI, ingest) know nothing of Django or of each other; they
-turn what a source says into these frozen dataclasses. The sample store and the derivations
-downstream only ever see these, so a new source is one new adapter.
+turn what a source says into these dataclasses (frozen, but for ``CommittedOffset``, of which
+a large cycle makes 100,000). The sample store and the derivations downstream only ever see
+these, so a new source is one new adapter.
 
 Times are epoch milliseconds (``int``), as Kafka and ZooKeeper give them; ``None`` always
 means "the source did not say", never zero.
