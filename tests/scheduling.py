@@ -39,25 +39,24 @@ LAB_WORLD_MODULES = frozenset({
     "tests/reports/test_lab_reports.py",
     "tests/ui/test_browser.py",
 })  # fmt: skip
-# Outside tests/lab/, modules that start heavy services of their own. Every tests/lab/ module
-# goes to an own-stack unit, also those on the session's ``lab_services``: in collection order
-# the light ones (fetch watchdog, PartitionManager, scenarios) run before the sharded
-# collectors' two stacks, so the heavy stacks do not all start in the first minute (a
-# fresh-clone run that spread them as ordinary modules started five stacks at once, and the
-# shared stack's first verdicts took ~4 min).
-OWN_STACK_MODULES = frozenset({"tests/spark_jobs/test_standalone_cluster.py"})
-# The own-stack modules that are a unit apart from the other tests/lab/ ones, so that the two
-# short units follow each of the two long ones (lab_world, own-long) rather than both the
-# first to end: a fresh-clone run ended on the one short unit of ~11 min, alone on its worker
-# for its last 3 (benchmarks/suite_timeline.py; RESULTS.md, session 21). Split by their
-# measured time: the sharded collectors and the lighter lab modules (~340 s) against the
-# stack tests and the standalone Spark cluster (~310 s).
+# Every tests/lab/ module goes to an own-stack unit, also those on the session's
+# ``lab_services``: in collection order the light ones (fetch watchdog, PartitionManager,
+# scenarios) run before the sharded collectors' two stacks, so the heavy stacks do not all
+# start in the first minute (a fresh-clone run that spread them as ordinary modules started
+# five stacks at once, and the shared stack's first verdicts took ~4 min).
+# These own-stack modules (the standalone Spark cluster the one outside tests/lab/) are a unit
+# apart from the other tests/lab/ ones, so that the two short units follow each of the two
+# long ones (lab_world, own-long) rather than both the first to end: a fresh-clone run ended
+# on the one short unit of ~11 min, alone on its worker for its last 3
+# (benchmarks/suite_timeline.py; RESULTS.md, session 21). Split by their measured time: the
+# sharded collectors and the lighter lab modules (~340 s) against the stack tests and the
+# standalone Spark cluster (~310 s).
 OWN_STACKS_APART = frozenset({
     "tests/lab/test_stack.py",
     "tests/spark_jobs/test_standalone_cluster.py",
 })  # fmt: skip
 # The two full stacks with the demo workload and the scenarios on the session's services, a
-# unit of their own so that the three stack units take about as long (session 15's green run:
+# unit of their own so that the two long stack units take about as long (session 15's green run:
 # shared stack ~12 min, this unit ~10.5 min without the scenarios, the other ~14 min with them).
 OWN_STACKS_LONG = frozenset({
     "tests/lab/test_lab_verdicts.py",
@@ -83,7 +82,7 @@ def scope_of(nodeid: str) -> str:
         return OWN_STACKS_B
     if module in OWN_STACKS_APART:
         return OWN_STACKS_C
-    if module.startswith("tests/lab/") or module in OWN_STACK_MODULES:
+    if module.startswith("tests/lab/"):
         return OWN_STACKS
     return module
 
