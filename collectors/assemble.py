@@ -85,6 +85,7 @@ def assemble_cycle(
     commits = [c for r in results if r.reachable for c in r.commits]
     liveness = _liveness(outcome.groups, storm_ui, pushed)
     outcome.figures = partition_figures(commits, offsets, memory.tables, now_ms, liveness)
+    outcome.figures_ms = now_ms
     outcome.spouts = (storm_ui.spouts if storm_ui else []) + pushed
     return outcome
 

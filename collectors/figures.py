@@ -54,6 +54,8 @@ class PartitionFigure:
     max_offset_behind: int | None = None
     max_spout_pending: int | None = None
     spout_pending: int | None = None
+    # Where a growing time lag counts from (``TimeLag.from_ms``); None when it does not grow.
+    time_lag_from_ms: float | None = None
 
 
 def lag_of(
@@ -116,10 +118,9 @@ def partition_figures(
         latest = broker.latest if broker else None
         lag, out_of_range = lag_of(c.offset, earliest, latest)
         if lag is None:
-            seconds, kind = None, "unknown"
+            seconds, kind, from_ms = None, "unknown", None
         else:
-            tl = time_lag(tables.table(c.topic, c.partition), c.offset, now_ms)
-            seconds, kind = tl.seconds, str(tl.kind)
+            seconds, kind, from_ms = time_lag(tables.table(c.topic, c.partition), c.offset, now_ms)
         figures.append(
             PartitionFigure(
                 source=c.source,
@@ -131,7 +132,7 @@ def partition_figures(
                 latest=latest,
                 lag=lag,
                 time_lag_s=seconds,
-                time_lag_kind=kind,
+                time_lag_kind=str(kind),
                 out_of_range=out_of_range,
                 commit_time_ms=c.commit_time_ms,
                 commit_version=c.commit_version,
@@ -139,6 +140,7 @@ def partition_figures(
                 topology_id=c.topology_id,
                 where=c.where,
                 alive=alive,
+                time_lag_from_ms=from_ms,
                 **(_spout_fields(spout) if spout is not None else {}),
             )
         )

@@ -36,6 +36,9 @@ class CycleOutcome:
     cluster: str
     cycle_ms: int  # the cycle's scheduled time: the idempotency key of every sample
     figures: list[PartitionFigure] = field(default_factory=list)
+    # When the figures' time lags were computed (the cycle's read time, not its slot): what a
+    # time lag that only grew since the last cycle is recomputed at (``time_lag_from_ms``).
+    figures_ms: int | None = None
     groups: list[GroupSnapshot] = field(default_factory=list)
     offsets: list[PartitionOffsets] = field(default_factory=list)
     spouts: list[SpoutFigures] = field(default_factory=list)

@@ -153,8 +153,15 @@ def _solve(left_offset: int, left_ms: int, right_offset: int, right_ms: int, off
 
 
 class TimeLag(NamedTuple):
+    """``from_ms``: the moment the seconds count from (when the latest offset was the
+    committed one), for the estimates that grow with the clock; None for the others (zero,
+    ahead, unknown), whose seconds do not. A stopped consumer's ``from_ms`` stands still
+    while its seconds grow, so the store can tell a row that only aged from one that changed
+    (``dashboard/monitoring/store.py``)."""
+
     seconds: float | None
     kind: Estimate
+    from_ms: float | None = None
 
 
 def time_lag(table: OffsetTimeTable, committed: int, now_ms: int) -> TimeLag:
@@ -168,4 +175,10 @@ def time_lag(table: OffsetTimeTable, committed: int, now_ms: int) -> TimeLag:
         return TimeLag(0.0, at.kind)
     if at.time_ms is None:
         return TimeLag(None, at.kind)
-    return TimeLag(max(0.0, (now_ms - at.time_ms) / 1000.0), at.kind)
+    return TimeLag(lag_seconds(now_ms, at.time_ms), at.kind, at.time_ms)
+
+
+def lag_seconds(now_ms: int, from_ms: float) -> float:
+    """The time lag at ``now_ms`` of a consumer whose position was the log's end at
+    ``from_ms``; the store's SQL repeats this formula (``store._age_time_lags``)."""
+    return max(0.0, (now_ms - from_ms) / 1000.0)

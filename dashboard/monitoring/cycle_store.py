@@ -123,7 +123,7 @@ class OrmCycleStore:
         ).values_list(
             "group__source", "group__name", "topic", "partition", "committed", "earliest",
             "latest", "lag", "time_lag_s", "time_lag_kind", "last_commit_at", "commit_version",
-            "owner", "group__topology_id",
+            "owner", "group__topology_id", "time_lag_from_ms",
         )  # fmt: skip
         return [_last_known(row) for row in states]
 
@@ -158,13 +158,13 @@ def _member(doc: dict) -> GroupMember:
 
 def _last_known(row: tuple) -> PartitionFigure:
     source, group, topic, partition, committed, earliest, latest, lag, time_lag_s = row[:9]
-    time_lag_kind, commit_at, commit_version, owner, topology_id = row[9:]
+    time_lag_kind, commit_at, commit_version, owner, topology_id, from_ms = row[9:]
     return PartitionFigure(
         source=Source(source), group=group, topic=topic, partition=partition,
         committed=committed, earliest=earliest, latest=latest, lag=lag, time_lag_s=time_lag_s,
         time_lag_kind=time_lag_kind, out_of_range=None,
         commit_time_ms=_ms(commit_at) if commit_at else None, commit_version=commit_version,
-        owner=owner or None, topology_id=topology_id or None, where="",
+        owner=owner or None, topology_id=topology_id or None, where="", time_lag_from_ms=from_ms,
     )  # fmt: skip
 
 

@@ -19,6 +19,7 @@ from collectors.figures import PartitionFigure
 from collectors.outcome import CycleOutcome
 from collectors.records import GroupMember, Source
 from collectors.spout_totals import spout_totals
+from collectors.timelag import lag_seconds
 from dashboard.monitoring import group_totals, raw_history
 from dashboard.monitoring.models import (
     BrokerOffsets,
@@ -58,6 +59,7 @@ PARTITION_FIELDS = [
     "lag",
     "time_lag_s",
     "time_lag_kind",
+    "time_lag_from_ms",
     "owner",
     "alive",
     "last_commit_at",
@@ -70,7 +72,7 @@ PARTITION_FIELDS = [
     "present",
 ]
 # A partition whose broker offsets could not be read this cycle keeps its last known ones.
-BROKER_FIELDS = {"earliest", "latest", "lag", "time_lag_s", "time_lag_kind"}
+BROKER_FIELDS = {"earliest", "latest", "lag", "time_lag_s", "time_lag_kind", "time_lag_from_ms"}
 
 
 def ms_to_dt(ms: int | None) -> datetime | None:
@@ -120,7 +122,7 @@ def store_cycle(cluster: Cluster, outcome: CycleOutcome, stale: Staleness | None
         if written is not None and not written.follows(previous, outcome.collected_by):
             written = None  # another process, or a retry, wrote in between
         rows, changed = _upsert_partitions(
-            groups, in_cycle, outcome.figures, at, stale, written, seen_before
+            groups, in_cycle, outcome.figures, at, stale, written, seen_before, outcome.figures_ms
         )
         _insert_group_samples(groups, outcome.figures, at, stale)
         _insert_broker_offsets(cluster, outcome, at)
@@ -239,12 +241,17 @@ def _upsert_groups(
 
 
 PARTITION_COLUMNS = [
-    "group", "topic", "partition", "committed", "earliest", "latest", "lag", "time_lag_s",
-    "time_lag_kind", "owner", "alive", "last_commit_at", "commit_version", "pending",
-    "failed", "acked", "stale", "sampled_at", "present",
+    "group", "topic", "partition", "committed", "earliest", "latest", "lag", "time_lag_kind",
+    "time_lag_from_ms", "owner", "alive", "last_commit_at", "commit_version", "pending",
+    "failed", "acked", "time_lag_s", "stale", "sampled_at", "present",
 ]  # fmt: skip
-# Where a row's figures are in it: what tells whether a partition changed.
+# Where a row's figures are in it: what tells whether a partition changed; and its figures
+# but the time lag, the last of them: a row that differs in the time lag alone, grown from
+# the same ``time_lag_from_ms``, only aged (``_age_time_lags``).
 _FIGURES = slice(PARTITION_COLUMNS.index("committed"), PARTITION_COLUMNS.index("stale"))
+_STILL = slice(PARTITION_COLUMNS.index("committed"), PARTITION_COLUMNS.index("time_lag_s"))
+_TIME_LAG = PARTITION_COLUMNS.index("time_lag_s")
+_FROM = PARTITION_COLUMNS.index("time_lag_from_ms")
 
 
 def _upsert_partitions(
@@ -255,9 +262,12 @@ def _upsert_partitions(
     stale: Staleness,
     written: _Written | None,
     seen_before: dict[int, datetime],
+    figures_ms: int | None = None,
 ) -> tuple[dict | None, set[int] | None]:
     """Write the partition rows whose figures changed since ``written`` (all of them when
-    it is None), and mark the partitions that left a group of the cycle.
+    it is None), age the time lags of those whose time lag alone grew (``figures_ms``: when
+    the figures' time lags were computed; None: such rows are written as changed), and mark
+    the partitions that left a group of the cycle.
 
     Returns the rows to remember for the next cycle (None when some were kept stale, not
     written as given) and the groups whose rows changed (None: maybe any).
@@ -284,22 +294,27 @@ def _upsert_partitions(
         # A repeated figure replaces the one before it, as the upsert of both did.
         rows[(gid, fig.topic, fig.partition)] = (
             gid, fig.topic, fig.partition, fig.committed, fig.earliest, fig.latest, fig.lag,
-            fig.time_lag_s, fig.time_lag_kind, fig.owner or "", fig.alive, commit_times[ms],
-            fig.commit_version, fig.pending, fig.failed, fig.acked, gone, sampled_at, True,
+            fig.time_lag_kind, fig.time_lag_from_ms, fig.owner or "", fig.alive,
+            commit_times[ms], fig.commit_version, fig.pending, fig.failed, fig.acked,
+            fig.time_lag_s, gone, sampled_at, True,
         ) + defaults  # fmt: skip
         if gone:
             blind_keys.add((gid, fig.topic, fig.partition))
+    aged: set[int] = set()
     if written is None or blind_keys:
         changed = rows
         whole = in_cycle  # every row of these groups is written: the rest have left
         vanished: list[tuple[int, str, int]] = []
     else:
-        before, figs = written.rows, _FIGURES
-        changed = {
-            key: row
-            for key, row in rows.items()
-            if (old := before.get(key)) is None or old[figs] != row[figs]
-        }
+        before, figs, still = written.rows, _FIGURES, _STILL
+        changed = {}
+        for key, row in rows.items():
+            old = before.get(key)
+            if old is None or old[figs] != row[figs]:
+                if old is not None and _only_aged(old[still], row, still, figures_ms):
+                    aged.add(key[0])
+                else:
+                    changed[key] = row
         known = {key[0] for key in before}
         whole = in_cycle - known
         vanished = [key for key in before if key not in rows and key[0] in in_cycle]
@@ -311,9 +326,56 @@ def _upsert_partitions(
     ):
         _insert_rows(PartitionState, columns, batch, ["group", "topic", "partition"], fields)
     _mark_left(vanished, whole, sampled_at, seen_before)
+    if aged:
+        _age_time_lags(aged, figures_ms, sampled_at)
     if written is None or blind_keys:
         return (None if blind_keys else rows), None
-    return rows, {key[0] for key in changed} | {key[0] for key in vanished} | whole
+    return rows, {key[0] for key in changed} | {key[0] for key in vanished} | whole | aged
+
+
+def _only_aged(still: tuple, row: tuple, where: slice, figures_ms: int | None) -> bool:
+    """Whether ``row`` differs from the one written before (whose figures but the time lag
+    are ``still``) only by a time lag grown from the same ``time_lag_from_ms``: the time lag
+    ``_age_time_lags`` will compute at ``figures_ms`` (checked, not assumed)."""
+    from_ms = row[_FROM]
+    return (
+        figures_ms is not None
+        and from_ms is not None
+        and row[where] == still
+        and row[_TIME_LAG] == lag_seconds(figures_ms, from_ms)
+    )
+
+
+def _age_time_lags(groups: set[int], figures_ms: int, sampled_at: object) -> None:
+    """The time lags of the groups' present, fresh rows that count from a moment
+    (``time_lag_from_ms``) and were not written by this cycle (at ``sampled_at``),
+    recomputed at ``figures_ms`` in one UPDATE: a stopped consumer's
+    row, whose time lag alone grows every cycle, is not rewritten whole (at 100,000 such
+    partitions, 2.2-2.6 s of a cycle's upsert; benchmarks/RESULTS.md). The formula is
+    ``collectors.timelag.lag_seconds``'s, in the same floating point; rows whose time lag it
+    would not give were written as changed (``_only_aged``)."""
+    table = connection.ops.quote_name(PartitionState._meta.db_table)
+
+    def col(name: str) -> str:
+        return connection.ops.quote_name(PartitionState._meta.get_field(name).column)
+
+    larger = "GREATEST" if connection.vendor == "postgresql" else "MAX"
+    from_ms, ids = col("time_lag_from_ms"), sorted(groups)
+    with connection.cursor() as cursor:
+        for start in range(0, len(ids), _IDS_PER_STATEMENT):
+            chunk = ids[start : start + _IDS_PER_STATEMENT]
+            cursor.execute(
+                f"UPDATE {table} SET {col('time_lag_s')} = "
+                f"{larger}(0.0, (%s - {from_ms}) / 1000.0) "
+                f"WHERE {col('group')} IN ({', '.join(['%s'] * len(chunk))}) "
+                f"AND {from_ms} IS NOT NULL AND {col('present')} AND NOT {col('stale')} "
+                f"AND {col('sampled_at')} < %s",
+                [figures_ms, *chunk, sampled_at],
+            )
+
+
+# Group ids per UPDATE: well under SQLite's limit on a statement's parameters (32,766).
+_IDS_PER_STATEMENT = 5_000
 
 
 def _mark_left(

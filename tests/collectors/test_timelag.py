@@ -2,7 +2,7 @@
 
 import pytest
 
-from collectors.timelag import Estimate, OffsetTimeTable, Point, time_lag
+from collectors.timelag import Estimate, OffsetTimeTable, Point, lag_seconds, time_lag
 
 
 def table(*pairs: tuple[int, int], limit: int = 60) -> OffsetTimeTable:
@@ -95,3 +95,28 @@ def test_unknown_time_lag_is_none_not_zero() -> None:
 def test_future_estimates_are_clamped_to_zero() -> None:
     t = table((100, 10_000), (200, 20_000))
     assert time_lag(t, 150, now_ms=12_000).seconds == 0.0
+
+
+@pytest.mark.parametrize(
+    ("points", "committed", "from_ms"),
+    [
+        (((100, 10_000), (200, 20_000)), 150, 15_000.0),  # interpolated
+        (((100, 10_000), (200, 20_000)), 50, 5_000.0),  # extrapolated
+        (((100, 10_000), (100, 20_000)), 50, 10_000.0),  # a flat table: its first point
+        (((100, 10_000), (200, 20_000)), 200, None),  # caught up: zero however late
+        (((100, 10_000), (200, 20_000)), 300, None),  # ahead
+        (((100, 10_000),), 50, None),  # too few points: unknown
+    ],
+)
+def test_a_growing_time_lag_names_the_moment_it_counts_from(points, committed, from_ms) -> None:
+    """The store ages a stopped consumer's row from ``from_ms`` instead of rewriting it
+    (``dashboard/monitoring/store.py``): the moment must stand still while the clock moves,
+    and the seconds must be ``lag_seconds`` of it, exactly."""
+    t = table(*points)
+    early, late = time_lag(t, committed, 30_000), time_lag(t, committed, 90_000)
+    assert early.from_ms == late.from_ms == from_ms
+    if from_ms is not None:
+        assert (early.seconds, late.seconds) == (lag_seconds(30_000, from_ms),
+                                                 lag_seconds(90_000, from_ms))  # fmt: skip
+        assert late.seconds > early.seconds
+    assert lag_seconds(1_000, 5_000.0) == 0.0, "a moment in the future is no lag"

@@ -18,6 +18,7 @@ import pytest
 from collectors.figures import PartitionFigure
 from collectors.outcome import CycleOutcome, SourceOutcome
 from collectors.records import GroupSnapshot, PartitionOffsets, Source
+from collectors.timelag import lag_seconds
 from dashboard.api.serializers import partition_dict
 from dashboard.monitoring import store
 from dashboard.monitoring.cycle_store import OrmCycleStore
@@ -26,7 +27,8 @@ from dashboard.monitoring.store import ms_to_dt, store_cycle
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-FIGURES = ["committed", "earliest", "latest", "lag", "time_lag_s", "time_lag_kind", "owner"]
+FIGURES = ["committed", "earliest", "latest", "lag", "time_lag_s", "time_lag_kind",
+           "time_lag_from_ms", "owner"]  # fmt: skip
 
 
 @pytest.fixture(autouse=True)
@@ -51,11 +53,21 @@ def figure(group: str, partition: int, committed: int, latest: int = 100) -> Par
     )  # fmt: skip
 
 
+def stopped(group: str, partition: int, committed: int, from_ms: float, now_ms: int,
+            latest: int = 100) -> PartitionFigure:  # fmt: skip
+    """A consumer stopped behind the log's end since ``from_ms``: its time lag at ``now_ms``
+    as ``collectors.figures`` computes it."""
+    return dataclasses.replace(
+        figure(group, partition, committed, latest),
+        time_lag_s=lag_seconds(now_ms, from_ms), time_lag_from_ms=from_ms,
+    )  # fmt: skip
+
+
 def outcome(cycle_ms: int, figs: list[PartitionFigure], groups: list[str] | None = None,
-            by: str = "host:1") -> CycleOutcome:  # fmt: skip
+            by: str = "host:1", figures_ms: int | None = None) -> CycleOutcome:  # fmt: skip
     names = sorted({f.group for f in figs}) if groups is None else groups
     return CycleOutcome(
-        cluster="c", cycle_ms=cycle_ms, figures=figs,
+        cluster="c", cycle_ms=cycle_ms, figures=figs, figures_ms=figures_ms,
         groups=[GroupSnapshot(Source.KAFKA, g, "Stable") for g in names],
         offsets=[PartitionOffsets("orders", p, 0, 100, cycle_ms) for p in range(8)],
         sources=[SourceOutcome("kafka", True, cycle_ms, cycle_ms + 10, "")],
@@ -138,6 +150,48 @@ def test_group_totals_follow_only_the_rows_that_changed(cluster: Cluster) -> Non
     assert ConsumerGroup.objects.get(name="h").lag_sum == 50
 
 
+def test_a_row_whose_time_lag_alone_grew_is_aged_in_place_not_rewritten(cluster: Cluster):
+    """A stopped consumer: the same figures every cycle but a time lag growing from the same
+    moment. Its row reads the time lag of the latest cycle, yet was written once."""
+    from_ms = 1_234.5
+    for cycle_ms in (10_000, 20_000, 30_000):
+        now_ms = cycle_ms + 37  # the cycle read its sources a little after its slot
+        figs = [stopped("g", 0, 40, from_ms, now_ms), figure("g", 1, 90)]
+        store_cycle(cluster, outcome(cycle_ms, figs, figures_ms=now_ms))
+    aged = row(0)
+    assert aged.time_lag_s == lag_seconds(30_037, from_ms) == 28.8025
+    assert aged.sampled_at == at(10_000), "rewritten whole although only its time lag grew"
+    assert aged.seen_at == at(30_000) and aged.time_lag_from_ms == from_ms
+    assert ConsumerGroup.objects.get(name="g").time_lag_max_s == 28.8025
+    assert row(1).time_lag_s == 10.0, "a row without a moment to count from is left alone"
+
+
+def test_a_time_lag_that_does_not_follow_its_moment_is_written_as_given(cluster: Cluster):
+    """The store checks the formula rather than trusting it: a figure whose time lag is not
+    the one its moment gives (the moment moved, or the figures were made elsewhere) is
+    written like any changed row, and a cycle without ``figures_ms`` ages nothing."""
+    first = [stopped("g", p, 40, 1_000.0, 10_000) for p in (0, 1)]
+    store_cycle(cluster, outcome(10_000, first, figures_ms=10_000))
+    odd = dataclasses.replace(stopped("g", 0, 40, 1_000.0, 20_000), time_lag_s=5.0)
+    store_cycle(cluster, outcome(20_000, [odd, stopped("g", 1, 40, 1_000.0, 20_000)],
+                                 figures_ms=20_000))  # fmt: skip
+    assert (row(0).time_lag_s, row(0).sampled_at) == (5.0, at(20_000))
+    assert (row(1).time_lag_s, row(1).sampled_at) == (19.0, at(10_000)), "its neighbour aged"
+    store_cycle(cluster, outcome(30_000, [stopped("g", 0, 40, 1_000.0, 30_000)]))
+    assert (row(0).time_lag_s, row(0).sampled_at) == (29.0, at(30_000))
+
+
+def test_an_aged_time_lag_stops_when_its_source_goes_stale(cluster: Cluster) -> None:
+    """Rows kept stale (their broker unreadable) keep their last known time lag: aging
+    touches present, fresh rows of the cycle's own groups only."""
+    store_cycle(cluster, outcome(10_000, [stopped("g", 0, 40, 0.0, 10_000),
+                                          stopped("h", 0, 40, 0.0, 10_000)],
+                                 figures_ms=10_000))  # fmt: skip
+    store_cycle(cluster, outcome(20_000, [stopped("h", 0, 40, 0.0, 20_000)], figures_ms=20_000))
+    assert row(0, "g").time_lag_s == 10.0, "a group absent from the cycle was aged"
+    assert row(0, "h").time_lag_s == 20.0 and row(0, "h").sampled_at == at(10_000)
+
+
 def _reference(cycles: list[tuple[int, list[PartitionFigure], list[str]]]) -> dict:
     """What the store gave when it wrote every row every cycle: the last figures of each
     partition, and when it was last sampled; present when its group's latest cycle had it."""
@@ -160,9 +214,13 @@ def _reference(cycles: list[tuple[int, list[PartitionFigure], list[str]]]) -> di
 def test_randomized_cycles_read_back_as_writing_every_row_did(cluster: Cluster, seed: int):
     rnd = random.Random(seed)
     state = {(g, p): rnd.randrange(100) for g in ("g1", "g2", "g3") for p in range(6)}
-    cycles, process, kept = [], "host:1", 0
+    cycles, process, kept, aged = [], "host:1", 0, 0
+    # Where a partition's growing time lag counts from, for the stopped ones (None: its time
+    # lag is the lag, unchanged while the commit stands).
+    moments = {key: rnd.choice([None, rnd.randrange(10_000) + 0.25]) for key in state}
     for n in range(30):
         cycle_ms = 10_000 * (n + 1)
+        figures_ms = cycle_ms + rnd.randrange(500)
         if rnd.random() < 0.1:
             process = rnd.choice(["host:1", "host:2"])  # the cluster's lease moved
         if rnd.random() < 0.05:
@@ -174,10 +232,16 @@ def test_randomized_cycles_read_back_as_writing_every_row_did(cluster: Cluster, 
                 continue
             if rnd.random() < 0.3:
                 state[(g, p)] = committed = min(100, committed + rnd.randrange(1, 5))
-            figs.append(figure(g, p, committed))
+                moments[(g, p)] = rnd.choice([None, cycle_ms - rnd.randrange(1, 60_000) + 0.5])
+            from_ms = moments.get((g, p))
+            figs.append(
+                figure(g, p, committed)
+                if from_ms is None
+                else stopped(g, p, committed, from_ms, figures_ms)
+            )
         rnd.shuffle(figs)
         cycles.append((cycle_ms, figs, groups))
-        store_cycle(cluster, outcome(cycle_ms, figs, groups, by=process))
+        store_cycle(cluster, outcome(cycle_ms, figs, groups, by=process, figures_ms=figures_ms))
 
         expected = _reference(cycles)
         stored = {
@@ -196,7 +260,14 @@ def test_randomized_cycles_read_back_as_writing_every_row_did(cluster: Cluster, 
             mine = [r for (name, _), r in expected.items() if name == g.name]
             assert g.partitions_total == len(mine)
             assert g.lag_sum == (sum(r["lag"] for r in mine) if mine else None)
+            time_lags = [r["time_lag_s"] for r in mine]
+            assert g.time_lag_max_s == (max(time_lags) if mine else None)
+        aged += PartitionState.objects.filter(
+            present=True, sampled_at__lt=ms_to_dt(cycle_ms), time_lag_from_ms__isnull=False,
+            group__last_seen_at=ms_to_dt(cycle_ms),
+        ).count()  # fmt: skip
     assert kept > 30, "the cycles rewrote (nearly) every row: the comparison tested nothing"
+    assert aged > 10, "no stopped partition was aged in place: the aging tested nothing"
 
 
 def test_the_store_remembers_rows_as_it_wrote_them(cluster: Cluster) -> None:

@@ -104,6 +104,10 @@ class PartitionState(models.Model):
     lag = models.BigIntegerField(null=True)
     time_lag_s = models.FloatField(null=True)
     time_lag_kind = models.CharField(max_length=16, blank=True)
+    # When the latest offset was at ``committed`` (ms), for a time lag that grows with the
+    # clock: a cycle that finds only the time lag grown recomputes it from this in one UPDATE
+    # rather than rewriting the row (``store._age_time_lags``). Null when it does not grow.
+    time_lag_from_ms = models.FloatField(null=True)
     owner = models.CharField(max_length=255, blank=True)
     alive = models.BooleanField(null=True)
     last_commit_at = models.DateTimeField(null=True)
