@@ -306,12 +306,12 @@ def _upsert_partitions(
         whole = in_cycle  # every row of these groups is written: the rest have left
         vanished: list[tuple[int, str, int]] = []
     else:
-        before, figs, still = written.rows, _FIGURES, _STILL
+        before, figs = written.rows, _FIGURES
         changed = {}
         for key, row in rows.items():
             old = before.get(key)
             if old is None or old[figs] != row[figs]:
-                if old is not None and _only_aged(old[still], row, still, figures_ms):
+                if old is not None and _only_aged(old, row, figures_ms):
                     aged.add(key[0])
                 else:
                     changed[key] = row
@@ -333,15 +333,15 @@ def _upsert_partitions(
     return rows, {key[0] for key in changed} | {key[0] for key in vanished} | whole | aged
 
 
-def _only_aged(still: tuple, row: tuple, where: slice, figures_ms: int | None) -> bool:
-    """Whether ``row`` differs from the one written before (whose figures but the time lag
-    are ``still``) only by a time lag grown from the same ``time_lag_from_ms``: the time lag
-    ``_age_time_lags`` will compute at ``figures_ms`` (checked, not assumed)."""
+def _only_aged(old: tuple, row: tuple, figures_ms: int | None) -> bool:
+    """Whether ``row`` differs from ``old``, the one written before, only by a time lag
+    grown from the same ``time_lag_from_ms``: the time lag ``_age_time_lags`` will compute
+    at ``figures_ms`` (checked, not assumed)."""
     from_ms = row[_FROM]
     return (
         figures_ms is not None
         and from_ms is not None
-        and row[where] == still
+        and row[_STILL] == old[_STILL]
         and row[_TIME_LAG] == lag_seconds(figures_ms, from_ms)
     )
 
@@ -349,9 +349,9 @@ def _only_aged(still: tuple, row: tuple, where: slice, figures_ms: int | None) -
 def _age_time_lags(groups: set[int], figures_ms: int, sampled_at: object) -> None:
     """The time lags of the groups' present, fresh rows that count from a moment
     (``time_lag_from_ms``) and were not written by this cycle (at ``sampled_at``),
-    recomputed at ``figures_ms`` in one UPDATE: a stopped consumer's
-    row, whose time lag alone grows every cycle, is not rewritten whole (at 100,000 such
-    partitions, 2.2-2.6 s of a cycle's upsert; benchmarks/RESULTS.md). The formula is
+    recomputed at ``figures_ms`` in one UPDATE: a stopped consumer's row, whose time lag
+    alone grows every cycle, is not rewritten whole (at 100,000 such partitions, 2.2-2.6 s
+    of a cycle's upsert; benchmarks/RESULTS.md). The formula is
     ``collectors.timelag.lag_seconds``'s, in the same floating point; rows whose time lag it
     would not give were written as changed (``_only_aged``)."""
     table = connection.ops.quote_name(PartitionState._meta.db_table)
