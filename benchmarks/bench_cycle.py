@@ -781,8 +781,8 @@ def main(argv: list[str] | None = None) -> int:
         default="behind",
         help="Kafka figure: every group 1-3 records behind on every partition, stopped (its "
         "time lag grows every cycle: every row aged in place from where it counts from), or "
-        "caught up at the log's "
-        "end (nothing changes between cycles: the store writes no partition row)",
+        "caught up at the log's end (nothing changes between cycles: the store writes no "
+        "partition row)",
     )
     parser.add_argument("--worker-cycles", type=int, default=10)
     parser.add_argument("--profile", action=argparse.BooleanOptionalAction, default=True)

@@ -354,11 +354,7 @@ def _age_time_lags(groups: set[int], figures_ms: int, sampled_at: object) -> Non
     of a cycle's upsert; benchmarks/RESULTS.md). The formula is
     ``collectors.timelag.lag_seconds``'s, in the same floating point; rows whose time lag it
     would not give were written as changed (``_only_aged``)."""
-    table = connection.ops.quote_name(PartitionState._meta.db_table)
-
-    def col(name: str) -> str:
-        return connection.ops.quote_name(PartitionState._meta.get_field(name).column)
-
+    table, col = _quoted(PartitionState._meta.db_table), _state_column
     larger = "GREATEST" if connection.vendor == "postgresql" else "MAX"
     from_ms, ids = col("time_lag_from_ms"), sorted(groups)
     with connection.cursor() as cursor:
@@ -378,6 +374,16 @@ def _age_time_lags(groups: set[int], figures_ms: int, sampled_at: object) -> Non
 _IDS_PER_STATEMENT = 5_000
 
 
+def _quoted(name: str) -> str:
+    return connection.ops.quote_name(name)
+
+
+def _state_column(name: str) -> str:
+    """A ``PartitionState`` field's column as the raw SQL of ``_age_time_lags`` and
+    ``_mark_left`` names it."""
+    return _quoted(PartitionState._meta.get_field(name).column)
+
+
 def _mark_left(
     vanished: list[tuple[int, str, int]],
     whole: set[int],
@@ -389,11 +395,7 @@ def _mark_left(
     earlier cycle holds that cycle's time instead). ``vanished``: such rows by key;
     ``whole``: groups all of whose present rows were written this cycle, so that any older
     present row has left."""
-    table = connection.ops.quote_name(PartitionState._meta.db_table)
-
-    def col(name: str) -> str:
-        return connection.ops.quote_name(PartitionState._meta.get_field(name).column)
-
+    table, col = _quoted(PartitionState._meta.db_table), _state_column
     present, seen = col("present"), col("sampled_at")
     with connection.cursor() as cursor:
         if vanished:

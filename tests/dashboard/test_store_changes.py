@@ -181,9 +181,10 @@ def test_a_time_lag_that_does_not_follow_its_moment_is_written_as_given(cluster:
     assert (row(0).time_lag_s, row(0).sampled_at) == (29.0, at(30_000))
 
 
-def test_an_aged_time_lag_stops_when_its_source_goes_stale(cluster: Cluster) -> None:
-    """Rows kept stale (their broker unreadable) keep their last known time lag: aging
-    touches present, fresh rows of the cycle's own groups only."""
+def test_aging_leaves_a_group_absent_from_the_cycle_alone(cluster: Cluster) -> None:
+    """A group the cycle did not see keeps its last time lag, as when every row was written:
+    aging touches the rows of the cycle's own groups only. (Rows kept stale, their broker
+    unreadable, are never aged: such a cycle writes every row, ``_upsert_partitions``.)"""
     store_cycle(cluster, outcome(10_000, [stopped("g", 0, 40, 0.0, 10_000),
                                           stopped("h", 0, 40, 0.0, 10_000)],
                                  figures_ms=10_000))  # fmt: skip
