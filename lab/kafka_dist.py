@@ -91,24 +91,26 @@ def installed_agent() -> Path:
     return jar
 
 
-def installed_libs() -> Path:
+def installed_libs(version: str | None = None) -> Path:
     """The jars' folder, or a FileNotFoundError that says how to get them."""
-    libs = libs_dir()
+    libs = libs_dir(version)
     if not (libs.parent / _COMPLETE).exists():
+        how = "`python -m lab.storm.dist`" if version else "`python -m lab.kafka_dist`"
         raise FileNotFoundError(
-            f"Apache Kafka {kafka_version()} is not in {libs.parent}: run scripts/setup "
-            "(or `python -m lab.kafka_dist`), which fetches it from Maven Central"
+            f"Apache Kafka {version or kafka_version()} is not in {libs.parent}: run "
+            f"scripts/setup (or {how}), which fetches it from Maven Central"
         )
     return libs
 
 
-def _copy_dependencies(scope: str, into: Path, quiet: bool) -> None:
+def _copy_dependencies(scope: str, into: Path, quiet: bool, version: str | None = None) -> None:
     mvn = shutil.which("mvn")
     if mvn is None:
         raise FileNotFoundError("mvn not found (apt-get install -y maven)")
     command = [
         mvn, "-B", "-Dstyle.color=never", "-f", str(POM), "dependency:copy-dependencies",
         f"-DincludeScope={scope}", f"-DoutputDirectory={into}",
+        *([f"-Dkafka.version={version}"] if version else []),
     ]  # fmt: skip
     if quiet:
         command.insert(1, "-q")
@@ -162,6 +164,24 @@ def fetch(quiet: bool = True) -> Path:
     tmp_marker = libs.parent / f"{_COMPLETE}.{os.getpid()}"
     tmp_marker.write_text("\n".join(_marker_lines()) + "\n")
     os.replace(tmp_marker, done)  # atomic: a reader sees the old marker or the new one
+    return libs
+
+
+def fetch_other(version: str, quiet: bool = True) -> Path:
+    """Another version's broker jars (no agent) into its own cache folder, e.g. the Kafka 3.9
+    the Storm lab's spouts need (``lab/storm/pom.xml``): the pom's version overridden."""
+    libs = libs_dir(version)
+    done = libs.parent / _COMPLETE
+    if done.exists():
+        return libs
+    shutil.rmtree(libs, ignore_errors=True)
+    libs.mkdir(parents=True)
+    _copy_dependencies("runtime", libs, quiet, version)
+    if not any(libs.glob(f"kafka_2.13-{version}.jar")):
+        raise RuntimeError(f"Maven did not bring kafka_2.13-{version}.jar into {libs}")
+    tmp_marker = libs.parent / f"{_COMPLETE}.{os.getpid()}"
+    tmp_marker.write_text(version + "\n")
+    os.replace(tmp_marker, done)
     return libs
 
 

@@ -95,7 +95,7 @@ class ServiceSpec:
 
 # --- ZooKeeper -------------------------------------------------------------------------------
 
-_LOG4J2 = """\
+LOG4J2 = """\
 status = warn
 appender.console.type = Console
 appender.console.name = STDOUT
@@ -110,7 +110,7 @@ def _zk_dir(ctx: Context) -> Path:
     return ctx.run_dir / "zookeeper"
 
 
-def _java() -> str:
+def java() -> str:
     java_home = os.environ.get("JAVA_HOME")
     java = str(Path(java_home, "bin", "java")) if java_home else shutil.which("java")
     if not java or not Path(java).exists():
@@ -149,13 +149,13 @@ def _zk_prepare(ctx: Context, env: dict[str, str], log: Path) -> None:
         "admin.enableServer=false\n"
         "4lw.commands.whitelist=*\n"
     )
-    (zk_dir / "log4j2.properties").write_text(_LOG4J2)
+    (zk_dir / "log4j2.properties").write_text(LOG4J2)
 
 
 def _zk_argv(ctx: Context) -> list[str]:
     zk_dir = _zk_dir(ctx)
     return [
-        _java(),
+        java(),
         "-Xmx256m",
         "-XX:+UseSerialGC",
         "-XX:TieredStopAtLevel=1",
@@ -241,7 +241,7 @@ def _kafka_java(ctx: Context) -> list[str]:
     # $LAGWATCH_KAFKA_JAVA_OPTIONS replaces them (the test suite's short-lived brokers).
     options = os.environ.get("LAGWATCH_KAFKA_JAVA_OPTIONS", "-XX:+UseG1GC").split()
     return [
-        _java(),
+        java(),
         f"-Xms{heap}",
         f"-Xmx{heap}",
         *options,
@@ -259,7 +259,7 @@ def _kafka_prepare(ctx: Context, env: dict[str, str], log: Path) -> None:
     data = kafka_dir / "data"
     kafka_dir.mkdir(parents=True, exist_ok=True)
     (kafka_dir / "server.properties").write_text(kafka_properties(ctx))
-    (kafka_dir / "log4j2.properties").write_text(_LOG4J2)
+    (kafka_dir / "log4j2.properties").write_text(LOG4J2)
     if (data / "meta.properties").exists():
         return
     cluster_id = base64.urlsafe_b64encode(secrets.token_bytes(16)).rstrip(b"=").decode()

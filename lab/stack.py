@@ -40,13 +40,18 @@ from lab.services import (
     redis_ping,
 )
 from lab.spark_cluster import SPARK_SERVICES
+from lab.storm.services import STORM_SERVICES
 
 log = logging.getLogger("lab")
 
 # Every service ``up`` knows: the optional PostgreSQL server and Spark cluster first (they need
 # nothing; started only when asked for by name; see ``ServiceSpec.optional``).
+# The real Storm (its Kafka 3.9 broker and the Storm daemons, optional too) right after the
+# lab's own broker: sources first.
 ALL_SERVICES: dict[str, ServiceSpec] = {
     **{s.name: s for s in (*POSTGRES_SERVICES, *SPARK_SERVICES)},
+    **{name: spec for name, spec in SERVICES.items() if name in ("zookeeper", "kafka")},
+    **{s.name: s for s in STORM_SERVICES},
     **SERVICES,
 }
 

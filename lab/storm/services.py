@@ -1,0 +1,136 @@
+"""The lab's real-Storm services: ``kafka-legacy`` (Apache Kafka 3.9, the broker storm-kafka
+1.x can read) and ``storm`` (Nimbus, a supervisor and its workers, the UI, the topologies and
+their faults: ``lab/storm/world.py``). Both are optional: ``python -m lab up --services
+...,storm`` (or ``scripts/demo``) starts them; ``lab/services.py`` lists them in its table.
+
+The Kafka 3.9 broker runs in ZooKeeper mode under the chroot ``/kafka-legacy`` of the lab's
+ZooKeeper, as Storm 1.x users' clusters did: storm-kafka's ``ZkHosts`` finds the brokers and
+partition leaders there (``/brokers/...``), where a KRaft cluster has nothing.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+from lab.services import LOG4J2, Context, ServiceSpec, java
+from lab.storm import dist
+from lab.storm.world import KAFKA_CHROOT, READY_LINE
+
+# Ports of the storm service, in the order the stack records them (the first is checked to be
+# the service's own: the UI, a JVM in the service's process group).
+STORM_PORTS = ("storm_ui", "storm_nimbus", "storm_control", "storm_slot_1", "storm_slot_2",
+               "storm_slot_3", "storm_slot_4", "storm_slot_5")  # fmt: skip
+LEGACY_SETTINGS = {
+    "broker.id": "0",
+    "auto.create.topics.enable": "false",
+    "num.partitions": "1",
+    "offsets.topic.replication.factor": "1",
+    "offsets.topic.num.partitions": "4",
+    "transaction.state.log.replication.factor": "1",
+    "transaction.state.log.min.isr": "1",
+    "group.initial.rebalance.delay.ms": "0",
+    "log.retention.check.interval.ms": "5000",
+}
+
+
+def _legacy_dir(ctx: Context) -> Path:
+    return ctx.run_dir / "kafka-legacy"
+
+
+def legacy_properties(ctx: Context) -> str:
+    settings = {
+        **LEGACY_SETTINGS,
+        "zookeeper.connect": ctx.addr("zookeeper") + KAFKA_CHROOT,
+        "listeners": f"PLAINTEXT://{ctx.addr('kafka_legacy')}",
+        "advertised.listeners": f"PLAINTEXT://{ctx.addr('kafka_legacy')}",
+        "log.dirs": str(_legacy_dir(ctx) / "data"),
+    }
+    return "".join(f"{key}={value}\n" for key, value in settings.items())
+
+
+def _legacy_reset(ctx: Context) -> None:
+    shutil.rmtree(_legacy_dir(ctx) / "data", ignore_errors=True)
+
+
+def _legacy_prepare(ctx: Context, env: dict[str, str], log: Path) -> None:
+    folder = _legacy_dir(ctx)
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "server.properties").write_text(legacy_properties(ctx))
+    (folder / "log4j2.properties").write_text(LOG4J2)
+
+
+def _legacy_argv(ctx: Context) -> list[str]:
+    from lab.kafka_dist import installed_libs
+
+    folder = _legacy_dir(ctx)
+    return [java(), "-Xmx384m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+            "-Djava.awt.headless=true",
+            f"-Dlog4j2.configurationFile={folder / 'log4j2.properties'}",
+            "-cp", f"{installed_libs(dist.kafka_broker_version())}/*", "kafka.Kafka",
+            str(folder / "server.properties")]  # fmt: skip
+
+
+def _legacy_ready(ctx: Context, log: str) -> bool:
+    if not re.search(r"KafkaServer id=\d+\] started", log):
+        return False
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({"bootstrap.servers": ctx.addr("kafka_legacy"), "socket.timeout.ms": 2000})
+    return bool(admin.list_topics(timeout=2).brokers)
+
+
+def _storm_reset(ctx: Context) -> None:
+    """A new stack's Storm starts with no topologies: its local state goes (its ZooKeeper
+    state went with the lab's ZooKeeper data)."""
+    shutil.rmtree(ctx.run_dir / "storm", ignore_errors=True)
+
+
+def _storm_argv(ctx: Context) -> list[str]:
+    dist.installed()  # a clear error before anything starts when the cache is not filled
+    slots = ",".join(str(ctx.ports[p]) for p in STORM_PORTS if p.startswith("storm_slot_"))
+    return [ctx.python, "-m", "lab.storm.world", "--run-dir", str(ctx.run_dir / "storm"),
+            "--zookeeper", ctx.addr("zookeeper"), "--kafka", ctx.addr("kafka_legacy"),
+            "--ui-port", str(ctx.ports["storm_ui"]),
+            "--nimbus-port", str(ctx.ports["storm_nimbus"]),
+            "--slot-ports", slots, "--control-port", str(ctx.ports["storm_control"])]  # fmt: skip
+
+
+def _storm_ready(ctx: Context, log: str) -> bool:
+    if "Traceback" in log:
+        raise RuntimeError(log[log.index("Traceback") :][-1500:])
+    return READY_LINE in log
+
+
+# The two services, placed in ``lab/stack.py``'s table after the lab's broker.
+STORM_SERVICES = (
+    ServiceSpec(
+        name="kafka-legacy",
+        ports=("kafka_legacy",),
+        requires=("zookeeper",),
+        reset=_legacy_reset,
+        prepare=_legacy_prepare,
+        argv=_legacy_argv,
+        ready=_legacy_ready,
+        endpoints=lambda ctx: {"kafka_legacy": ctx.addr("kafka_legacy")},
+        ready_timeout_s=90.0,
+        stop_grace_s=30.0,
+        optional=True,
+    ),
+    ServiceSpec(
+        name="storm",
+        ports=STORM_PORTS,
+        requires=("zookeeper", "kafka-legacy"),
+        reset=_storm_reset,
+        argv=_storm_argv,
+        ready=_storm_ready,
+        endpoints=lambda ctx: {
+            "storm_ui_real": f"http://127.0.0.1:{ctx.ports['storm_ui']}",
+            "storm_control": f"http://127.0.0.1:{ctx.ports['storm_control']}",
+        },
+        ready_timeout_s=300.0,
+        stop_grace_s=30.0,
+        optional=True,
+    ),
+)
