@@ -12,7 +12,18 @@ Liveness, per kind of consumer:
   have no members (Empty); unknown when nobody reported assignments.
 - ZooKeeper consumer: alive when an owner node names a consumer thread.
 - Storm spout: alive when its topology is listed by a reachable Storm UI, or it pushed its
-  figures recently; not alive when a reachable Storm UI does not list its topology.
+  figures recently; not alive when a reachable Storm UI does not list its topology; unknown
+  when no Storm UI answered and nothing was pushed.
+- Storm spout's counts: the partition's pushed figures (docs/INGEST.md) when the spout pushes
+  them. Otherwise, and a real Storm without a push is that case, the whole spout's as a
+  reachable Storm UI lists them for the commit's topology instance: the component whose id is
+  the commit's group (``SpoutConfig.id``, the znode path element), or, when none is and the
+  topology has exactly one spout component, that one (users often name the component other
+  than ``SpoutConfig.id``); with several spouts and none of that id, none. Every partition of
+  the spout then carries the same counters (emitted, acked, failed; in flight and its cap,
+  when Storm gave them): what liveness and POISON_MESSAGE read as "the spout's failed count
+  rises", and BACKPRESSURE as "the spout's tuples in flight sit at the cap". Storm has no
+  per-partition pending nor smallest failed offset: those stay unknown.
 """
 
 from __future__ import annotations
@@ -141,11 +152,13 @@ def _liveness(
             empty.add(snap.group)
     not_alive = empty | assignments_known
 
-    listed = (
-        {s.topology_id for s in storm_ui.spouts}
-        if storm_ui is not None and storm_ui.reachable
-        else None
-    )
+    # The whole-spout figures of each topology instance a reachable Storm UI lists.
+    whole: dict[str, list[SpoutFigures]] | None = None
+    if storm_ui is not None and storm_ui.reachable:
+        whole = {}
+        for s in storm_ui.spouts:
+            if s.partition is None:
+                whole.setdefault(s.topology_id, []).append(s)
     by_partition: dict[tuple[str, str, int], SpoutFigures] = {}
     for s in pushed:
         if s.topic is not None and s.partition is not None:
@@ -167,8 +180,20 @@ def _liveness(
             spout = by_partition.get((c.group, c.topic, c.partition))
             if spout is not None:
                 return c.owner, True, spout
-            if listed is not None and c.topology_id:
-                return c.owner, c.topology_id in listed, None
+            if whole is not None and c.topology_id:
+                components = whole.get(c.topology_id)
+                if components is None:
+                    return c.owner, False, None
+                return c.owner, True, _spout_of(components, c.group)
         return c.owner, None, None
 
     return liveness
+
+
+def _spout_of(components: list[SpoutFigures], spout_id: str) -> SpoutFigures | None:
+    """The whole-spout figures standing for spout ``spout_id``'s partitions: the component of
+    that id, else the topology's only spout component, else none (the rule above)."""
+    for s in components:
+        if s.spout_id == spout_id:
+            return s
+    return components[0] if len(components) == 1 else None

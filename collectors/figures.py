@@ -12,9 +12,9 @@ from collectors.records import CommittedOffset, PartitionOffsets, Source, SpoutF
 from collectors.timelag import OffsetTimeTable, time_lag
 
 # What the cycle's assembly adds to a commit's figure (SPEC §4), in this order: owner, alive,
-# and the spout's pushed figures for the partition (None: none pushed). ``partition_figures``
-# takes a function giving them per commit, so that each figure is built once, with them,
-# rather than built and then copied.
+# and the spout's figures for the partition: pushed for it, or the whole spout's from Storm UI
+# (None: neither). ``partition_figures`` takes a function giving them per commit, so that each
+# figure is built once, with them, rather than built and then copied.
 Liveness = tuple[str | None, bool | None, SpoutFigures | None]
 
 
@@ -148,9 +148,15 @@ def partition_figures(
 
 
 def _spout_fields(s: SpoutFigures) -> dict[str, int | None]:
+    """A partition's spout figures from a pushed partition's (``s.partition`` set), or from
+    the whole spout's (Storm UI's, ``s.partition`` None): then only the spout's counters, in
+    flight and cap. A partition's pending set, smallest failed offset and offset bound are not
+    the whole spout's to give: they stay unknown, never the spout's figure under their name."""
+    own = s.partition is not None
     return {
-        "pending": s.pending, "failed": s.failed, "acked": s.acked, "emitted": s.emitted,
-        "smallest_failed_offset": s.smallest_failed_offset,
-        "max_offset_behind": s.max_offset_behind, "max_spout_pending": s.max_spout_pending,
-        "spout_pending": s.spout_pending,
+        "pending": s.pending if own else None, "failed": s.failed, "acked": s.acked,
+        "emitted": s.emitted,
+        "smallest_failed_offset": s.smallest_failed_offset if own else None,
+        "max_offset_behind": s.max_offset_behind if own else None,
+        "max_spout_pending": s.max_spout_pending, "spout_pending": s.spout_pending,
     }  # fmt: skip

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from collectors.assemble import CycleMemory, assemble_cycle
 from collectors.figures import TimeTables
 from collectors.rebalance import MEMBER_JOINED, RebalanceTracker
@@ -100,6 +102,80 @@ def test_pushed_spout_counts_land_on_their_partition() -> None:
     f = figures_by(out, Source.STORM)[("sp", "t", 0)]
     assert (f.pending, f.failed, f.acked, f.alive) == (12, 3, 40, True)
     assert len(out.spouts) == 2
+
+
+# Storm UI's whole-spout figures (a real Storm 1.2.4 spout retrying a poison message), and what
+# they give a spout partition without a push: the spout's counters, in flight and cap; no
+# per-partition pending, smallest failed offset or offset bound.
+WHOLE = dict(emitted=1057, acked=1050, failed=7, complete_latency_ms=5.75, spout_pending=0,
+             max_spout_pending=200)  # fmt: skip
+PUSHED = dict(acked=40, failed=3, emitted=44, pending=12, smallest_failed_offset=77,
+              max_offset_behind=500, spout_pending=12, max_spout_pending=20)  # fmt: skip
+FIELDS = ("alive", "acked", "failed", "emitted", "pending", "spout_pending", "max_spout_pending",
+          "smallest_failed_offset", "max_offset_behind")  # fmt: skip
+FROM_WHOLE = (True, 1050, 7, 1057, None, 0, 200, None, None)
+FROM_PUSH = (True, 40, 3, 44, 12, 12, 20, 77, 500)
+NO_COUNTS = (None,) * 8
+
+
+def storm_ui(*spouts: SpoutFigures, reachable: bool = True) -> CollectionResult:
+    return CollectionResult(Source.STORM, T0, reachable=reachable, spouts=list(spouts))
+
+
+def whole(spout_id: str, topology_id: str = "topo-1", **figures: object) -> SpoutFigures:
+    return SpoutFigures(topology_id, spout_id, **{**WHOLE, **figures})
+
+
+@pytest.mark.parametrize(
+    ("ui", "pushed", "expected"),
+    [
+        # The component whose id is the commit's group (SpoutConfig.id) stands for the spout.
+        pytest.param(storm_ui(whole("sp"), whole("other", acked=1)), [], FROM_WHOLE, id="by id"),
+        # The topology's only spout component, named otherwise, is that spout.
+        pytest.param(storm_ui(whole("orders-component")), [], FROM_WHOLE, id="the only spout"),
+        # Two spouts, none of that id: which one is the partition's is unknown.
+        pytest.param(storm_ui(whole("a"), whole("b")), [], (True, *NO_COUNTS), id="two, no match"),
+        # The spout of that id in another topology instance only: this one is not listed.
+        pytest.param(storm_ui(whole("sp", "topo-0")), [], (False, *NO_COUNTS), id="another instance"),
+        # A push for the partition wins over Storm UI.
+        pytest.param(storm_ui(whole("sp")), [("sp", 0)], FROM_PUSH, id="push wins"),
+        # A push for another partition only: Storm UI's figure for this one.
+        pytest.param(storm_ui(whole("sp")), [("sp", 5)], FROM_WHOLE, id="push of another partition"),
+        # Storm UI down: liveness unknown, no counters; a push still gives its figures.
+        pytest.param(storm_ui(reachable=False), [], (None, *NO_COUNTS), id="UI unreachable"),
+        pytest.param(storm_ui(reachable=False), [("sp", 0)], FROM_PUSH, id="UI unreachable, push"),
+        pytest.param(None, [], (None, *NO_COUNTS), id="no Storm UI"),
+        # A whole-spout figure gives no per-partition figure, whatever it carries.
+        pytest.param(
+            storm_ui(whole("sp", pending=9, smallest_failed_offset=3, max_offset_behind=5)), [],
+            FROM_WHOLE, id="no partition figures from the whole spout",
+        ),
+    ],
+)  # fmt: skip
+def test_a_spout_partition_without_a_push_takes_the_whole_spouts_figures(
+    ui: CollectionResult | None, pushed: list[tuple[str, int]], expected: tuple
+) -> None:
+    pushes = [SpoutFigures("topo-1", sp, topic="t", partition=p, **PUSHED) for sp, p in pushed]
+    results = [kafka(), spout_result()] + ([ui] if ui is not None else [])
+    out = assemble_cycle("c", T0, T0, results, memory(), pushed_spouts=pushes)
+    f = figures_by(out, Source.STORM)[("sp", "t", 0)]
+    assert tuple(getattr(f, name) for name in FIELDS) == expected
+
+
+def test_every_partition_of_the_spout_carries_the_whole_spouts_counters() -> None:
+    """Storm has no per-partition counts: both partitions show the spout's, as the status job
+    reads them (liveness, POISON_MESSAGE's failed rise, BACKPRESSURE's in flight)."""
+    zk = spout_result()
+    zk.commits.append(
+        CommittedOffset(Source.STORM, "sp", "t", 1, 7, owner="topo", topology_id="topo-1")
+    )
+    out = assemble_cycle("c", T0, T0, [kafka(), zk, storm_ui(whole("sp"))], memory())
+    figs = figures_by(out, Source.STORM)
+    assert [(figs[("sp", "t", p)].failed, figs[("sp", "t", p)].pending) for p in (0, 1)] == [
+        (7, None),
+        (7, None),
+    ]
+    assert out.spouts == [whole("sp")]  # the spout's own row, once
 
 
 def test_time_lag_uses_the_history_kept_between_cycles() -> None:

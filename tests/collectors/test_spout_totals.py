@@ -20,10 +20,32 @@ def pushed(partition: int, topology: str = "topo-1", spout: str = "sp", **f) -> 
     ("spouts", "expected"),
     [
         ([], []),
-        # Storm UI alone: its counts and latency, nothing of the task.
+        # Storm UI alone: its counts and latency; no in flight or cap when it gives none.
         (
             [ui(emitted=10, acked=8, failed=1, complete_latency_ms=12.5)],
             [SpoutTotals("topo-1", "sp", 10, 8, 1, 12.5)],
+        ),
+        # Storm UI alone, in flight (exact counts) and cap (the topology's, times the tasks).
+        (
+            [ui(emitted=10, acked=8, failed=1, complete_latency_ms=12.5, spout_pending=1,
+                max_spout_pending=800)],
+            [SpoutTotals("topo-1", "sp", 10, 8, 1, 12.5, 1, 800)],
+        ),  # fmt: skip
+        # Both give in flight and cap: the push's win (it counts the task itself).
+        (
+            [ui(emitted=10, acked=8, failed=1, spout_pending=1, max_spout_pending=800),
+             pushed(0, spout_pending=7, max_spout_pending=9)],
+            [SpoutTotals("topo-1", "sp", 10, 8, 1, None, 7, 9)],
+        ),  # fmt: skip
+        # The push gives in flight but no cap: Storm UI's cap.
+        (
+            [ui(emitted=10, spout_pending=1, max_spout_pending=800), pushed(0, spout_pending=7)],
+            [SpoutTotals("topo-1", "sp", 10, pending=7, max_spout_pending=800)],
+        ),
+        # The push gives neither: Storm UI's.
+        (
+            [ui(emitted=10, spout_pending=1, max_spout_pending=800), pushed(0, acked=3)],
+            [SpoutTotals("topo-1", "sp", 10, pending=1, max_spout_pending=800)],
         ),
         # The push alone: counts summed over the partitions, the task's figures, no latency.
         (
