@@ -176,11 +176,17 @@ def counter_rise(series: Sequence[int]) -> int:
 def liveness(window: PartitionWindow, frozen: bool) -> tuple[bool | None, dict[str, Any]]:
     """Is a consumer working on this partition? (value, evidence); None when nobody can tell.
 
-    Moving acked/failed counts are the strongest evidence (a Storm spout rewrites its znode
-    only on progress, so its commit times say nothing of liveness); then the owner as the
-    collector saw it, unless the group is rebalancing, when owning nothing is expected; last, a
-    spout whose counts did not move while its commit is frozen is dead.
+    First, the collector saying nobody holds the partition now (``alive`` false), unless the
+    group is rebalancing, when owning nothing is expected. For a spout it says so only when a
+    reachable Storm UI does not list its topology and nothing was pushed: a poll that brings no
+    counts, so counts that moved in the window moved before it (a killed topology's last work,
+    which every partition of a real Storm spout shows, its counts being the whole spout's).
+    Then moving acked/failed counts (a Storm spout rewrites its znode only on progress, so its
+    commit times say nothing of liveness); then the owner holding it; last, a spout whose
+    counts did not move while its commit is frozen is dead.
     """
+    if window.alive is False and not window.rebalancing:
+        return False, {"source": "owner", "alive": False}
     spout = window.spout
     samples = 0
     if spout is not None:
@@ -191,8 +197,8 @@ def liveness(window: PartitionWindow, frozen: bool) -> tuple[bool | None, dict[s
                 "acked_rise": counter_rise(spout.acked),
                 "failed_rise": counter_rise(spout.failed),
             }
-    if window.alive is not None and not (window.alive is False and window.rebalancing):
-        return window.alive, {"source": "owner", "alive": window.alive}
+    if window.alive is True:
+        return True, {"source": "owner", "alive": True}
     if samples >= 2 and frozen:
         return False, {"source": "spout", "acked_rise": 0, "failed_rise": 0, "samples": samples}
     return None, {}

@@ -90,7 +90,9 @@ class SpoutSeries:
     """A Storm spout's figures for the partition, one value per sample, oldest first.
 
     ``acked`` and ``failed`` are cumulative counters (a decrease is a restart, not negative
-    work); ``pending`` is a gauge.
+    work); ``pending`` is a gauge. They are the partition's own when the spout pushes them;
+    from Storm UI alone, the whole spout's counters (the same on each of its partitions, since
+    Storm counts per spout), and no ``pending``.
     """
 
     pending: tuple[int, ...] = ()

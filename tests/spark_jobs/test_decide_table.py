@@ -119,6 +119,8 @@ def case(
 STEADY = "100:5 110:5 120:5 130:5 140:5"  # progress, lag flat at 5
 FROZEN = "100:5 100:6 100:7 100:8 100:9"  # one offset, lag rising
 FLAT_SPOUT = SpoutSeries(pending=(0, 0, 0), failed=(0, 0, 0), acked=(3, 3, 3))
+# A real Storm spout without a push: the whole spout's counters, no partition pending.
+WHOLE_SPOUT = SpoutSeries(failed=(0, 3, 9), acked=(10, 20, 30))
 SKIP = (Commit(50, MIN, 5), Commit(100, 2 * MIN, 5, earliest=80), Commit(110, 3 * MIN, 4),
         Commit(120, 4 * MIN, 3), Commit(130, 5 * MIN, 2))  # fmt: skip
 
@@ -150,6 +152,7 @@ CASES = [
     case("stopped, liveness unknown",             "0101 0100 0010 1?", STOP,    "stopped",            [], STEADY, lag=60, after=10, latest_offsets=(200,)),
     case("stopped, spout alive, poison",          "0101 0100 0010 11", STALL,   "stopped_but_alive",  [POISON_MESSAGE], STEADY, lag=60, after=10, spout=SpoutSeries(pending=(1, 1, 1), failed=(0, 3, 9), acked=(10, 20, 20))),
     case("stopped, spout alive, pending leak",    "0101 0100 0010 11", STALL,   "stopped_but_alive",  [PENDING_LEAK], STEADY, lag=60, after=10, spout=SpoutSeries(pending=(1, 5, 9, 14), failed=(0, 2, 4, 6), acked=(1, 2, 2, 2))),
+    case("stopped, whole-spout counts, poison",   "0101 0100 0010 11", STALL,   "stopped_but_alive",  [POISON_MESSAGE], STEADY, lag=60, after=10, spout=WHOLE_SPOUT),
     case("stopped, but caught up lately",         "0101 0110 0010 1?", WARN,    "lag_rising",         [SLOW_CONSUMER], STEADY, lag=60, after=10, latest_offsets=(140,)),
     case("stopped after a rewind",                "0101 0101 0010 1?", STOP,    "stopped",            [], "100:5 120:5 90:5 100:5 110:5", lag=5, after=10),
     # Burrow 4: an unrecovered rewind, and the retention jump that explains one.
@@ -164,6 +167,8 @@ CASES = [
     # Burrow 6: the offset never moved; liveness says STOP or STALL.
     case("frozen, dead spout, not yet overdue",   "0101 0000 0110 00", STOP,    "stalled_and_dead",   [DEAD_CONSUMER], FROZEN, lag=20, spout=FLAT_SPOUT),
     case("frozen, owner alive, backpressure",     "0101 0000 0110 01", STALL,   "stalled_but_alive",  [BACKPRESSURE], FROZEN, lag=10, alive=True, max_spout_pending=5, spout=SpoutSeries(pending=(5, 5, 5, 5))),
+    case("frozen, spout's in flight at the cap",  "0101 0000 0110 01", STALL,   "stalled_but_alive",  [BACKPRESSURE], FROZEN, lag=10, max_spout_pending=5, spout=SpoutSeries(failed=(0, 0, 0), acked=(1, 2, 3)), spout_pending=(5, 5, 5)),
+    case("frozen, counts moved before, gone now", "0101 0000 0110 10", STOP,    "dead_consumer",      [DEAD_CONSUMER], FROZEN, lag=20, after=2, alive=False, spout=SpoutSeries(failed=(0, 0, 0), acked=(10, 20, 30))),
     case("frozen, liveness unknown",              "0101 0000 0110 0?", STALL,   "stalled",            [], FROZEN, lag=10),
     case("frozen, owner gone in a rebalance",     "0101 0000 0110 0?", STALL,   "stalled",            [REBALANCING], FROZEN, lag=10, alive=False, rebalancing=True),
     # Burrow 7: lag never decreased; a poller's rise within one batch keeps pace.

@@ -360,10 +360,16 @@ def test_spout_that_neither_acks_nor_fails_with_a_frozen_commit_is_dead() -> Non
     assert dead["source"] == "spout" and dead["acked_rise"] == 0 and dead["failed_rise"] == 0
 
 
-def test_moving_spout_counts_outweigh_a_missing_owner() -> None:
+def test_nobody_holding_the_partition_now_outweighs_counts_that_moved_before() -> None:
+    """A killed topology: Storm UI no longer lists it and no counts come with the poll, so
+    the counts that moved in the window are its last work. During a rebalance, owning nothing
+    is expected and the counts speak."""
     spout = SpoutSeries(acked=(100, 150), failed=(0, 0))
     w = window(FROZEN, [1300], 300, spout=spout, alive=False)
-    assert evaluate_partition(w, FIVE, 600_000).status == STALL
+    verdict = evaluate_partition(w, FIVE, 600_000)
+    assert verdict.status == STOP
+    assert evidence(verdict, DEAD_CONSUMER)["source"] == "owner"
+    assert evaluate_partition(replace(w, rebalancing=True), FIVE, 600_000).status == STALL
 
 
 def test_one_spout_sample_says_nothing_about_liveness() -> None:
