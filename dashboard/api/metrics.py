@@ -28,9 +28,9 @@ would then count every kept event again.
 Storm spouts (``collectors.spout_totals``, the latest row of each spout reported lately):
 ``lagwatch_spout_emitted_total``, ``_acked_total``, ``_failed_total`` (Storm UI's counters,
 which start again when a worker restarts: a reset to ``rate()``),
-``lagwatch_spout_complete_latency_ms``, and from the spout's push ``lagwatch_spout_pending``
-(the task's tuples in flight) and ``lagwatch_spout_max_pending`` (its cap): BACKPRESSURE is the
-first sitting at the second.
+``lagwatch_spout_complete_latency_ms``, and from the spout's push (else Storm UI's)
+``lagwatch_spout_pending`` (the tuples in flight) and ``lagwatch_spout_max_pending`` (their
+cap): BACKPRESSURE is the first sitting at the second.
 """
 
 from __future__ import annotations

@@ -8,8 +8,9 @@ Statuses, diagnoses, reasons and ``complete`` are the status job's (SPEC §4, §
 lists each broker's delayed operations (purgatory, DOMAIN §5) from its metrics endpoint, with
 ``as_of`` (when they were read) and ``error`` (the latest scrape failed: the figures are the
 last known). ``spouts`` holds each Storm spout's latest whole figures (Storm UI's emitted,
-acked, failed and complete latency; the task's tuples in flight and ``max_spout_pending`` from
-its push), by cluster and topology instance: a spout group's ``topology_id`` finds its own.
+acked, failed and complete latency; the tuples in flight and ``max_spout_pending`` from its
+push, else Storm UI's), by cluster and topology instance: a spout group's ``topology_id``
+finds its own.
 
 A group's ``last_commit_at`` is the newest of its partitions' (so a group whose consumers all
 stopped shows when they last committed), ``type`` and ``member_details`` are read through

@@ -210,7 +210,7 @@ class BrokerOffsets(models.Model):
 
 class SpoutSample(models.Model):
     """One Storm spout at one cycle: Storm UI's emitted, acked, failed and complete latency,
-    and the task's tuples in flight against ``max.spout.pending`` from its push
+    and the tuples in flight against ``max.spout.pending`` from its push, else Storm UI's
     (``collectors.spout_totals``). Short raw history, pruned with ``GroupSample``."""
 
     cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="+")
