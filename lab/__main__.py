@@ -68,6 +68,11 @@ def _parser() -> argparse.ArgumentParser:
         "demo", parents=[common], help="up --foreground with every service and the demo workload"
     )
     demo.add_argument("--redis-url", help="reuse this Redis instead of starting a private one")
+    demo.add_argument(
+        "--without-storm",
+        action="store_true",
+        help="leave out the real Apache Storm (its Kafka 3.9 broker, Nimbus, supervisor, UI)",
+    )
     demo.set_defaults(func=_cmd_up, services=None, foreground=True, demo=True, production=False)
 
     down = commands.add_parser("down", parents=[common], help="stop what up started")
@@ -93,6 +98,11 @@ def _parser() -> argparse.ArgumentParser:
 
     scenario = commands.add_parser("scenario", parents=[common], help="workload scenarios")
     scenario.add_argument("--control-url", help="workload control URL (default: from the stack)")
+    scenario.add_argument(
+        "--storm",
+        action="store_true",
+        help="the real Storm's scenarios (the storm service), not the simulated workload's",
+    )
     scenario.set_defaults(func=_cmd_scenario)
     actions = scenario.add_subparsers(dest="action", required=True)
     actions.add_parser("list", parents=[common])
@@ -113,6 +123,9 @@ def _run_dir(args: argparse.Namespace) -> Path:
 def _cmd_up(args: argparse.Namespace) -> int:
     stack = Stack(_run_dir(args), redis_url=args.redis_url)
     services = [s.strip() for s in args.services.split(",") if s.strip()] if args.services else None
+    if getattr(args, "demo", False) and services is None and not args.without_storm:
+        # The demo shows both halves: the simulated world and a real Storm cluster.
+        services = [name for name, spec in stack.specs.items() if not spec.optional] + ["storm"]
     production = bool(getattr(args, "production", False))
     if not args.foreground:
         endpoints = stack.up(services, production=production)
@@ -250,6 +263,11 @@ def _cmd_start(args: argparse.Namespace) -> int:
 def _control_url(args: argparse.Namespace) -> str:
     if args.control_url:
         return args.control_url
+    if args.storm:
+        url = Stack.load(_run_dir(args)).endpoints().get("real_storm_control")
+        if not url:
+            raise StackError("the stack has no storm service: `up --services ...,storm`")
+        return url
     url = Stack.load(_run_dir(args)).endpoints().get("control")
     if not url:
         raise StackError("the stack has no workload service: start it with `up` (all services)")

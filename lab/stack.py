@@ -40,7 +40,7 @@ from lab.services import (
     redis_ping,
 )
 from lab.spark_cluster import SPARK_SERVICES
-from lab.storm.services import STORM_SERVICES
+from lab.storm.services import STORM_SERVICES, storm_cluster_yaml
 
 log = logging.getLogger("lab")
 
@@ -371,7 +371,7 @@ class Stack:
         state["services"] = [asdict(record) for record in records]
         self._write_state(state)
         ctx = self._context(state)
-        if {"zookeeper", "kafka"} <= ctx.ports.keys():
+        if "zookeeper" in ctx.ports and ctx.ports.keys() & {"kafka", "real_storm_ui"}:
             self.clusters_path.write_text(clusters_yaml(ctx))  # the web server imports it
         else:
             self.clusters_path.unlink(missing_ok=True)  # old ports: must not be imported
@@ -656,8 +656,16 @@ def clusters_yaml(ctx: Context) -> str:
     is 10 s unless ``$LAGWATCH_LAB_POLL_S`` says otherwise (a whole number of seconds >= 1):
     end-to-end tests poll faster so that a status window fills in affordable time.
     """
+    lines = ["clusters:"]
+    if "kafka" in ctx.ports:
+        lines += _lab_cluster(ctx)
+    if "real_storm_ui" in ctx.ports:
+        lines += storm_cluster_yaml(ctx, lab_poll_interval_s())
+    return "\n".join(lines) + "\n"
+
+
+def _lab_cluster(ctx: Context) -> list[str]:
     lines = [
-        "clusters:",
         f"  - name: {LAB_CLUSTER}",
         f"    poll_interval_s: {lab_poll_interval_s()}",
         f"    kafka: {{bootstrap_servers: {json.dumps(ctx.addr('kafka'))}, config: {{}}, "
@@ -672,4 +680,4 @@ def clusters_yaml(ctx: Context) -> str:
     # The lab's topics keep the broker's week of retention, but `retention-risk` shortens one
     # to minutes: a threshold in proportion, so that a consumer keeping up is never at risk.
     lines.append(f"    retention_risk_s: {LAB_RETENTION_RISK_S}")
-    return "\n".join(lines) + "\n"
+    return lines

@@ -51,6 +51,26 @@ class StormError(RuntimeError):
     """A Storm command failed; the message carries its output's tail."""
 
 
+# Storm's daemons and workers log through log4j2, configured from ``storm.log4j2.conf.dir``
+# (``cluster.xml`` for the daemons, ``worker.xml`` for the workers); the Maven artifacts carry
+# no such files (a Storm release's ``log4j2/`` folder has them), so the lab writes small ones:
+# each process's own file under ``storm.log.dir``, as a release's do.
+_LOG4J2_XML = """<?xml version="1.0" encoding="UTF-8"?>
+<configuration monitorInterval="60" shutdownHook="disable">
+  <appenders>
+    <File name="A1" fileName="{path}">
+      <PatternLayout pattern="%d{{yyyy-MM-dd HH:mm:ss.SSS}} %c{{1.}} %t [%p] %msg%n"/>
+    </File>
+  </appenders>
+  <loggers>
+    <root level="info"><appender-ref ref="A1"/></root>
+  </loggers>
+</configuration>
+"""
+_DAEMON_LOG = "${sys:storm.log.dir}/${sys:logfile.name}"
+_WORKER_LOG = "${sys:workers.artifacts}/${sys:storm.id}/${sys:worker.port}/${sys:logfile.name}"
+
+
 def storm_yaml(run_dir: Path, zookeeper: str, ports: StormPorts) -> str:
     """The lab's ``storm.yaml``: Storm's state under ``/storm`` in the lab's ZooKeeper, every
     daemon on loopback, workers on the given slot ports. The timeouts are Storm's defaults."""
@@ -61,6 +81,7 @@ def storm_yaml(run_dir: Path, zookeeper: str, ports: StormPorts) -> str:
         "storm.zookeeper.root": "/storm",
         "storm.local.dir": str(run_dir / "local"),
         "storm.local.hostname": LOOPBACK,
+        "storm.log4j2.conf.dir": str(run_dir / "log4j2"),
         "nimbus.seeds": [LOOPBACK],
         "nimbus.thrift.port": ports.nimbus,
         "ui.host": LOOPBACK,
@@ -101,7 +122,9 @@ class StormCluster:
     def _java(self, *extra_cp: Path) -> list[str]:
         class_path = ":".join([f"{dist.lib_dir()}/*", str(self.conf_dir), *map(str, extra_cp)])
         return [str(dist.java()), *_DAEMON_JAVA_OPTS, f"-Dstorm.home={self.home}",
-                f"-Dstorm.log.dir={self.log_dir}", "-cp", class_path]  # fmt: skip
+                f"-Dstorm.log.dir={self.log_dir}",
+                f"-Dlog4j.configurationFile={self.run_dir / 'log4j2' / 'cluster.xml'}",
+                "-cp", class_path]  # fmt: skip
 
     def start(self) -> None:
         self.conf_dir.mkdir(parents=True, exist_ok=True)
@@ -109,6 +132,10 @@ class StormCluster:
         (self.conf_dir / "storm.yaml").write_text(
             storm_yaml(self.run_dir, self.zookeeper, self.ports)
         )
+        log4j2 = self.run_dir / "log4j2"
+        log4j2.mkdir(exist_ok=True)
+        (log4j2 / "cluster.xml").write_text(_LOG4J2_XML.format(path=_DAEMON_LOG))
+        (log4j2 / "worker.xml").write_text(_LOG4J2_XML.format(path=_WORKER_LOG))
         for name, main in DAEMONS.items():
             out = open(self.log_dir / f"{name}.out", "ab")  # noqa: SIM115 - the child keeps it
             self._procs[name] = subprocess.Popen(

@@ -10,18 +10,27 @@ partition leaders there (``/brokers/...``), where a KRaft cluster has nothing.
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 from pathlib import Path
 
 from lab.services import LOG4J2, Context, ServiceSpec, java
 from lab.storm import dist
-from lab.storm.world import KAFKA_CHROOT, READY_LINE
+from lab.storm.world import KAFKA_CHROOT, READY_LINE, ZK_ROOT
+
+# The product's cluster for the real Storm: its spouts read the Kafka 3.9 broker, so their lag
+# is measured against that broker's logs, a cluster of its own beside the lab's.
+STORM_CLUSTER = "storm"
 
 # Ports of the storm service, in the order the stack records them (the first is checked to be
 # the service's own: the UI, a JVM in the service's process group).
-STORM_PORTS = ("storm_ui", "storm_nimbus", "storm_control", "storm_slot_1", "storm_slot_2",
-               "storm_slot_3", "storm_slot_4", "storm_slot_5")  # fmt: skip
+STORM_PORTS = (
+    "real_storm_ui",
+    "real_storm_nimbus",
+    "real_storm_control",
+    *(f"real_storm_slot_{n}" for n in range(1, 6)),
+)
 LEGACY_SETTINGS = {
     "broker.id": "0",
     "auto.create.topics.enable": "false",
@@ -89,12 +98,13 @@ def _storm_reset(ctx: Context) -> None:
 
 def _storm_argv(ctx: Context) -> list[str]:
     dist.installed()  # a clear error before anything starts when the cache is not filled
-    slots = ",".join(str(ctx.ports[p]) for p in STORM_PORTS if p.startswith("storm_slot_"))
+    slots = ",".join(str(ctx.ports[p]) for p in STORM_PORTS if "_slot_" in p)
     return [ctx.python, "-m", "lab.storm.world", "--run-dir", str(ctx.run_dir / "storm"),
             "--zookeeper", ctx.addr("zookeeper"), "--kafka", ctx.addr("kafka_legacy"),
-            "--ui-port", str(ctx.ports["storm_ui"]),
-            "--nimbus-port", str(ctx.ports["storm_nimbus"]),
-            "--slot-ports", slots, "--control-port", str(ctx.ports["storm_control"])]  # fmt: skip
+            "--ui-port", str(ctx.ports["real_storm_ui"]),
+            "--nimbus-port", str(ctx.ports["real_storm_nimbus"]),
+            "--slot-ports", slots,
+            "--control-port", str(ctx.ports["real_storm_control"])]  # fmt: skip
 
 
 def _storm_ready(ctx: Context, log: str) -> bool:
@@ -126,11 +136,24 @@ STORM_SERVICES = (
         argv=_storm_argv,
         ready=_storm_ready,
         endpoints=lambda ctx: {
-            "storm_ui_real": f"http://127.0.0.1:{ctx.ports['storm_ui']}",
-            "storm_control": f"http://127.0.0.1:{ctx.ports['storm_control']}",
+            "real_storm_ui": ctx.url("real_storm_ui"),
+            "real_storm_control": ctx.url("real_storm_control"),
         },
         ready_timeout_s=300.0,
         stop_grace_s=30.0,
         optional=True,
     ),
 )
+
+
+def storm_cluster_yaml(ctx: Context, poll_interval_s: int) -> list[str]:
+    """The real Storm's cluster in the product's import format (``lab/stack.py`` writes it
+    beside the lab cluster): the Kafka 3.9 broker, the spouts' zkRoot, the real Storm UI."""
+    return [
+        f"  - name: {STORM_CLUSTER}",
+        f"    poll_interval_s: {poll_interval_s}",
+        f"    kafka: {{bootstrap_servers: {json.dumps(ctx.addr('kafka_legacy'))}, config: {{}}}}",
+        f"    zookeeper: {{hosts: {json.dumps(ctx.addr('zookeeper'))}, "
+        f"storm_spout_roots: [{json.dumps(ZK_ROOT)}], zk_consumers: false}}",
+        f"    storm_ui_url: {json.dumps(ctx.url('real_storm_ui'))}",
+    ]
