@@ -28,14 +28,8 @@ NIMBUS_DOWN = (
 
 
 def real(name: str) -> bytes:
-    """A captured answer as Storm served it. ``unknown_topology_500.json`` ends with the
-    status code curl's ``-w '%{http_code}'`` wrote after the body (tests/data/README.md): the
-    body is what precedes it."""
-    raw = (STORM / name).read_bytes()
-    if name == "unknown_topology_500.json":
-        assert raw.endswith(b"}500")
-        return raw[: -len(b"500")]
-    return raw
+    """A captured answer as Storm served it."""
+    return (STORM / name).read_bytes()
 
 
 def real_json(name: str) -> Any:
