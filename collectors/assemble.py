@@ -13,7 +13,10 @@ Liveness, per kind of consumer:
 - ZooKeeper consumer: alive when an owner node names a consumer thread.
 - Storm spout: alive when its topology is listed by a reachable Storm UI, or it pushed its
   figures recently; not alive when a reachable Storm UI does not list its topology; unknown
-  when no Storm UI answered and nothing was pushed.
+  when no Storm UI answered and nothing was pushed. "Its topology" is the instance the znode
+  names, or, when the UI no longer lists that one, the running instance of the same topology
+  name (a resubmitted topology: storm-kafka rewrites a partition's znode only when its offset
+  moves, so a frozen partition keeps naming the killed instance).
 - Storm spout's counts: the partition's pushed figures (docs/INGEST.md) when the spout pushes
   them. Otherwise, and a real Storm without a push is that case, the whole spout's as a
   reachable Storm UI lists them for the commit's topology instance: the component whose id is
@@ -154,11 +157,14 @@ def _liveness(
 
     # The whole-spout figures of each topology instance a reachable Storm UI lists.
     whole: dict[str, list[SpoutFigures]] | None = None
+    instance_of: dict[str, str] = {}  # topology name -> the instance the UI lists now
     if storm_ui is not None and storm_ui.reachable:
         whole = {}
         for s in storm_ui.spouts:
             if s.partition is None:
                 whole.setdefault(s.topology_id, []).append(s)
+                if s.topology_name:
+                    instance_of[s.topology_name] = s.topology_id
     by_partition: dict[tuple[str, str, int], SpoutFigures] = {}
     for s in pushed:
         if s.topic is not None and s.partition is not None:
@@ -182,6 +188,11 @@ def _liveness(
                 return c.owner, True, spout
             if whole is not None and c.topology_id:
                 components = whole.get(c.topology_id)
+                if components is None and c.owner in instance_of:
+                    # A resubmitted topology: the partition's znode still names the old
+                    # instance (storm-kafka rewrites it only when its offset moves), and the
+                    # new instance of the same name runs its spout.
+                    components = whole.get(instance_of[c.owner])
                 if components is None:
                     return c.owner, False, None
                 return c.owner, True, _spout_of(components, c.group)

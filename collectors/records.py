@@ -144,6 +144,8 @@ class SpoutFigures:
     max_spout_pending: int | None = None
     spout_pending: int | None = None
     time_ms: int | None = None  # when the figures were true (ingest: pushed or received)
+    # Storm UI's: the topology's name (unique in a Storm cluster, kept across resubmissions).
+    topology_name: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -99,7 +99,8 @@ class StormUISource:
                 if not topology_id:
                     raise ValueError(f"a summary entry without an id: {str(entry)[:80]}")
                 page = self._get(_page_path(entry, topology_id))
-                result.spouts.extend(_spout_figures(topology_id, page))
+                name = entry.get("name") if isinstance(entry.get("name"), str) else None
+                result.spouts.extend(_spout_figures(topology_id, page, name))
             except _FAILURES as exc:
                 result.errors.append(SourceError(Source.STORM, where, str(exc)))
         result.finished_ms = int(time.time() * 1000)
@@ -215,7 +216,7 @@ def in_flight(emitted: int | None, acked: int | None, failed: int | None) -> int
     return pending if pending >= 0 else None
 
 
-def _spout_figures(topology_id: str, page: Any) -> list[SpoutFigures]:
+def _spout_figures(topology_id: str, page: Any, name: str | None = None) -> list[SpoutFigures]:
     if not isinstance(page, dict):
         raise ValueError("the topology page is not a JSON object")
     spouts = page.get("spouts", [])
@@ -248,6 +249,7 @@ def _spout_figures(topology_id: str, page: Any) -> list[SpoutFigures]:
                 complete_latency_ms=_latency_ms(spout.get("completeLatency")),
                 max_spout_pending=_times(cap, tasks),
                 spout_pending=in_flight(emitted, acked, failed) if exact else None,
+                topology_name=name,
             )
         )
     return figures

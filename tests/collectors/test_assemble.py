@@ -137,6 +137,12 @@ def whole(spout_id: str, topology_id: str = "topo-1", **figures: object) -> Spou
         pytest.param(storm_ui(whole("a"), whole("b")), [], (True, *NO_COUNTS), id="two, no match"),
         # The spout of that id in another topology instance only: this one is not listed.
         pytest.param(storm_ui(whole("sp", "topo-0")), [], (False, *NO_COUNTS), id="another instance"),
+        # The topology resubmitted: the znode names the killed instance, the UI lists the new
+        # instance of the same name, which runs the spout now.
+        pytest.param(storm_ui(whole("sp", "topo-2", topology_name="topo")), [], FROM_WHOLE,
+                     id="resubmitted under the same name"),
+        pytest.param(storm_ui(whole("sp", "other-2", topology_name="other")), [],
+                     (False, *NO_COUNTS), id="another topology's instance"),
         # A push for the partition wins over Storm UI.
         pytest.param(storm_ui(whole("sp")), [("sp", 0)], FROM_PUSH, id="push wins"),
         # A push for another partition only: Storm UI's figure for this one.

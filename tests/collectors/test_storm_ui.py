@@ -109,7 +109,7 @@ def spout(**figures: Any) -> SpoutFigures:
     healthy = {
         "topology_id": TOPOLOGY, "spout_id": "orders-spout",
         "emitted": 1000, "acked": 1000, "failed": 0, "complete_latency_ms": 5.914,
-        "max_spout_pending": 200, "spout_pending": 0,
+        "max_spout_pending": 200, "spout_pending": 0, "topology_name": "orders-topo",
     }  # fmt: skip
     return SpoutFigures(**{**healthy, **figures})
 
