@@ -135,8 +135,12 @@ def populate(
     spouts: int,
     partitions: int,
     offset_of: Callable[[int], int] = lambda p: 1_000_000 + 17 * p,
+    encode: Callable[[dict[str, Any]], bytes] | None = None,
 ) -> None:
-    """Spout ``spout-<s>`` commits ``offset_of(p)`` on partition ``p`` of topic ``topic-<s>``."""
+    """Spout ``spout-<s>`` commits ``offset_of(p)`` on partition ``p`` of topic ``topic-<s>``;
+    ``encode`` writes a node's JSON (default ``json.dumps``'s spacing; ``bench_storm.py`` passes
+    the byte layout a real storm-kafka spout writes)."""
+    encode = encode or (lambda node: json.dumps(node).encode())
     client.ensure_path(root)
     for reply in [client.create_async(f"{root}/spout-{s}") for s in range(spouts)]:
         reply.get(timeout=60)
@@ -152,7 +156,7 @@ def populate(
                 "topic": f"topic-{s}",
             }
             path = f"{root}/spout-{s}/partition_{p}"
-            replies.append(client.create_async(path, json.dumps(node).encode()))
+            replies.append(client.create_async(path, encode(node)))
     for reply in replies:
         reply.get(timeout=60)
 
@@ -193,7 +197,14 @@ def _timed(run: Callable[[], int], expected: int) -> tuple[float, float]:
     return wall, cpu
 
 
-def bench(hosts: str, spouts: int, partitions: int, reps: int, naive_reps: int) -> dict[str, Any]:
+def bench(
+    hosts: str,
+    spouts: int,
+    partitions: int,
+    reps: int,
+    naive_reps: int,
+    encode: Callable[[dict[str, Any]], bytes] | None = None,
+) -> dict[str, Any]:
     expected = spouts * partitions
     root = f"/lagwatch-bench/{uuid.uuid4().hex}"
     writer = KazooClient(hosts=hosts, timeout=30)
@@ -202,7 +213,7 @@ def bench(hosts: str, spouts: int, partitions: int, reps: int, naive_reps: int) 
     polling.start(timeout=30)
     try:
         started = time.perf_counter()
-        populate(writer, root, spouts, partitions)
+        populate(writer, root, spouts, partitions, encode=encode)
         populate_s = time.perf_counter() - started
 
         source = ZooKeeperSource(hosts, [root], zk_consumers=False, timeout_s=60)
