@@ -62,6 +62,21 @@ def test_short_range_charts_read_the_raw_history(web: Client) -> None:
     assert 'data-figure="fig-lag-data"' in r.content.decode()
 
 
+def test_a_spouts_whole_counts_are_not_summed_over_its_partitions(web: Client) -> None:
+    """Without a push every partition carries the spout's own counters (no pending): their
+    sum would count the spout once per partition, so the group has no summed chart and the
+    partition's chart says the counts are the whole spout's."""
+    g = world.group(world.cluster(), "clicks-spout", source="storm")
+    parts = world.partitions(g, 3, lag=10)
+    world.samples(parts, points=4, pushed=False)
+    r = web.get(url(g, "?range=15m"))
+    assert r.context["figures"]["spout"] is None
+    page = web.get(reverse("ui:partition", args=[parts[0].id]) + "?range=15m")
+    assert page.context["figures"]["spout"]["layout"]["title"]["text"].startswith(
+        "Spout counts of its whole spout"
+    )
+
+
 def test_long_range_charts_read_the_rollups(web: Client) -> None:
     g = world.group(world.cluster(), "payments")
     now = timezone.now()

@@ -63,14 +63,20 @@ def partitions(
 
 
 def samples(
-    parts: list[PartitionState], points: int = 6, step_s: int = 10, now: datetime | None = None
+    parts: list[PartitionState],
+    points: int = 6,
+    step_s: int = 10,
+    now: datetime | None = None,
+    pushed: bool = True,
 ) -> None:
+    """``pushed`` False: counts without a pending of their own, as a spout's partitions carry
+    their whole spout's counters from Storm UI."""
     now = now or timezone.now()
     GroupSample.objects.bulk_create(
         raw_history.group_samples(
             (p.group_id, now - timedelta(seconds=step_s * k),
-             (p.topic, p.partition, p.committed - k, p.latest, (p.lag or 0) + k, float(k), k, 0,
-              100 - k, False))
+             (p.topic, p.partition, p.committed - k, p.latest, (p.lag or 0) + k, float(k),
+              k if pushed else None, 0, 100 - k, False))
             for p in parts
             for k in range(points)
         )

@@ -42,9 +42,13 @@ def _figures(g: ConsumerGroup, view, rows, now) -> dict[str, Any]:
         ),
     }  # fmt: skip
     spout = {k: s.get(k) or [] for k in ("pending", "failed", "acked")}
+    # The partitions' sums are per-partition figures a spout pushed (with its pending). Without
+    # a push (a real Storm's UI alone) every partition carries the whole spout's counters, and
+    # their sum would count the spout once per partition: the spout's own charts below show it.
+    pushed = any(v is not None for v in spout["pending"])
     figs["spout"] = (
         charts.series_figure(f"Spout counts of {label}", s["x"], spout, "messages")
-        if any(v is not None for vs in spout.values() for v in vs)
+        if pushed
         else None
     )
     spouts = spout_history(g, s["since"]) if g.source == "storm" else {}

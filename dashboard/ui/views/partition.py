@@ -42,7 +42,10 @@ def _figures(p: PartitionState, rng, now) -> dict:
     }  # fmt: skip
     spout = {k: s.get(k) or [] for k in ("pending", "failed", "acked")}
     if any(v is not None for vs in spout.values() for v in vs):
-        figs["spout"] = charts.series_figure(f"Spout counts of {where}", s["x"], spout)
+        # Without a push (a real Storm's UI alone) a partition carries its whole spout's
+        # counters and no pending of its own: the title says whose counts they are.
+        whose = where if any(v is not None for v in spout["pending"]) else "its whole spout"
+        figs["spout"] = charts.series_figure(f"Spout counts of {whose}", s["x"], spout)
     return {"figures": figs, "series_kind": s["kind"]}
 
 
