@@ -29,7 +29,7 @@ import pytest
 from lab.stack import Stack
 from lab.storm.world import TOPOLOGIES
 from lab.workload.control import start_scenario, stop_scenario
-from tests.lab_world import JOB_S, POLL_S, WINDOW, LabWorld, environment
+from tests.lab_world import JOB_S, POLL_S, WINDOW, Browser, LabWorld, environment
 from tests.waiting import wait_for_verdict
 
 pytestmark = [pytest.mark.lab, pytest.mark.storm]
@@ -222,6 +222,35 @@ def test_the_spouts_znodes_and_ui_figures_are_read_as_real_storm_writes_them(
     audit = spouts["audit-spout"]
     assert audit["max_spout_pending"] == 20 and audit["emitted"] and audit["acked"]
     assert spouts["payments-spout"]["max_spout_pending"] == 1000
+
+
+def test_the_pages_show_the_real_topologies(storm_world: StormWorld) -> None:
+    browser = Browser(storm_world.web_url)
+    browser.login(*storm_world.login)
+    status, body, _ = browser.get("/groups/?cluster=storm&source=storm")
+    page = body.decode()
+    assert status == 200
+    assert all(t.spout_id in page for t in TOPOLOGIES), page[:2000]
+    doc = storm_world.status()
+    (group,) = [g for g in doc["groups"]
+                if g["cluster"] == CLUSTER and g["group"] == "audit-spout"]  # fmt: skip
+    group_id = _group_pk(storm_world, "audit-spout")
+    status, body, _ = browser.get(f"/groups/{group_id}/")
+    page = body.decode()
+    assert status == 200
+    assert f"topology audit-archiver ({group['topology_id']})" in page
+    # The spout's own figures from the real UI are charted (in flight against the cap).
+    assert "audit-spout" in page and "max" in page
+
+
+def _group_pk(world: StormWorld, spout: str) -> int:
+    out = world.manage(
+        "shell", "-c",
+        "from dashboard.monitoring.models import ConsumerGroup; "
+        f"print(ConsumerGroup.objects.get(cluster__name={CLUSTER!r}, source='storm', "
+        f"name={spout!r}).pk)",
+    )  # fmt: skip
+    return int(out.stdout.strip().splitlines()[-1])
 
 
 def test_a_poison_record_stalls_its_partition_with_its_offset(
