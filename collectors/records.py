@@ -118,6 +118,9 @@ class GroupSnapshot:
     members: tuple[GroupMember, ...] = ()
     members_known: bool = True  # False when the broker did not report members (LAB.md)
     topics: tuple[str, ...] = ()
+    # A Kafka group that is a Storm 2 spout (storm-kafka-client): the topology instance its
+    # commits' metadata names (collectors/storm_commit_metadata.py). None for any other group.
+    topology_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,6 +19,7 @@ from confluent_kafka.admin import ConsumerGroupDescription
 from collectors.kafka.cycle import Cycle, describe_exc, is_code
 from collectors.kafka_wire import ClassicGroup, ConsumerGroupEpochs
 from collectors.records import CommittedOffset, GroupMember, GroupSnapshot, Source
+from collectors.storm_commit_metadata import parse_commit_metadata, topology_of
 
 __all__ = [
     "commits_of",
@@ -252,7 +253,9 @@ def group_outcome(
     offsets_future: Future,
     cycle: Cycle,
 ) -> tuple[GroupSnapshot, list[TopicPartition]] | None:
-    """One group's snapshot and committed offsets; None if the group is gone."""
+    """One group's snapshot and committed offsets; None if the group is gone. A group whose
+    commits name a Storm 2 topology (their metadata) is that topology's spout: the snapshot
+    says which instance (``topology_of``), and is a Kafka group's in every other respect."""
     listed_state, listed_type = listed
     where = f"group {group}"
 
@@ -305,13 +308,17 @@ def group_outcome(
             )
         if snapshot.state in _GONE_STATES and not tps:
             return None
+    topology = topology_of(parse_commit_metadata(tp.metadata) for tp in tps if tp.metadata)
+    if topology is not None:
+        snapshot = dataclasses.replace(snapshot, topology_id=topology)
     return snapshot, tps
 
 
 def commits_of(
     snapshots: Iterable[GroupSnapshot], committed: Mapping[str, list[TopicPartition]]
 ) -> list[CommittedOffset]:
-    """Every group's commits, each with the member that owns its partition (if one does)."""
+    """Every group's commits, each with the member that owns its partition (if one does) and,
+    for a Storm 2 spout's, the topology instance its metadata names."""
     owners = {
         (snap.group, t, p): m.member_id
         for snap in snapshots
@@ -326,8 +333,16 @@ def commits_of(
             partition=tp.partition,
             offset=tp.offset,
             owner=owners.get((group, tp.topic, tp.partition)),
+            # Most clients commit without metadata: no call for them (100,000 commits).
+            topology_id=_topology_id(md) if (md := tp.metadata) else None,
             where=f"group {group}",
         )
         for group, tps in committed.items()
         for tp in tps
     ]
+
+
+def _topology_id(metadata: str | None) -> str | None:
+    """The Storm 2 topology instance a commit's metadata names, or None (any other client)."""
+    found = parse_commit_metadata(metadata)
+    return found.topology_id if found is not None else None

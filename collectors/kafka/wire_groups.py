@@ -17,7 +17,8 @@ from confluent_kafka import ConsumerGroupTopicPartitions, KafkaError, KafkaExcep
 
 from collectors.kafka.cycle import Cycle
 from collectors.kafka.to_records import snapshot_from_classic, snapshot_from_epochs
-from collectors.kafka_wire import ConsumerGroupEpochs, GroupClient
+from collectors.kafka_wire import ConsumerGroupEpochs, GroupClient, PartitionOffset
+from collectors.storm_commit_metadata import parse_commit_metadata
 
 __all__ = ["committed_offsets", "consumer_group_epochs", "wire_descriptions"]
 
@@ -53,10 +54,19 @@ def committed_offsets(groups: GroupClient, group_ids: list[str], cycle: Cycle) -
                         f"OffsetFetch: {po.error_name}",
                     )
                 else:
-                    kept.append(TopicPartition(po.topic, po.partition, po.offset))
+                    kept.append(_partition(po))
             future.set_result(ConsumerGroupTopicPartitions(group, kept))
         futures[group] = future
     return futures
+
+
+def _partition(po: PartitionOffset) -> TopicPartition:
+    """A commit as the AdminClient's answer gives it. With its metadata where it is a Storm 2
+    spout's, which names the spout's topology (``collectors.storm_commit_metadata``); without
+    any other client's: TopicPartition refuses a string holding a NUL, as librdkafka's hold."""
+    if parse_commit_metadata(po.metadata) is None:
+        return TopicPartition(po.topic, po.partition, po.offset)
+    return TopicPartition(po.topic, po.partition, po.offset, metadata=po.metadata)
 
 
 def wire_descriptions(

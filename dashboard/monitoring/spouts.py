@@ -64,8 +64,10 @@ def spout_document(row: dict[str, Any]) -> dict[str, Any]:
 
 def group_spouts(group: Any, now: datetime) -> list[dict[str, Any]]:
     """The latest figures of a Storm spout group's topology instance (its spouts, as Storm UI
-    names them), or of its spout id when the topology is not known; [] for other groups."""
-    if group.source != "storm":
+    names them), or of its spout id when the topology is not known; those of a Storm 2
+    spout's Kafka group's topology (named by its commits' metadata) where a Storm UI gives
+    any; [] for other groups."""
+    if group.source != "storm" and not group.topology_id:
         return []
     if group.topology_id:
         rows = latest_spouts(now, group.cluster_id, topology_id=group.topology_id)

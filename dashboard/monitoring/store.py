@@ -19,6 +19,7 @@ from collectors.figures import PartitionFigure
 from collectors.outcome import CycleOutcome
 from collectors.records import GroupMember, Source
 from collectors.spout_totals import spout_totals
+from collectors.storm_commit_metadata import topology_name
 from collectors.timelag import lag_seconds
 from dashboard.monitoring import group_totals, raw_history
 from dashboard.monitoring.models import (
@@ -209,7 +210,9 @@ def _upsert_groups(
             snap.generation, snap.assignment_epoch, snap.assignor or "", snap.coordinator or "",
             members_field.get_db_prep_save(members, connection) if members else no_members,
             snap.members_known, topics_field.get_db_prep_save(list(snap.topics), connection),
-            "", "", False, db_at, db_at,
+            # A Storm 2 spout's group: its topology, by name and instance, as a spout's row.
+            topology_name(snap.topology_id) if snap.topology_id else "", snap.topology_id or "",
+            False, db_at, db_at,
         ]  # fmt: skip
     for fig in outcome.figures:
         key = (str(fig.source), fig.group)
@@ -219,8 +222,13 @@ def _upsert_groups(
                 cluster.id, key[0], fig.group, "", "", None, None, "", "", no_members, False,
                 None, "", "", False, db_at, db_at,
             ]  # fmt: skip
-        if fig.topology_id:
+        if fig.topology_id and fig.source is not Source.KAFKA:
             row[12] = fig.owner or ""  # owner
+            row[13] = fig.topology_id
+        elif fig.topology_id and not row[13]:
+            # A Storm 2 spout's group no snapshot described (its last known figures, the
+            # source unreachable): its topology kept; the owner is not a Kafka member's id.
+            row[12] = topology_name(fig.topology_id)
             row[13] = fig.topology_id
     columns = [
         "cluster", "source", "name", "state", "group_type", "generation", "assignment_epoch",

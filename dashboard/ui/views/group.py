@@ -51,7 +51,8 @@ def _figures(g: ConsumerGroup, view, rows, now) -> dict[str, Any]:
         if pushed
         else None
     )
-    spouts = spout_history(g, s["since"]) if g.source == "storm" else {}
+    # A Storm 2 spout's Kafka group too: its topology's spouts, where a Storm UI gives them.
+    spouts = spout_history(g, s["since"]) if g.source == "storm" or g.topology_id else {}
     figs.update(charts.spout_figures(label, spouts))
     members = q.assignment(g, rows)
     figs["assignment"] = charts.assignment_figure([(m["member"], m["by_status"]) for m in members])
