@@ -40,6 +40,7 @@ from spark_jobs.evaluator.rules import (
     liveness,
     offsets_unchanged,
     out_of_range,
+    spout_at_cap,
     was_caught_up_recently,
     watched_share,
     window_complete,
@@ -90,6 +91,7 @@ class Facts:
     rise_within_jitter: bool  # rule 7, poll-measured lags: the rise is within one batch
     commit_overdue: bool  # the next commit is later than the window's mean interval
     alive: bool | None  # someone works on the partition; None: nobody can tell
+    at_spout_cap: bool  # the spout's tuples in flight sat at its cap most of the window
 
     @property
     def stopped(self) -> bool:
@@ -154,6 +156,8 @@ RULES: tuple[Rule, ...] = (
          lambda f: f.lag_never_decreased and f.rise_within_jitter),
     Rule("lag_rising",         WARN,    (SLOW_CONSUMER, SPOUT_STATE), # Burrow 7
          lambda f: f.lag_never_decreased),
+    Rule("backpressured",      WARN,    (SPOUT_STATE,),
+         lambda f: f.at_spout_cap),
     Rule("catching_up",        OK,      (),                           # Burrow 8
          lambda f: True),
 )
@@ -209,6 +213,7 @@ def facts_of(
         rise_within_jitter=jitter,
         commit_overdue=some and is_commit_overdue(commits, now_ms),
         alive=alive,
+        at_spout_cap=spout_at_cap(window, config) is not None,
     )
     return facts, alive_evidence
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from spark_jobs.evaluator.rates import Sample, rates
-from spark_jobs.evaluator.rules import counter_rise
+from spark_jobs.evaluator.rules import counter_rise, spout_at_cap
 from spark_jobs.evaluator.types import (
     BACKPRESSURE,
     PENDING_LEAK,
@@ -74,24 +74,9 @@ def state_diagnoses(
                 {"committed": committed, "pending_from": climb[0], "pending_to": climb[1]},
             )
         )
-    cap = window.max_spout_pending
-    # What the cap counts: the task's tuples in flight when the spout says so, else the
-    # partition's pending (a task reading one partition: the same figure).
-    capped = window.spout_pending or pending
-    if cap is not None and capped:
-        at_cap = sum(1 for p in capped if p >= cap)
-        share = at_cap / len(capped)
-        if share >= config.backpressure_share:
-            found.append(
-                Diagnosis(
-                    BACKPRESSURE,
-                    {
-                        "max_spout_pending": cap,
-                        "share_at_cap": round(share, 3),
-                        "samples": len(capped),
-                    },
-                )
-            )
+    at_cap = spout_at_cap(window, config)
+    if at_cap is not None:
+        found.append(Diagnosis(BACKPRESSURE, at_cap))
     return found
 
 

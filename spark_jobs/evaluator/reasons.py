@@ -263,6 +263,13 @@ def _lag_rising(d: Decision, w: PartitionWindow, c: EvaluatorConfig, now_ms: int
     return f"Lag never decreased across the window's {len(d.commits)} commits{trend}"
 
 
+def _backpressured(d: Decision, w: PartitionWindow, c: EvaluatorConfig, now_ms: int) -> str:
+    return (
+        f"Lag {d.lag} while the spout's tuples in flight sat at its max.spout.pending "
+        f"({w.max_spout_pending}) for most of the window: downstream sets the pace, not the spout"
+    )
+
+
 def _catching_up(d: Decision, w: PartitionWindow, c: EvaluatorConfig, now_ms: int) -> str:
     drop = _last_drop(d.commits)
     return f"Lag went down from {drop[0]} to {drop[1]} within the window: the consumer catches up"
@@ -284,5 +291,6 @@ _BASES: dict[str, _Base] = {
     "stalled": _stalled,
     "keeps_pace": _keeps_pace,
     "lag_rising": _lag_rising,
+    "backpressured": _backpressured,
     "catching_up": _catching_up,
 }

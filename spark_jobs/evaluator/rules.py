@@ -217,3 +217,21 @@ def out_of_range(window: PartitionWindow, committed: int, lag: int) -> dict[str,
     if window.latest is None and lag < 0:
         return {"committed": committed, "current_lag": lag, "side": "ahead_of_latest"}
     return None
+
+
+def spout_at_cap(window: PartitionWindow, config: EvaluatorConfig) -> dict[str, Any] | None:
+    """BACKPRESSURE's evidence when the spout's tuples in flight sat at its cap
+    (``max_spout_pending``) in at least ``backpressure_share`` of the samples, else None.
+
+    What the cap counts: the task's tuples in flight when the spout (or Storm UI) says so, else
+    the partition's pending (a task reading one partition: the same figure).
+    """
+    cap = window.max_spout_pending
+    spout = window.spout
+    capped = window.spout_pending or (spout.pending if spout is not None else ())
+    if cap is None or not capped:
+        return None
+    share = sum(1 for p in capped if p >= cap) / len(capped)
+    if share < config.backpressure_share:
+        return None
+    return {"max_spout_pending": cap, "share_at_cap": round(share, 3), "samples": len(capped)}

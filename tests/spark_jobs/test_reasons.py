@@ -84,6 +84,8 @@ SAYS: dict[str, tuple[str, ...]] = {
     "lag rising within a batch, unpolled": ("(from 1 to 4)", "0.167/s against 0.179/s"),
     "lag rising beyond a batch, polled": ("(from 1 to 40)", "0.167/s against 0.329/s"),
     "lag rising, rebalance storm": ("(from 1 to 40)", "so the lag never drains"),
+    "lag rising, spout at its cap": ("never decreased", "so the lag never drains"),
+    "lag going down, spout at its cap": ("Lag 14 while", "max.spout.pending (5)", "downstream"),
     "catching up": ("went down from 15 to 10",),
     "catching up, topology restarted": ("instance a-2 replaced a-1",),
     "catching up, two topics on a path": ("topics t1, t2 are written under one spout path",),
