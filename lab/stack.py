@@ -41,6 +41,7 @@ from lab.services import (
 )
 from lab.spark_cluster import SPARK_SERVICES
 from lab.storm.services import STORM_SERVICES, storm_cluster_yaml
+from lab.storm2.services import STORM2_SERVICES
 
 log = logging.getLogger("lab")
 
@@ -52,6 +53,7 @@ ALL_SERVICES: dict[str, ServiceSpec] = {
     **{s.name: s for s in (*POSTGRES_SERVICES, *SPARK_SERVICES)},
     **{name: spec for name, spec in SERVICES.items() if name in ("zookeeper", "kafka")},
     **{s.name: s for s in STORM_SERVICES},
+    **{s.name: s for s in STORM2_SERVICES},
     **SERVICES,
 }
 
