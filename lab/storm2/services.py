@@ -1,7 +1,8 @@
 """The lab's ``storm2`` service: a real Storm 2.8 topology whose storm-kafka-client KafkaSpout
 reads the lab's own broker (``lab/storm2/world.py``). Optional: ``python -m lab up --services
 zookeeper,kafka,storm2`` starts it. Its spout is a consumer group of the lab cluster, which the
-product links to the topology by the spout's commit metadata (docs/INGEST.md, "Storm 2").
+product links to the topology by the spout's commit metadata (docs/DASHBOARD.md, "Storm 2
+spouts").
 
 No port: a LocalCluster runs Nimbus, the supervisor and the worker in one JVM that listens on
 nothing, and Storm 2's UI is not served here. Readiness is the world's ready line, logged once
