@@ -119,18 +119,20 @@ def slow_consumer(commits: Sequence[Commit], lag: int) -> Diagnosis | None:
 
 
 def _skipped_data(commits: Sequence[Commit]) -> Diagnosis | None:
-    """The out-of-range jump: a commit below the log start followed by one past it, or, where
+    """The out-of-range jump: a commit below the log start followed by one at or past it, or, where
     the topic was deleted and re-created, a commit that the new log does not reach (beyond
     the log end of the next commit) followed by one inside the new log, above its start.
     Either way the consumer jumped over what the log held from its start to the new commit.
     A poll need not catch the commit while it lies outside the log: the consumer may jump
     between two polls (the lab's ``retention``: 233 with the log ending at 237, then 14 with
-    the new log ending at 16)."""
+    the new log ending at 16). "At" counts: real storm-kafka resumes at the log start and,
+    with nothing in flight, commits exactly that offset (docs/DOMAIN.md §1): the deleted
+    records were skipped all the same."""
     for previous, commit in zip(commits, commits[1:], strict=False):
         start = commit.earliest
         if start is None:
             continue
-        if previous.offset < start < commit.offset:
+        if previous.offset < start <= commit.offset:
             deleted: int | None = start - previous.offset
         elif (
             commit.latest is not None

@@ -90,6 +90,11 @@ def _hint(diagnosis: Diagnosis) -> str:
                 f"the commit at {e['from']} lay beyond the end of a re-created log and jumped "
                 f"to {e['to']}, skipping {e['skipped']} messages"
             )
+        if e["skipped"] == 0 and e.get("deleted_by_retention"):
+            return (
+                f"the commit jumped from {e['from']} to the log start {e['earliest']}: "
+                f"{e['deleted_by_retention']} messages were deleted before they were read"
+            )
         return (
             f"the commit jumped from {e['from']} to {e['to']} past the log start {e['earliest']}, "
             f"skipping {e['skipped']} messages"

@@ -125,6 +125,9 @@ AT_CAP = dict(max_spout_pending=5, spout=SpoutSeries(failed=(0, 0, 0), acked=(1,
               spout_pending=(5, 5, 5))  # fmt: skip
 SKIP = (Commit(50, MIN, 5), Commit(100, 2 * MIN, 5, earliest=80), Commit(110, 3 * MIN, 4),
         Commit(120, 4 * MIN, 3), Commit(130, 5 * MIN, 2))  # fmt: skip
+# Real storm-kafka resumes at the log start and, nothing in flight, commits exactly it.
+SKIP_TO_START = (Commit(50, MIN, 5), Commit(80, 2 * MIN, 25, earliest=80),
+                 Commit(110, 3 * MIN, 4), Commit(120, 4 * MIN, 3), Commit(130, 5 * MIN, 2))  # fmt: skip
 
 # fmt: off
 CASES = [
@@ -162,6 +165,7 @@ CASES = [
     case("rewind recovered",                      "0101 0000 0010 0?0", WARN,    "lag_rising",         [SLOW_CONSUMER], "100:5 120:5 90:5 100:5 120:5", lag=5),
     case("rewind after a zero-lag commit",        "0101 0001 1010 0?0", REWIND,  "rewind",             [], "100:0 120:5 90:5 100:5 110:5", lag=5),
     case("skipped data, catching up",             "0101 0000 0000 0?0", OK,      "catching_up",        [SKIPPED_DATA], SKIP, lag=2),
+    case("skipped data, resumed at the log start", "0101 0000 0000 0?0", OK,     "catching_up",        [SKIPPED_DATA], SKIP_TO_START, lag=2),
     # Burrow 5: a commit of the window was caught up.
     case("caught up at the first commit",         "0101 0000 1010 0?0", OK,      "caught_up",          [], "100:0 110:5 120:6 130:7 140:8", lag=10),
     case("frozen after a zero-lag commit",        "0101 0000 1110 0?0", OK,      "caught_up",          [], "100:0 100:5 100:6 100:7 100:8", lag=10),

@@ -64,6 +64,9 @@ SAYS: dict[str, tuple[str, ...]] = {
     "rewind recovered": ("never decreased across the window's 5 commits",),
     "rewind after a zero-lag commit": ("went back from 120 to 90",),
     "skipped data, catching up": ("from 3 to 2", "jumped from 50 to 100 past the log start 80"),
+    "skipped data, resumed at the log start": (
+        "jumped from 50 to the log start 80: 30 messages were deleted before they were read",
+    ),
     "caught up at the first commit": ("Lag was 0 (allowed 0)", "300 s ago"),
     "frozen after a zero-lag commit": ("Lag was 0 (allowed 0) at a commit 300 s ago",),
     "frozen after a zero-lag commit, dead": ("Lag was 0 (allowed 0)", "caught up recently"),
