@@ -9,7 +9,10 @@ the evaluator needs (SPEC §4: alive decides STALL versus STOP).
 Liveness, per kind of consumer:
 
 - Kafka group: alive when a member owns the partition; not alive when the group is known to
-  have no members (Empty); unknown when nobody reported assignments.
+  have no members (Empty); unknown when nobody reported assignments. A Storm 2 spout's group
+  (its commits name a topology, ``collectors/storm_commit_metadata.py``) assigns partitions
+  without group membership and is always Empty: it is judged as a spout, alive when a
+  reachable Storm UI lists its topology, not alive when it does not, unknown without a UI.
 - ZooKeeper consumer: alive when an owner node names a consumer thread.
 - Storm spout: alive when its topology is listed by a reachable Storm UI, or it pushed its
   figures recently; not alive when a reachable Storm UI does not list its topology; unknown
@@ -143,8 +146,14 @@ def _liveness(
     owners: dict[tuple[str, str, int], str] = {}
     assignments_known: set[str] = set()
     empty: set[str] = set()
+    storm2: dict[str, str] = {}  # Kafka group -> the Storm 2 topology its commits name
     for snap in groups:
         if snap.source is not Source.KAFKA:
+            continue
+        if snap.topology_id:
+            # A Storm 2 spout assigns its partitions itself: its group has no members and
+            # reads Empty while the spout runs. Its topology tells liveness, as a spout's.
+            storm2[snap.group] = snap.topology_id
             continue
         for member in snap.members:
             if member.assignment:
@@ -174,6 +183,13 @@ def _liveness(
 
     def liveness(c: CommittedOffset) -> Liveness:
         source = c.source
+        if source is kafka and c.group in storm2:
+            if whole is None:
+                return c.owner, None, None
+            components = whole.get(storm2[c.group])
+            if components is None:
+                return c.owner, False, None
+            return c.owner, True, _spout_of(components, c.group)
         if source is kafka:
             owner = owners.get((c.group, c.topic, c.partition))
             if owner is not None:

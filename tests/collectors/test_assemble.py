@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from collectors.assemble import CycleMemory, assemble_cycle
@@ -221,3 +223,39 @@ def test_recorded_generation_changes_and_deletions_reach_the_timeline() -> None:
     recorded = [(e.group, e.cause, e.generation) for e in out.rebalances]
     assert ("g", MEMBER_JOINED, 7) in recorded
     assert ("gone", "group_deleted", None) in recorded
+
+
+def storm2_kafka() -> CollectionResult:
+    """A Storm 2 spout's group: Empty (it assigns its partitions itself), its commits naming
+    the topology instance."""
+    result = kafka(state="Empty")
+    result.groups = [dataclasses.replace(result.groups[0], topology_id="topo-1")]
+    return result
+
+
+@pytest.mark.parametrize(
+    ("ui", "expected"),
+    [
+        # Listed by a reachable Storm UI: alive, with the spout's figures (by the group's id,
+        # else the topology's only spout).
+        pytest.param(storm_ui(whole("g")), FROM_WHOLE, id="listed, by id"),
+        pytest.param(storm_ui(whole("kafka-spout")), FROM_WHOLE, id="listed, the only spout"),
+        # A reachable UI that does not list the topology: not alive.
+        pytest.param(storm_ui(whole("g", "other-1")), (False, *NO_COUNTS), id="not listed"),
+        # No UI, or one that does not answer: unknown, never "dead" for being Empty.
+        pytest.param(None, (None, *NO_COUNTS), id="no Storm UI"),
+        pytest.param(storm_ui(reachable=False), (None, *NO_COUNTS), id="UI unreachable"),
+    ],
+)  # fmt: skip
+def test_a_storm2_spouts_empty_group_is_judged_by_its_topology(
+    ui: CollectionResult | None, expected: tuple
+) -> None:
+    results = [storm2_kafka()] + ([ui] if ui is not None else [])
+    out = assemble_cycle("c", T0, T0, results, memory())
+    f = figures_by(out, Source.KAFKA)[("g", "t", 0)]
+    assert tuple(getattr(f, name) for name in FIELDS) == expected
+
+
+def test_an_ordinary_empty_group_is_still_not_alive() -> None:
+    out = assemble_cycle("c", T0, T0, [kafka(state="Empty"), storm_ui(whole("g"))], memory())
+    assert figures_by(out, Source.KAFKA)[("g", "t", 0)].alive is False
