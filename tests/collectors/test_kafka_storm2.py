@@ -153,8 +153,9 @@ def test_other_clients_metadata_leaves_a_plain_kafka_group(broker: FakeBroker, n
 
 
 def test_the_cycles_figures_carry_the_topology_and_stay_kafkas(broker: FakeBroker) -> None:
-    """The assembly: lag from the broker's offsets, liveness as for any Empty Kafka group
-    (no member holds the partitions), the topology on every figure of the spout's group."""
+    """The assembly: lag from the broker's offsets, the topology on every figure of the spout's
+    group, and liveness unknown without a Storm UI: its group is Empty because the spout
+    assigns its partitions itself, which says nothing of the spout (collectors/assemble.py)."""
     _, result = read(broker)
     result.offsets = [PartitionOffsets("orders", p, 0, 200, NOW) for p in range(3)]
     memory = CycleMemory(TimeTables(60), RebalanceTracker())
@@ -162,7 +163,7 @@ def test_the_cycles_figures_carry_the_topology_and_stay_kafkas(broker: FakeBroke
     figures = {(f.group, f.partition): f for f in outcome.figures}
     spout = figures[(SPOUT, 0)]
     assert (spout.source, spout.lag, spout.topology_id, spout.alive) == (
-        Source.KAFKA, 80, TOPOLOGY, False
+        Source.KAFKA, 80, TOPOLOGY, None
     )  # fmt: skip
     assert figures[(SPOUT, 1)].lag == 120
     assert figures[("plain", 0)].topology_id is None
