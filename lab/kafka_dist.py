@@ -21,12 +21,12 @@ A concurrent reader of the old cache keeps working throughout.
 from __future__ import annotations
 
 import os
-import re
 import shutil
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+from lab import maven
 
 POM = Path(__file__).resolve().parent / "kafka" / "pom.xml"
 # Written last by ``fetch``: a folder without it is a copy cut short, fetched again.
@@ -37,10 +37,7 @@ AGENT_ARTIFACT = "jmx_prometheus_javaagent"
 
 
 def _pinned(prop: str) -> str:
-    match = re.search(rf"<{re.escape(prop)}>([^<]+)</{re.escape(prop)}>", POM.read_text())
-    if match is None:
-        raise RuntimeError(f"no <{prop}> in {POM}")
-    return match.group(1).strip()
+    return maven.pinned(POM, prop)
 
 
 def kafka_version() -> str:
@@ -104,17 +101,8 @@ def installed_libs(version: str | None = None) -> Path:
 
 
 def _copy_dependencies(scope: str, into: Path, quiet: bool, version: str | None = None) -> None:
-    mvn = shutil.which("mvn")
-    if mvn is None:
-        raise FileNotFoundError("mvn not found (apt-get install -y maven)")
-    command = [
-        mvn, "-B", "-Dstyle.color=never", "-f", str(POM), "dependency:copy-dependencies",
-        f"-DincludeScope={scope}", f"-DoutputDirectory={into}",
-        *([f"-Dkafka.version={version}"] if version else []),
-    ]  # fmt: skip
-    if quiet:
-        command.insert(1, "-q")
-    subprocess.run(command, check=True, stdin=subprocess.DEVNULL)
+    defines = [f"kafka.version={version}"] if version else []
+    maven.copy_dependencies(POM, into, quiet, scope, defines)
 
 
 def _fetch_agent(quiet: bool) -> Path:

@@ -22,16 +22,12 @@ by the Storm version:
 
 from __future__ import annotations
 
-import hashlib
-import os
-import re
 import shutil
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
-from lab import kafka_dist
+from lab import kafka_dist, maven
 
 HERE = Path(__file__).resolve().parent
 POM = HERE / "pom.xml"
@@ -42,10 +38,7 @@ _COMPLETE = ".complete"
 
 
 def _pinned(prop: str) -> str:
-    match = re.search(rf"<{re.escape(prop)}>([^<]+)</{re.escape(prop)}>", POM.read_text())
-    if match is None:
-        raise RuntimeError(f"no <{prop}> in {POM}")
-    return match.group(1).strip()
+    return maven.pinned(POM, prop)
 
 
 def storm_version() -> str:
@@ -78,12 +71,8 @@ def topology_jar() -> Path:
     return home() / "topology" / "lab-topology.jar"
 
 
-def _source_digest() -> str:
-    return hashlib.sha256(TOPOLOGY_SOURCE.read_bytes()).hexdigest()[:16]
-
-
 def _marker() -> str:
-    return f"{storm_version()} {JAVA_RUNTIME_REQUIREMENT} {_source_digest()}\n"
+    return f"{storm_version()} {JAVA_RUNTIME_REQUIREMENT} {maven.source_digest(TOPOLOGY_SOURCE)}\n"
 
 
 def installed() -> Path:
@@ -99,22 +88,8 @@ def installed() -> Path:
 
 
 def _fetch_libs(quiet: bool) -> None:
-    libs = lib_dir()
-    if (libs / ".fetched").exists() and (libs / ".fetched").read_text() == storm_version():
-        return
-    mvn = shutil.which("mvn")
-    if mvn is None:
-        raise FileNotFoundError("mvn not found (apt-get install -y maven)")
-    shutil.rmtree(libs, ignore_errors=True)
-    libs.mkdir(parents=True)
-    command = [mvn, "-B", "-Dstyle.color=never", "-f", str(POM), "dependency:copy-dependencies",
-               "-DincludeScope=runtime", f"-DoutputDirectory={libs}"]  # fmt: skip
-    if quiet:
-        command.insert(1, "-q")
-    subprocess.run(command, check=True, stdin=subprocess.DEVNULL)
-    if not (libs / f"storm-core-{storm_version()}.jar").exists():
-        raise RuntimeError(f"Maven did not bring storm-core-{storm_version()}.jar into {libs}")
-    (libs / ".fetched").write_text(storm_version())
+    expected = [f"storm-core-{storm_version()}.jar"]
+    maven.fetch_libs(POM, lib_dir(), storm_version(), expected, quiet)
 
 
 def _fetch_java(quiet: bool) -> None:
@@ -133,25 +108,6 @@ def _fetch_java(quiet: bool) -> None:
     stamp.write_text(JAVA_RUNTIME_REQUIREMENT)
 
 
-def _build_topology() -> None:
-    """javac for Java 11 against the fetched jars, then a jar (``jar`` is a JDK tool: the
-    machine's JDK has it, the Java 11 runtime does not)."""
-    javac, jar = shutil.which("javac"), shutil.which("jar")
-    if javac is None or jar is None:
-        raise FileNotFoundError("javac/jar not found (apt-get install -y openjdk-17-jdk-headless)")
-    out = topology_jar()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix="lab-topology-") as tmp:
-        subprocess.run(
-            [javac, "--release", "11", "-nowarn", "-d", tmp, "-cp", f"{lib_dir()}/*",
-             str(TOPOLOGY_SOURCE)],
-            check=True, stdin=subprocess.DEVNULL, capture_output=True,
-        )  # fmt: skip
-        partial = out.with_suffix(".jar.partial")
-        subprocess.run([jar, "cf", str(partial), "-C", tmp, "."], check=True)
-        os.replace(partial, out)
-
-
 def fetch(quiet: bool = True) -> Path:
     """Fill the cache (idempotent: what is complete is kept, a changed topology rebuilt)."""
     done = home() / _COMPLETE
@@ -161,11 +117,10 @@ def fetch(quiet: bool = True) -> Path:
     home().mkdir(parents=True, exist_ok=True)
     _fetch_libs(quiet)
     _fetch_java(quiet)
-    _build_topology()
+    # Java 11's class files: the workers run on the Java 11 runtime.
+    maven.build_jar(TOPOLOGY_SOURCE, f"{lib_dir()}/*", 11, topology_jar())
     kafka_dist.fetch_other(kafka_broker_version(), quiet)
-    tmp_marker = home() / f"{_COMPLETE}.{os.getpid()}"
-    tmp_marker.write_text(_marker())
-    os.replace(tmp_marker, done)
+    maven.mark_complete(home(), _COMPLETE, _marker())
     return home()
 
 

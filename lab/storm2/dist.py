@@ -16,16 +16,11 @@ calls ``fetch``; the lab only reads the folder and says how to fill it.
 
 from __future__ import annotations
 
-import hashlib
 import os
-import re
-import shutil
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
-from lab import kafka_dist
+from lab import kafka_dist, maven
 
 HERE = Path(__file__).resolve().parent
 POM = HERE / "pom.xml"
@@ -35,10 +30,7 @@ _COMPLETE = ".complete"
 
 
 def _pinned(prop: str) -> str:
-    match = re.search(rf"<{re.escape(prop)}>([^<]+)</{re.escape(prop)}>", POM.read_text())
-    if match is None:
-        raise RuntimeError(f"no <{prop}> in {POM}")
-    return match.group(1).strip()
+    return maven.pinned(POM, prop)
 
 
 def storm_version() -> str:
@@ -62,16 +54,12 @@ def topology_jar() -> Path:
     return home() / "topology" / "storm2-topology.jar"
 
 
-def _source_digest() -> str:
-    return hashlib.sha256(TOPOLOGY_SOURCE.read_bytes()).hexdigest()[:16]
-
-
 def _libs_marker() -> str:
     return f"{storm_version()} kafka-clients {kafka_client_version()}"
 
 
 def _marker() -> str:
-    return f"{_libs_marker()} {_source_digest()}\n"
+    return f"{_libs_marker()} {maven.source_digest(TOPOLOGY_SOURCE)}\n"
 
 
 def installed() -> Path:
@@ -91,43 +79,9 @@ def class_path() -> str:
 
 
 def _fetch_libs(quiet: bool) -> None:
-    libs = lib_dir()
-    stamp = libs / ".fetched"
-    if stamp.exists() and stamp.read_text() == _libs_marker():
-        return
-    mvn = shutil.which("mvn")
-    if mvn is None:
-        raise FileNotFoundError("mvn not found (apt-get install -y maven)")
-    shutil.rmtree(libs, ignore_errors=True)
-    libs.mkdir(parents=True)
-    command = [mvn, "-B", "-Dstyle.color=never", "-f", str(POM), "dependency:copy-dependencies",
-               "-DincludeScope=runtime", f"-DoutputDirectory={libs}"]  # fmt: skip
-    if quiet:
-        command.insert(1, "-q")
-    subprocess.run(command, check=True, stdin=subprocess.DEVNULL)
-    for jar in (f"storm-server-{storm_version()}.jar", f"storm-kafka-client-{storm_version()}.jar",
-                f"kafka-clients-{kafka_client_version()}.jar"):  # fmt: skip
-        if not (libs / jar).exists():
-            raise RuntimeError(f"Maven did not bring {jar} into {libs}")
-    stamp.write_text(_libs_marker())
-
-
-def _build_topology() -> None:
-    """javac (Java 17, Storm 2.8's own target) against the fetched jars, then a jar."""
-    javac, jar = shutil.which("javac"), shutil.which("jar")
-    if javac is None or jar is None:
-        raise FileNotFoundError("javac/jar not found (apt-get install -y openjdk-17-jdk-headless)")
-    out = topology_jar()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix="storm2-topology-") as tmp:
-        subprocess.run(
-            [javac, "--release", "17", "-nowarn", "-d", tmp, "-cp", f"{lib_dir()}/*",
-             str(TOPOLOGY_SOURCE)],
-            check=True, stdin=subprocess.DEVNULL, capture_output=True,
-        )  # fmt: skip
-        partial = out.with_suffix(".jar.partial")
-        subprocess.run([jar, "cf", str(partial), "-C", tmp, "."], check=True)
-        os.replace(partial, out)
+    expected = [f"storm-server-{storm_version()}.jar", f"storm-kafka-client-{storm_version()}.jar",
+                f"kafka-clients-{kafka_client_version()}.jar"]  # fmt: skip
+    maven.fetch_libs(POM, lib_dir(), _libs_marker(), expected, quiet)
 
 
 def fetch(quiet: bool = True) -> Path:
@@ -137,10 +91,9 @@ def fetch(quiet: bool = True) -> Path:
         return home()
     home().mkdir(parents=True, exist_ok=True)
     _fetch_libs(quiet)
-    _build_topology()
-    tmp_marker = home() / f"{_COMPLETE}.{os.getpid()}"
-    tmp_marker.write_text(_marker())
-    os.replace(tmp_marker, done)
+    # Java 17: Storm 2.8's own target.
+    maven.build_jar(TOPOLOGY_SOURCE, f"{lib_dir()}/*", 17, topology_jar())
+    maven.mark_complete(home(), _COMPLETE, _marker())
     return home()
 
 
