@@ -188,26 +188,31 @@ def _zk_ready(ctx: Context, log: str) -> bool:
 # are created by the workload with the partition count it declares, never by a client's first
 # use; one replica of everything, as there is one broker. The session timeouts of KIP-848
 # groups come down from 45 s to the lab's pace; users' brokers keep their own.
-_KAFKA_SETTINGS = {
-    "process.roles": "broker,controller",
-    "node.id": "1",
-    "controller.listener.names": "CONTROLLER",
-    "inter.broker.listener.name": "PLAINTEXT",
-    "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+# The settings of a one-broker lab cluster, whatever its version or mode (the Storm lab's
+# Kafka 3.9 in ZooKeeper mode shares them: lab/storm/services.py).
+ONE_BROKER_SETTINGS = {
     "auto.create.topics.enable": "false",
     "num.partitions": "1",
     "offsets.topic.replication.factor": "1",
     "offsets.topic.num.partitions": "4",
     "transaction.state.log.replication.factor": "1",
     "transaction.state.log.min.isr": "1",
+    "group.initial.rebalance.delay.ms": "0",
+    "log.retention.check.interval.ms": "5000",
+}
+_KAFKA_SETTINGS = {
+    "process.roles": "broker,controller",
+    "node.id": "1",
+    "controller.listener.names": "CONTROLLER",
+    "inter.broker.listener.name": "PLAINTEXT",
+    "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+    **ONE_BROKER_SETTINGS,
     "share.coordinator.state.topic.replication.factor": "1",
     "share.coordinator.state.topic.min.isr": "1",
-    "group.initial.rebalance.delay.ms": "0",
     "group.consumer.min.session.timeout.ms": "6000",
     "group.consumer.session.timeout.ms": "10000",
     "group.consumer.min.heartbeat.interval.ms": "1000",
     "group.consumer.heartbeat.interval.ms": "2000",
-    "log.retention.check.interval.ms": "5000",
 }
 
 

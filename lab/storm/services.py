@@ -15,7 +15,7 @@ import re
 import shutil
 from pathlib import Path
 
-from lab.services import LOG4J2, Context, ServiceSpec, java
+from lab.services import LOG4J2, ONE_BROKER_SETTINGS, Context, ServiceSpec, java
 from lab.storm import dist
 from lab.storm.world import KAFKA_CHROOT, READY_LINE, ZK_ROOT
 
@@ -31,17 +31,7 @@ STORM_PORTS = (
     "real_storm_control",
     *(f"real_storm_slot_{n}" for n in range(1, 6)),
 )
-LEGACY_SETTINGS = {
-    "broker.id": "0",
-    "auto.create.topics.enable": "false",
-    "num.partitions": "1",
-    "offsets.topic.replication.factor": "1",
-    "offsets.topic.num.partitions": "4",
-    "transaction.state.log.replication.factor": "1",
-    "transaction.state.log.min.isr": "1",
-    "group.initial.rebalance.delay.ms": "0",
-    "log.retention.check.interval.ms": "5000",
-}
+LEGACY_SETTINGS = {"broker.id": "0", **ONE_BROKER_SETTINGS}
 
 
 def _legacy_dir(ctx: Context) -> Path:
