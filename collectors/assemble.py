@@ -164,16 +164,33 @@ def _liveness(
             empty.add(snap.group)
     not_alive = empty | assignments_known
 
-    # The whole-spout figures of each topology instance a reachable Storm UI lists.
+    # The whole-spout figures of each topology instance a reachable Storm UI lists, and which
+    # instance of each topology name runs (a page that failed: listed, figures unknown).
     whole: dict[str, list[SpoutFigures]] | None = None
-    instance_of: dict[str, str] = {}  # topology name -> the instance the UI lists now
+    running: dict[str, str] = {}  # topology name -> the instance the UI lists now
+    listed: set[str] = set()
     if storm_ui is not None and storm_ui.reachable:
         whole = {}
         for s in storm_ui.spouts:
             if s.partition is None:
                 whole.setdefault(s.topology_id, []).append(s)
+                listed.add(s.topology_id)
                 if s.topology_name:
-                    instance_of[s.topology_name] = s.topology_id
+                    running[s.topology_name] = s.topology_id
+        for topology_id, name in storm_ui.topologies.items():
+            listed.add(topology_id)
+            if name:
+                running[name] = topology_id
+
+    def instance(topology_id: str | None, name: str | None) -> str | None:
+        """The listed instance a commit's spout runs in: the one its record names, else the
+        running instance of the same topology name (a resubmitted topology: storm-kafka
+        rewrites a partition's znode only when its offset moves, so a frozen partition keeps
+        naming the killed instance); None: not listed."""
+        if topology_id and topology_id in listed:
+            return topology_id
+        return running.get(name) if name else None
+
     by_partition: dict[tuple[str, str, int], SpoutFigures] = {}
     for s in pushed:
         if s.topic is not None and s.partition is not None:
@@ -186,10 +203,10 @@ def _liveness(
         if source is kafka and c.group in storm2:
             if whole is None:
                 return c.owner, None, None
-            components = whole.get(storm2[c.group])
-            if components is None:
+            runs_in = instance(storm2[c.group], None)
+            if runs_in is None:
                 return c.owner, False, None
-            return c.owner, True, _spout_of(components, c.group)
+            return c.owner, True, _spout_of(whole.get(runs_in, []), c.group)
         if source is kafka:
             owner = owners.get((c.group, c.topic, c.partition))
             if owner is not None:
@@ -203,15 +220,10 @@ def _liveness(
             if spout is not None:
                 return c.owner, True, spout
             if whole is not None and c.topology_id:
-                components = whole.get(c.topology_id)
-                if components is None and c.owner in instance_of:
-                    # A resubmitted topology: the partition's znode still names the old
-                    # instance (storm-kafka rewrites it only when its offset moves), and the
-                    # new instance of the same name runs its spout.
-                    components = whole.get(instance_of[c.owner])
-                if components is None:
+                runs_in = instance(c.topology_id, c.owner)
+                if runs_in is None:
                     return c.owner, False, None
-                return c.owner, True, _spout_of(components, c.group)
+                return c.owner, True, _spout_of(whole.get(runs_in, []), c.group)
         return c.owner, None, None
 
     return liveness

@@ -244,3 +244,6 @@ class CollectionResult:
     brokers: list[BrokerFigures] = field(default_factory=list)
     # Retention settings of the topics whose config was due for a re-read (Kafka only).
     topic_configs: list[TopicRetention] = field(default_factory=list)
+    # Storm UI only: the topology instances its summary listed (id -> name), including those
+    # whose page could not be read this cycle (listed: running, whatever their figures).
+    topologies: dict[str, str] = field(default_factory=dict)

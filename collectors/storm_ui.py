@@ -98,8 +98,9 @@ class StormUISource:
             try:
                 if not topology_id:
                     raise ValueError(f"a summary entry without an id: {str(entry)[:80]}")
-                page = self._get(_page_path(entry, topology_id))
                 name = entry.get("name") if isinstance(entry.get("name"), str) else None
+                result.topologies[topology_id] = name or ""
+                page = self._get(_page_path(entry, topology_id))
                 result.spouts.extend(_spout_figures(topology_id, page, name))
             except _FAILURES as exc:
                 result.errors.append(SourceError(Source.STORM, where, str(exc)))

@@ -120,8 +120,13 @@ FROM_PUSH = (True, 40, 3, 44, 12, 12, 20, 77, 500)
 NO_COUNTS = (None,) * 8
 
 
-def storm_ui(*spouts: SpoutFigures, reachable: bool = True) -> CollectionResult:
-    return CollectionResult(Source.STORM, T0, reachable=reachable, spouts=list(spouts))
+def storm_ui(
+    *spouts: SpoutFigures, reachable: bool = True, listed: dict[str, str] | None = None
+) -> CollectionResult:
+    """``listed``: topologies the summary listed beyond those with figures (a page failed)."""
+    result = CollectionResult(Source.STORM, T0, reachable=reachable, spouts=list(spouts))
+    result.topologies = dict(listed or {})
+    return result
 
 
 def whole(spout_id: str, topology_id: str = "topo-1", **figures: object) -> SpoutFigures:
@@ -145,6 +150,11 @@ def whole(spout_id: str, topology_id: str = "topo-1", **figures: object) -> Spou
                      id="resubmitted under the same name"),
         pytest.param(storm_ui(whole("sp", "other-2", topology_name="other")), [],
                      (False, *NO_COUNTS), id="another topology's instance"),
+        # Listed by the summary, its page failed this cycle: running, its figures unknown.
+        pytest.param(storm_ui(listed={"topo-1": "topo"}), [], (True, *NO_COUNTS),
+                     id="listed, page failed"),
+        pytest.param(storm_ui(listed={"topo-2": "topo"}), [], (True, *NO_COUNTS),
+                     id="resubmitted, page failed"),
         # A push for the partition wins over Storm UI.
         pytest.param(storm_ui(whole("sp")), [("sp", 0)], FROM_PUSH, id="push wins"),
         # A push for another partition only: Storm UI's figure for this one.

@@ -259,6 +259,8 @@ def test_one_broken_topology_page_does_not_hide_the_others(storm_ui: str) -> Non
         ("topology a", "NotAliveException(msg:nope-1-1)")
     ]
     assert [(s.topology_id, s.failed) for s in result.spouts] == [("b", 7)]
+    # Both are listed: a page that failed does not make its topology look killed.
+    assert result.topologies == {"a": "", "b": ""}
 
 
 def test_unreachable_storm_ui_is_reported_not_raised() -> None:
