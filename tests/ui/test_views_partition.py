@@ -29,6 +29,27 @@ def test_diagnosis_with_evidence_and_reason(web: Client) -> None:
     assert "committed frozen at 42 while failed rises" in body
 
 
+@pytest.mark.parametrize(
+    ("figures", "shown", "absent"),
+    [
+        # A spout that pushes its partitions' figures (docs/INGEST.md).
+        ({"pending": 3, "failed": 1, "acked": 40}, "<dt>Pending / failed / acked</dt><dd>3 / 1 / 40",
+         "Storm has no per-partition"),
+        # A real Storm's UI alone: the spout's counts, said to be the spout's.
+        ({"pending": None, "failed": 7, "acked": 1050}, "<dt>Spout's failed / acked</dt><dd>7 / 1 050",
+         "Pending / failed / acked"),
+        ({"pending": None, "failed": None, "acked": None}, "<dt>Owner</dt>", "failed / acked"),
+    ],
+)  # fmt: skip
+def test_a_spouts_counts_say_whose_they_are(
+    web: Client, figures: dict, shown: str, absent: str
+) -> None:
+    g = world.group(world.cluster(), "orders-spout", source="storm")
+    (p,) = world.partitions(g, 1, **figures)
+    body = web.get(url(p)).content.decode()
+    assert shown in body and absent not in body
+
+
 def test_healthy_partition_has_nothing_to_diagnose(web: Client) -> None:
     (p,) = world.partitions(world.group(world.cluster(), "ok"), 1)
     assert "Healthy: nothing to diagnose" in web.get(url(p)).content.decode()
