@@ -36,7 +36,7 @@ def test_diagnosis_with_evidence_and_reason(web: Client) -> None:
         ({"pending": 3, "failed": 1, "acked": 40}, "<dt>Pending / failed / acked</dt><dd>3 / 1 / 40",
          "Storm has no per-partition"),
         # A real Storm's UI alone: the spout's counts, said to be the spout's.
-        X
+        ({"pending": None, "failed": 7, "acked": 950}, "<dt>Spout's failed / acked</dt><dd>7 / 950",
          "Pending / failed / acked"),
         ({"pending": None, "failed": None, "acked": None}, "<dt>Owner</dt>", "failed / acked"),
     ],
