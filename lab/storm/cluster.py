@@ -106,6 +106,7 @@ class StormCluster:
         self.conf_dir = run_dir / "conf"
         self.log_dir = run_dir / "logs"
         self._procs: dict[str, subprocess.Popen[bytes]] = {}
+        self._stopped: set[str] = set()
 
     @property
     def ui_url(self) -> str:
@@ -136,17 +137,37 @@ class StormCluster:
         log4j2.mkdir(exist_ok=True)
         (log4j2 / "cluster.xml").write_text(_LOG4J2_XML.format(path=_DAEMON_LOG))
         (log4j2 / "worker.xml").write_text(_LOG4J2_XML.format(path=_WORKER_LOG))
-        for name, main in DAEMONS.items():
-            out = open(self.log_dir / f"{name}.out", "ab")  # noqa: SIM115 - the child keeps it
-            self._procs[name] = subprocess.Popen(
-                [*self._java(), f"-Dlogfile.name={name}.log", main],
-                stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                env=self._env(), cwd=self.run_dir,
-            )  # fmt: skip
-            out.close()
+        for name in DAEMONS:
+            self.start_daemon(name)
+
+    def start_daemon(self, name: str) -> None:
+        out = open(self.log_dir / f"{name}.out", "ab")  # noqa: SIM115 - the child keeps it
+        self._procs[name] = subprocess.Popen(
+            [*self._java(), f"-Dlogfile.name={name}.log", DAEMONS[name]],
+            stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+            env=self._env(), cwd=self.run_dir,
+        )  # fmt: skip
+        out.close()
+        self._stopped.discard(name)
+
+    def stop_daemon(self, name: str, grace_s: float = 10.0) -> None:
+        """Stop one daemon on purpose (an outage): not reported as dead."""
+        self._stopped.add(name)
+        proc = self._procs[name]
+        proc.terminate()
+        try:
+            proc.wait(timeout=grace_s)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
 
     def dead_daemons(self) -> list[str]:
-        return [name for name, proc in self._procs.items() if proc.poll() is not None]
+        """Daemons that exited without being stopped on purpose."""
+        return [
+            name
+            for name, proc in self._procs.items()
+            if proc.poll() is not None and name not in self._stopped
+        ]
 
     def stop(self, grace_s: float = 10.0) -> None:
         """Workers first (the supervisor would restart them), then the daemons."""

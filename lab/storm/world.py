@@ -143,8 +143,12 @@ class StormWorld:
 
     # -- the control protocol (lab/workload/server.py's runner) --------------------------------
     def status(self) -> dict[str, Any]:
+        try:
+            topologies = {n: t.get("id") for n, t in self.cluster.topologies().items()}
+        except OSError as exc:  # the UI down, or Nimbus (nimbus-down): say so, keep serving
+            topologies = {"unknown": str(exc)}
         return {
-            "topologies": {n: t.get("id") for n, t in self.cluster.topologies().items()},
+            "topologies": topologies,
             "produced_per_topic": self._produced,
             "dead_daemons": self.cluster.dead_daemons(),
         }
@@ -294,6 +298,19 @@ def _high_watermark(kafka: str, topic: str, partition: int) -> int:
         consumer.close()
 
 
+def nimbus_down(w: StormWorld) -> dict[str, Any]:
+    """Nimbus is stopped: the workers go on (their spouts keep committing), and the UI, which
+    asks Nimbus for everything, answers HTTP 500 ``NimbusLeaderNotFoundException`` to every
+    call (stop: Nimbus started again, same port and state)."""
+    w.cluster.stop_daemon("nimbus")
+    return {"stopped": "nimbus"}
+
+
+def _stop_nimbus_down(w: StormWorld, details: dict[str, Any]) -> None:
+    w.cluster.start_daemon("nimbus")
+    wait(w.cluster.ready, 120, "Nimbus back (the UI's cluster summary)")
+
+
 _SCENARIOS = {
     "poison-message": poison_message,
     "backpressure": backpressure,
@@ -301,11 +318,13 @@ _SCENARIOS = {
     "topology-restart": topology_restart,
     "dead-topology": dead_topology,
     "retention": retention,
+    "nimbus-down": nimbus_down,
 }
 _STOPS = {
     "poison-message": _stop_poison,
     "backpressure": _stop_backpressure,
     "dead-topology": _stop_dead,
+    "nimbus-down": _stop_nimbus_down,
 }
 _PARAMS = {
     "poison-message": {"topology", "partition"},
@@ -314,6 +333,7 @@ _PARAMS = {
     "topology-restart": {"topology"},
     "dead-topology": {"topology"},
     "retention": {"topology", "burst"},
+    "nimbus-down": set(),
 }
 
 

@@ -324,3 +324,40 @@ def test_a_resubmitted_topology_and_a_killed_one(
     for p in watch.wait("orders-spout STOP"):
         assert p["alive"] is False, p  # the UI no longer lists its topology
         assert "DEAD_CONSUMER" in codes(p), p
+
+
+def test_nimbus_down_is_a_source_down_not_a_stuck_spout(
+    storm_world: StormWorld, watch: Watch, first_faults: dict[str, Any]
+) -> None:
+    """With Nimbus stopped the workers go on and the UI answers 500 to everything: the Storm
+    source is down on the sources page, and the spouts, still committing, are never judged
+    stopped for it (their liveness is unknown, not false)."""
+    running = ("payments-spout", "audit-spout", "clicks-spout")
+
+    def storm_down(doc: dict[str, Any]) -> Any:
+        return [e for e in doc["errors"] if e["cluster"] == CLUSTER and e["source"] == "storm"
+                and "NimbusLeaderNotFoundException" in e["error"]]  # fmt: skip
+
+    def judged_stopped(doc: dict[str, Any]) -> Any:
+        return [f"{p['group']}/{p['partition']}: {p['status']}" for spout in running
+                for p in spout_partitions(doc, spout) if p["status"] == "STOP"]  # fmt: skip
+
+    watch.expect("the Storm source down", storm_down)
+    watch.expect("a running spout judged STOP", judged_stopped)
+    started = time.time()
+    storm_world.start("nimbus-down")
+    try:
+        watch.wait("the Storm source down")
+        browser = Browser(storm_world.web_url)
+        browser.login(*storm_world.login)
+        page = browser.get("/sources/?cluster=storm")[1].decode()
+        assert "NimbusLeaderNotFoundException" in page
+        while time.time() < started + TARGET_S:  # a window and two status runs
+            time.sleep(5)
+        doc = storm_world.status()
+        for spout in running:
+            for p in spout_partitions(doc, spout):
+                assert p["alive"] is not False, p
+        assert "a running spout judged STOP" not in watch.found, watch.found
+    finally:
+        storm_world.stop("nimbus-down")
