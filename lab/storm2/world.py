@@ -32,6 +32,7 @@ from confluent_kafka import ConsumerGroupTopicPartitions, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 from kazoo.client import KazooClient
 
+from lab.services import LOG4J2
 from lab.storm2 import dist
 
 log = logging.getLogger("lab.storm2")
@@ -52,17 +53,10 @@ _JAVA_OPTS = ["-Xmx384m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
               "-Djava.awt.headless=true"]  # fmt: skip
 # Storm's own log4j2.xml logs every ZooKeeper session and executor start at INFO (1,600 lines
 # in the first minute); the lab keeps warnings and the spout's own lines.
-_LOG4J2 = """\
-status = warn
-appender.console.type = Console
-appender.console.name = STDOUT
-appender.console.layout.type = PatternLayout
-appender.console.layout.pattern = %d{ISO8601} %-5p [%t] %c{1}: %m%n
-rootLogger.level = warn
-rootLogger.appenderRef.stdout.ref = STDOUT
-logger.spout.name = org.apache.storm.kafka.spout
-logger.spout.level = info
-"""
+_LOG4J2 = (
+    LOG4J2.replace("rootLogger.level = info", "rootLogger.level = warn")
+    + "logger.spout.name = org.apache.storm.kafka.spout\nlogger.spout.level = info\n"
+)
 
 
 def clear_storm_state(zookeeper: str) -> None:
