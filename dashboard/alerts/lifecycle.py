@@ -1,5 +1,5 @@
-"""Alert transitions made by people (acknowledge) and by the evaluator (fire, resolve), each
-written to the alert's event log in the same transaction."""
+"""Alert transitions made by people (acknowledge), written to the alert's event log in the same
+transaction. The evaluator's own transitions (fire, resolve) are in ``evaluation.py``."""
 
 from django.db import transaction
 from django.utils import timezone

@@ -4,8 +4,10 @@ Burrow's ``caching.go`` decides in one short function that calls named predicate
 a status with no text, and its test is a table whose rows state every predicate's value and
 the status. This module keeps that shape while adding evidence Burrow never has:
 
-1. ``facts_of`` computes every predicate once (``Facts``: booleans, and liveness, which may be
-   unknown). Nothing below calls a predicate again.
+1. ``facts_of`` computes every predicate the table reads, once (``Facts``: booleans, and
+   liveness, which may be unknown). The rows read only ``Facts``; the finders of step 3 compute
+   the evidence of the deciding row's diagnoses (``out_of_range``'s bounds, ``spout_at_cap``'s
+   share), for that row only.
 2. ``RULES`` is read top to bottom and the first row whose condition holds decides: its status
    and its id. The order *is* the logic (an unreachable source before anything else, a dead
    consumer before Burrow's STOP, Burrow's rules 3 to 8 in his order), so a condition never
