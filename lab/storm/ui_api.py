@@ -11,7 +11,9 @@ The product's Storm collector is written against Storm's real REST API
   exists; a ``window`` parameter is accepted and ignored.
 - ``GET /api/v1/cluster/summary`` answers too, so a collector can check it reaches "Storm".
 
-An unknown topology id or path gets a 404 with ``{"error": ..., "errorMessage": ...}``.
+An unknown topology id gets what real Storm 1.2.4's UI answers: HTTP 500, ``{"error": "500 Server
+Error", "errorMessage": "NotAliveException(msg:<id>)..."}`` (tests/data/storm_ui_1.2.4/); an
+unknown path a 404.
 
 Spouts registered with the same topology id form one topology; spouts that also share a
 ``component_id`` are that component's tasks (one executor each), as a spout with parallelism N.
@@ -338,9 +340,10 @@ class _Handler(BaseHTTPRequestHandler):
             topology = topologies.get(topology_id)
             if topology is None:
                 self._send(
-                    404,
-                    {"error": "Not Found", "errorMessage": f"NotAliveException(msg:{topology_id})"},
-                )
+                    500,
+                    {"error": "500 Server Error",
+                     "errorMessage": f"NotAliveException(msg:{topology_id})"},
+                )  # fmt: skip
             else:
                 self._send(200, topology.page())
         else:

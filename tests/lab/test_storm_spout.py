@@ -463,8 +463,8 @@ def test_storm_ui_rest_shapes(
         assert by_partition[0]["zkPath"] == spout.zk_path(0)
 
         status, missing = get_json(f"{server.url}/api/v1/topology/nope-1-1")
-        assert status == 404
-        assert "nope-1-1" in missing["errorMessage"]
+        assert status == 500  # as real Storm 1.2.4's UI answers (tests/data/storm_ui_1.2.4/)
+        assert missing["errorMessage"].startswith("NotAliveException(msg:nope-1-1)")
 
         spout.stop()
         status, summary = get_json(f"{server.url}/api/v1/topology/summary")
