@@ -214,10 +214,17 @@ class StormCluster:
             tail = (done.stdout + done.stderr).decode(errors="replace")[-2000:]
             raise StormError(f"{main} {' '.join(args)} exited {done.returncode}: {tail}")
 
-    def submit(self, args: list[str]) -> None:
-        """``storm jar lab-topology.jar LabTopology ARGS``: StormSubmitter uploads the jar."""
+    def submit(self, args: list[str]) -> bool:
+        """``storm jar lab-topology.jar LabTopology ARGS``: StormSubmitter uploads the jar.
+        False when Nimbus still holds a topology of that name (AlreadyAliveException)."""
         jar = dist.topology_jar()
-        self._command("LabTopology", *args, extra_cp=(jar,), java_opts=(f"-Dstorm.jar={jar}",))
+        try:
+            self._command("LabTopology", *args, extra_cp=(jar,), java_opts=(f"-Dstorm.jar={jar}",))
+        except StormError as exc:
+            if "AlreadyAliveException" in str(exc):
+                return False
+            raise
+        return True
 
     def kill(self, name: str, wait_s: int = 0) -> None:
         self._command("org.apache.storm.command.kill_topology", name, "-w", str(wait_s))
@@ -227,6 +234,11 @@ class StormCluster:
 
     def deactivate(self, name: str) -> None:
         self._command("org.apache.storm.command.deactivate", name)
+
+    def worker_log(self, topology_id: str) -> str:
+        """What the topology instance's workers logged (every port's ``worker.log``)."""
+        folder = self.log_dir / "workers-artifacts" / topology_id
+        return "".join(p.read_text(errors="replace") for p in sorted(folder.glob("*/worker.log")))
 
     def worker_pids(self, topology_id: str | None = None) -> list[int]:
         """The worker JVMs (of one topology instance, or all): found by their command line,

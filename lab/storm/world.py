@@ -14,6 +14,7 @@ a topology killed or resubmitted, retention deleting records a deactivated spout
 from __future__ import annotations
 
 import argparse
+import inspect
 import logging
 import signal
 import threading
@@ -37,6 +38,8 @@ KAFKA_CHROOT = "/kafka-legacy"
 PARTITIONS = 2
 RATE_PER_S = 4  # records a second per topic
 READY_LINE = "storm world: ready"
+# What Storm 1.x's executor logs when a deactivated topology's spout stops.
+SPOUT_DEACTIVATED = "Deactivating spout"
 
 
 @dataclass(frozen=True)
@@ -122,11 +125,14 @@ class StormWorld:
 
     def submit(self, name: str) -> str:
         spec = BY_NAME[name]
-        self.cluster.submit([
+        args = [
             "--name", spec.name, "--topic", spec.topic, "--zk-root", ZK_ROOT,
             "--spout-id", spec.spout_id, "--kafka-zk", self.zookeeper + KAFKA_CHROOT,
             "--control", str(self._control_file(name)), "--max-pending", str(spec.max_pending),
-        ])  # fmt: skip
+        ]  # fmt: skip
+        # Nimbus forgets a killed topology's name a moment after the UI stops listing it, and
+        # refuses the name until then (AlreadyAliveException): submitted again until it takes.
+        wait(lambda: self.cluster.submit(args), 60, f"{name} submitted")
         listed = wait(lambda: self.cluster.topologies().get(name), 60, f"{name} listed")
         return str(listed["id"])
 
@@ -137,9 +143,6 @@ class StormWorld:
     def kill(self, name: str) -> None:
         self.cluster.kill(name)
         wait(lambda: name not in self.cluster.topologies(), 60, f"{name} gone")
-        # Nimbus removes a killed topology's assignment a moment after the UI stops listing
-        # it; a resubmission under the same name before that is refused.
-        time.sleep(2)
 
     # -- the control protocol (lab/workload/server.py's runner) --------------------------------
     def status(self) -> dict[str, Any]:
@@ -178,7 +181,8 @@ class StormWorld:
 
 
 def _params(name: str, params: dict[str, Any]) -> dict[str, Any]:
-    allowed = _PARAMS.get(name, set())
+    # A scenario's parameters are its function's keyword arguments (after the world).
+    allowed = set(inspect.signature(_SCENARIOS[name]).parameters) - {"w"}
     unknown = set(params) - allowed
     if unknown:
         raise ScenarioError(
@@ -269,8 +273,12 @@ def retention(w: StormWorld, topology: str = "orders-enricher", burst: int = 40)
     of them, past the spout's stored offset; the topology is activated again and its spout
     meets OFFSET_OUT_OF_RANGE."""
     spec = BY_NAME[topology]
+    topology_id = w.topology_id(topology)
+    deactivated = w.cluster.worker_log(topology_id).count(SPOUT_DEACTIVATED)
     w.cluster.deactivate(topology)
-    time.sleep(3)  # the spout's last commit happens on deactivate
+    # The spout stops (and commits) when its executor logs it, not when the command returns.
+    wait(lambda: w.cluster.worker_log(topology_id).count(SPOUT_DEACTIVATED) > deactivated,
+         60, f"{topology}'s spout deactivated")  # fmt: skip
     for i in range(burst):
         w.producer.produce(spec.topic, value=f"burst-{i}".encode(), partition=i % PARTITIONS)
     w.producer.flush(10)
@@ -325,15 +333,6 @@ _STOPS = {
     "backpressure": _stop_backpressure,
     "dead-topology": _stop_dead,
     "nimbus-down": _stop_nimbus_down,
-}
-_PARAMS = {
-    "poison-message": {"topology", "partition"},
-    "backpressure": {"topology", "process_ms"},
-    "worker-restart": {"topology"},
-    "topology-restart": {"topology"},
-    "dead-topology": {"topology"},
-    "retention": {"topology", "burst"},
-    "nimbus-down": set(),
 }
 
 
