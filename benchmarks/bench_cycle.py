@@ -2,7 +2,7 @@
 
 ``bench_kafka.py`` and ``bench_zookeeper.py`` time the source adapters alone. This one times
 what a collector worker really does per cycle, ``collectors.cycle.runner.run_cycle`` with
-the ORM store (``dashboard.monitoring.cycle_store.run_cluster_cycle``): the sources read in
+the ORM store (``dashboard.store.cycle.run_cluster_cycle``): the sources read in
 parallel, ``assemble_cycle``, ``store_cycle`` into the database (SQLite,
 a temporary file) and the Parquet sample-log write; and, in the same process, interleaved
 repetition by repetition so that load from elsewhere hits every variant alike, the issue's
@@ -200,8 +200,8 @@ def instrument() -> Stopwatch:
     methods, and the store's steps."""
     from collectors.cluster_sources import ClusterSources
     from collectors.cycle import runner, write
-    from dashboard.monitoring import store
-    from dashboard.monitoring.cycle_store import OrmCycleStore
+    from dashboard.store import rows as store
+    from dashboard.store.cycle import OrmCycleStore
 
     watch = Stopwatch()
     for owner, name, part in [
@@ -242,7 +242,7 @@ class Cycles:
         self.first_s: float | None = None
 
     def run(self, profile: cProfile.Profile | None = None) -> int:
-        from dashboard.monitoring.cycle_store import run_cluster_cycle
+        from dashboard.store.cycle import run_cluster_cycle
 
         self.watch.take()
         started = time.perf_counter()
@@ -386,8 +386,8 @@ def worker_main(name: str, cycles: int, base_ms: int, cycle_gc: bool) -> int:
     if not cycle_gc:
         leave_gc_alone()
     from collectors.cycle.runner import forget_clusters
-    from dashboard.monitoring.cycle_store import run_cluster_cycle
     from dashboard.monitoring.models import Cluster
+    from dashboard.store.cycle import run_cluster_cycle
 
     cluster = Cluster.objects.get(name=name)
     before, anon_before = rss_bytes(), anon_bytes()

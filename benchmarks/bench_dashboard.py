@@ -62,7 +62,6 @@ def populate(now: datetime) -> dict:
     from django.db import connection, transaction
     from django.db.models import Sum
 
-    from dashboard.monitoring import group_totals, raw_history
     from dashboard.monitoring.models import (
         Cluster,
         CollectionError,
@@ -75,6 +74,7 @@ def populate(now: datetime) -> dict:
         SparkJobRun,
         StatusChange,
     )
+    from dashboard.store import group_totals, raw_history
 
     rnd = random.Random(5)
     t0 = time.perf_counter()

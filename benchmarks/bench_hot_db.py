@@ -120,7 +120,7 @@ def table_rows() -> dict[str, int]:
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     from dashboard.monitoring.models import Cluster
-    from dashboard.monitoring.store import prune_history, store_cycle
+    from dashboard.store.rows import prune_history, store_cycle
 
     cluster = Cluster.objects.create(name="hot", kafka_bootstrap_servers="k:9092",
                                      poll_interval_s=args.poll)  # fmt: skip

@@ -157,7 +157,7 @@ class TimeLag(NamedTuple):
     committed one), for the estimates that grow with the clock; None for the others (zero,
     ahead, unknown), whose seconds do not. A stopped consumer's ``from_ms`` stands still
     while its seconds grow, so the store can tell a row that only aged from one that changed
-    (``dashboard/monitoring/store.py``)."""
+    (``dashboard/store/rows.py``)."""
 
     seconds: float | None
     kind: Estimate

@@ -29,13 +29,13 @@ from django.conf import settings
 from django.db import connection
 
 from dashboard.api.burrow import Offset, PartitionRow
-from dashboard.monitoring import raw_history
 from dashboard.monitoring.models import (
     Cluster,
     ConsumerGroup,
     PartitionState,
     SourceKind,
 )
+from dashboard.store import raw_history
 
 STORM_PREFIX = "storm:"
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)

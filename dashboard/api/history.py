@@ -16,8 +16,8 @@ from datetime import datetime, timedelta
 from django.conf import settings
 
 from dashboard.api.serializers import iso
-from dashboard.monitoring import raw_history
 from dashboard.monitoring.models import ConsumerGroup, GroupSample, LagRollup, PartitionState
+from dashboard.store import raw_history
 
 RESOLUTIONS = ("auto", "raw", "1m", "1h")
 ROLLUP_FIELDS = ("lag", "max_lag", "avg_lag", "max_time_lag_s", "produce_per_s",

@@ -34,6 +34,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "dashboard.accounts",
     "dashboard.monitoring",
+    "dashboard.store",
     "dashboard.alerts",
     "dashboard.reports",
     "dashboard.api",
@@ -140,9 +141,9 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # Spark jobs run on their own queue "spark" (the worker consumes it beside "celery"), so a
 # long run never delays the small housekeeping tasks queued behind it.
 CELERY_TASK_ROUTES = {
-    "dashboard.monitoring.tasks.collect_cluster": {"queue": "collectors"},
-    "dashboard.monitoring.tasks.spark_status": {"queue": "spark"},
-    "dashboard.monitoring.tasks.spark_rollups": {"queue": "spark"},
+    "dashboard.store.tasks.collect_cluster": {"queue": "collectors"},
+    "dashboard.store.tasks.spark_status": {"queue": "spark"},
+    "dashboard.store.tasks.spark_rollups": {"queue": "spark"},
 }
 # Spark jobs (SPEC §6, docs/SPARK_JOBS.md): status every minute, rollups every 10 minutes. A
 # run queued longer than its interval is dropped (``expires``): the next one is as good.
@@ -151,33 +152,33 @@ LAGWATCH_ROLLUPS_EVERY_S = env_int("LAGWATCH_ROLLUPS_EVERY_S", 600)
 LAGWATCH_SAMPLE_LOG_COMPACT_S = env_int("LAGWATCH_SAMPLE_LOG_COMPACT_S", 60)
 CELERY_BEAT_SCHEDULE = {
     "heartbeat": {
-        "task": "dashboard.monitoring.tasks.heartbeat",
+        "task": "dashboard.store.tasks.heartbeat",
         "schedule": env_int("LAGWATCH_HEARTBEAT_S", 10),
     },
     # Every couple of seconds beat asks which clusters' poll slots have started; each
     # cluster's own poll_interval_s (in the database) decides how often it is collected.
     "dispatch-collection": {
-        "task": "dashboard.monitoring.tasks.dispatch_collection",
+        "task": "dashboard.store.tasks.dispatch_collection",
         "schedule": float(env_int("LAGWATCH_DISPATCH_S", 2)),
     },
     "maintain-storage": {
-        "task": "dashboard.monitoring.tasks.maintain_storage",
+        "task": "dashboard.store.tasks.maintain_storage",
         "schedule": float(env_int("LAGWATCH_MAINTENANCE_S", 600)),
     },
     # The open hour of the sample log in chunks (collectors/sample_log/store.py), so the jobs
     # read a few tens of files rather than one per cycle. 0 turns it off.
     "compact-sample-log": {
-        "task": "dashboard.monitoring.tasks.compact_sample_log",
+        "task": "dashboard.store.tasks.compact_sample_log",
         "schedule": float(LAGWATCH_SAMPLE_LOG_COMPACT_S),
         "options": {"expires": LAGWATCH_SAMPLE_LOG_COMPACT_S},
     },
     "spark-status": {
-        "task": "dashboard.monitoring.tasks.spark_status",
+        "task": "dashboard.store.tasks.spark_status",
         "schedule": float(LAGWATCH_STATUS_EVERY_S),
         "options": {"expires": LAGWATCH_STATUS_EVERY_S},
     },
     "spark-rollups": {
-        "task": "dashboard.monitoring.tasks.spark_rollups",
+        "task": "dashboard.store.tasks.spark_rollups",
         "schedule": float(LAGWATCH_ROLLUPS_EVERY_S),
         "options": {"expires": LAGWATCH_ROLLUPS_EVERY_S},
     },

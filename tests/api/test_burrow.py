@@ -10,8 +10,8 @@ from urllib.parse import quote
 import pytest
 from django.test import Client
 
-from dashboard.monitoring import raw_history
 from dashboard.monitoring.models import Cluster, ConsumerGroup, PartitionState
+from dashboard.store import raw_history
 from tests.api import burrow_documented as doc
 from tests.api.world import HOSTILE, World
 

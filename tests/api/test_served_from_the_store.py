@@ -1,5 +1,5 @@
 """What the collectors' store writes is what the API, /v3 and /metrics serve: cycles written
-by ``dashboard.monitoring.store.store_cycle`` (the real write path), then read over HTTP."""
+by ``dashboard.store.rows.store_cycle`` (the real write path), then read over HTTP."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from collectors.outcome import CycleOutcome, SourceOutcome
 from collectors.records import GroupMember, GroupSnapshot, PartitionOffsets, Source
 from dashboard.monitoring.models import Cluster
 from dashboard.monitoring.status_report import status_document
-from dashboard.monitoring.store import store_cycle
+from dashboard.store.rows import store_cycle
 
 pytestmark = pytest.mark.django_db
 

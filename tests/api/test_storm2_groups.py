@@ -18,7 +18,7 @@ from collectors.figures import PartitionFigure
 from collectors.outcome import CycleOutcome, SourceOutcome
 from collectors.records import GroupMember, GroupSnapshot, PartitionOffsets, Source
 from dashboard.monitoring.models import Cluster, ConsumerGroup, PartitionState, SpoutSample
-from dashboard.monitoring.store import store_cycle
+from dashboard.store.rows import store_cycle
 
 pytestmark = pytest.mark.django_db
 

@@ -15,7 +15,6 @@ from django.utils import timezone
 
 from collectors.ingest_parsing import parse_librdkafka_stats
 from collectors.producer_deliveries import parse_deliveries
-from dashboard.monitoring import group_totals, raw_history
 from dashboard.monitoring.ingest_store import store_client_report
 from dashboard.monitoring.models import (
     BrokerPurgatory,
@@ -32,6 +31,7 @@ from dashboard.monitoring.models import (
     SpoutSample,
     StatusChange,
 )
+from dashboard.store import group_totals, raw_history
 from tests.collectors.ingest_documents import producer_doc
 
 HOSTILE = 'evil"group\\with\nnewline{}</script>é'

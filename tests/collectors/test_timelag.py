@@ -110,7 +110,7 @@ def test_future_estimates_are_clamped_to_zero() -> None:
 )
 def test_a_growing_time_lag_names_the_moment_it_counts_from(points, committed, from_ms) -> None:
     """The store ages a stopped consumer's row from ``from_ms`` instead of rewriting it
-    (``dashboard/monitoring/store.py``): the moment must stand still while the clock moves,
+    (``dashboard/store/rows.py``): the moment must stand still while the clock moves,
     and the seconds must be ``lag_seconds`` of it, exactly."""
     t = table(*points)
     early, late = time_lag(t, committed, 30_000), time_lag(t, committed, 90_000)

@@ -15,8 +15,8 @@ from django.core.management import call_command
 
 from collectors.cycle.runner import cycle_slot
 from collectors.sample_log import SampleLog
-from dashboard.monitoring.cycle_store import run_cluster_cycle
 from dashboard.monitoring.models import Cluster, SourceHealth
+from dashboard.store.cycle import run_cluster_cycle
 from tests.dashboard.collection_world import World, rows, status
 from tests.raw_points import stored_points
 

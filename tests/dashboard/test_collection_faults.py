@@ -30,7 +30,6 @@ from kazoo.client import KazooClient
 
 from collectors.cycle.runner import CycleReport, _memories, cycle_slot, forget_clusters
 from collectors.storm_znode import MAX_ZNODE_BYTES
-from dashboard.monitoring.cycle_store import run_cluster_cycle
 from dashboard.monitoring.models import (
     Cluster,
     CollectionError,
@@ -38,7 +37,8 @@ from dashboard.monitoring.models import (
     PartitionState,
     SourceHealth,
 )
-from dashboard.monitoring.store import ms_to_dt
+from dashboard.store.cycle import run_cluster_cycle
+from dashboard.store.rows import ms_to_dt
 from lab.services import SERVICES
 from lab.stack import Stack
 from tests.collectors.test_kafka_source import alter_offsets, create_topic, produce

@@ -23,9 +23,9 @@ from collectors.records import (
     Source,
 )
 from collectors.sample_log import SampleLog
-from dashboard.monitoring import cycle_store
-from dashboard.monitoring.cycle_store import run_cluster_cycle
 from dashboard.monitoring.models import Cluster
+from dashboard.store import cycle as cycle_store
+from dashboard.store.cycle import run_cluster_cycle
 from tests.raw_points import stored_points
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -11,7 +11,7 @@ from dashboard.monitoring.membership import (
     member_details,
     reconciling,
 )
-from dashboard.monitoring.store import member_document
+from dashboard.store.rows import member_document
 
 
 @pytest.mark.parametrize(

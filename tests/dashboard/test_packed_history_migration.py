@@ -13,8 +13,8 @@ import pytest
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
-from dashboard.monitoring import raw_history
-from dashboard.monitoring.packing import unpack
+from dashboard.store import raw_history
+from dashboard.store.packing import unpack
 
 BEFORE = [("monitoring", "0014_group_totals")]
 AFTER = [("monitoring", "0015_packed_history")]

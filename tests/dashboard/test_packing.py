@@ -1,4 +1,4 @@
-"""The packed columns of the raw history (``dashboard.monitoring.packing``): every value comes
+"""The packed columns of the raw history (``dashboard.store.packing``): every value comes
 back as it went in, and damaged bytes are a clear error, not wrong figures."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dashboard.monitoring.packing import (
+from dashboard.store.packing import (
     BOOL,
     FLOAT,
     INT,
@@ -19,7 +19,7 @@ from dashboard.monitoring.packing import (
     unpack,
     unpack_row,
 )
-from dashboard.monitoring.raw_history import KINDS
+from dashboard.store.raw_history import KINDS
 
 INT64 = (-(2**63), 2**63 - 1)
 

@@ -22,9 +22,9 @@ from collectors.records import Source
 from dashboard.api import burrow_data
 from dashboard.api import history as api_history
 from dashboard.api.burrow import Offset
-from dashboard.monitoring import raw_history
 from dashboard.monitoring.models import Cluster, ConsumerGroup, GroupSample, PartitionState
-from dashboard.monitoring.store import ms_to_dt, store_cycle
+from dashboard.store import raw_history
+from dashboard.store.rows import ms_to_dt, store_cycle
 from dashboard.ui.params import RANGES
 from dashboard.ui.queries.series import group_series, partition_series
 

@@ -16,7 +16,7 @@ from collectors.outcome import CycleOutcome
 from collectors.records import Source, TopicRetention
 from dashboard.monitoring.models import Cluster, PartitionState, TopicConfig
 from dashboard.monitoring.spark_results import apply_status_results
-from dashboard.monitoring.store import store_cycle
+from dashboard.store.rows import store_cycle
 
 pytestmark = pytest.mark.django_db
 

@@ -10,7 +10,7 @@ from django.conf import settings as django_settings
 from django.utils import timezone
 
 from collectors.sample_log import KEY_COLUMNS, SampleLog
-from dashboard.monitoring import tasks
+from dashboard.store import tasks
 
 
 def test_the_task_compacts_the_open_hour_and_loses_no_sample(

@@ -24,10 +24,10 @@ from collectors.outcome import CycleOutcome
 from collectors.rebalance import GROUP_DELETED, RebalanceEvent
 from collectors.records import GroupMember, GroupSnapshot, Source
 from dashboard.monitoring import locks
-from dashboard.monitoring.cycle_store import OrmCycleStore
 from dashboard.monitoring.models import Cluster, CollectedCycle
-from dashboard.monitoring.store import SupersededCycle, store_cycle
-from dashboard.monitoring.tasks import collect_cluster
+from dashboard.store.cycle import OrmCycleStore
+from dashboard.store.rows import SupersededCycle, store_cycle
+from dashboard.store.tasks import collect_cluster
 from tests.dashboard.test_cycle_runner import FakeSources
 from tests.raw_points import stored_points
 

@@ -17,8 +17,6 @@ from collectors.records import (
     SpoutFigures,
 )
 from collectors.timelag import time_lag
-from dashboard.monitoring import raw_history
-from dashboard.monitoring.cycle_store import OrmCycleStore
 from dashboard.monitoring.models import (
     BrokerOffsets,
     Cluster,
@@ -29,7 +27,9 @@ from dashboard.monitoring.models import (
     SourceHealth,
     SpoutSample,
 )
-from dashboard.monitoring.store import member_document, ms_to_dt, prune_history, store_cycle
+from dashboard.store import raw_history
+from dashboard.store.cycle import OrmCycleStore
+from dashboard.store.rows import member_document, ms_to_dt, prune_history, store_cycle
 from tests.raw_points import stored_points
 
 pytestmark = pytest.mark.django_db

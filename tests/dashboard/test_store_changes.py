@@ -20,10 +20,10 @@ from collectors.outcome import CycleOutcome, SourceOutcome
 from collectors.records import GroupSnapshot, PartitionOffsets, Source
 from collectors.timelag import lag_seconds
 from dashboard.api.serializers import partition_dict
-from dashboard.monitoring import store
-from dashboard.monitoring.cycle_store import OrmCycleStore
 from dashboard.monitoring.models import Cluster, ConsumerGroup, PartitionState
-from dashboard.monitoring.store import ms_to_dt, store_cycle
+from dashboard.store import rows as store
+from dashboard.store.cycle import OrmCycleStore
+from dashboard.store.rows import ms_to_dt, store_cycle
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

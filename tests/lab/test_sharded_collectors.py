@@ -39,8 +39,8 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from kazoo.client import KazooClient
 
-from dashboard.monitoring.packing import unpack
-from dashboard.monitoring.raw_history import KINDS
+from dashboard.store.packing import unpack
+from dashboard.store.raw_history import KINDS
 from lab.stack import LAB_POLL_VAR, Stack
 from lab.workload.clients import leave_and_close
 from tests.waiting import wait_for

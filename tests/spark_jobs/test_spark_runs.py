@@ -41,7 +41,7 @@ from collectors.figures import PartitionFigure
 from collectors.outcome import CycleOutcome
 from collectors.records import Source
 from collectors.sample_log import SampleLog
-from dashboard.monitoring import locks, spark_results, tasks
+from dashboard.monitoring import locks, spark_results
 from dashboard.monitoring.models import (
     Cluster,
     ConsumerGroup,
@@ -55,7 +55,8 @@ from dashboard.monitoring.rollup_history import apply_rollup_results, prune_roll
 from dashboard.monitoring.signals import status_applied
 from dashboard.monitoring.spark_results import apply_status_results
 from dashboard.monitoring.spark_runs import lock_key, parse_window, run_job
-from dashboard.monitoring.store import store_cycle
+from dashboard.store import tasks
+from dashboard.store.rows import store_cycle
 from lab.services import Context, _worker_argv
 from spark_jobs.evaluator import (
     Commit,

@@ -6,7 +6,6 @@ from datetime import datetime, timedelta
 
 from django.utils import timezone
 
-from dashboard.monitoring import group_totals, raw_history
 from dashboard.monitoring.models import (
     Cluster,
     ConsumerGroup,
@@ -15,6 +14,7 @@ from dashboard.monitoring.models import (
     SourceHealth,
     SpoutSample,
 )
+from dashboard.store import group_totals, raw_history
 
 XSS = "<script>alert(1)</script>"
 

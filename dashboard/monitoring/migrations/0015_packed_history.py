@@ -1,4 +1,4 @@
-"""The raw history packed (``dashboard.monitoring.raw_history``): one ``GroupSample`` row per
+"""The raw history packed (``dashboard.store.raw_history``): one ``GroupSample`` row per
 group and poll instead of an ``OffsetSample`` row per partition and poll, and one
 ``BrokerOffsets`` row per cluster and cycle instead of a ``BrokerOffsetSample`` row per
 partition and cycle. The rows already stored are packed into the new tables before the old
@@ -8,7 +8,7 @@ upgrade."""
 import django.db.models.deletion
 from django.db import migrations, models
 
-from dashboard.monitoring.raw_history import broker_row, sample_row
+from dashboard.store.raw_history import broker_row, sample_row
 
 _FIELDS = ("committed", "latest", "lag", "time_lag_s", "pending", "failed", "acked", "stale")
 _BATCH = 1_000

@@ -62,7 +62,7 @@ class ConsumerGroup(models.Model):
     first_seen_at = models.DateTimeField()
     last_seen_at = models.DateTimeField()
     # Totals of the group's partition rows as they are now, rewritten by whatever writes
-    # those rows (dashboard/monitoring/group_totals.py): the overview and the groups list read
+    # those rows (dashboard/store/group_totals.py): the overview and the groups list read
     # them instead of scanning every partition (100,000 rows at issue 13's scale).
     partitions_total = models.IntegerField(default=0, db_default=0)
     partitions_ok = models.IntegerField(default=0, db_default=0)
@@ -159,7 +159,7 @@ class GroupSample(models.Model):
     API's raw points and Burrow's offsets.
 
     One row per group and poll, not per partition: the partitions' figures are packed in
-    ``figures`` (``dashboard.monitoring.raw_history``: topic, partition, committed, latest,
+    ``figures`` (``dashboard.store.raw_history``: topic, partition, committed, latest,
     lag, time lag, pending, failed, acked, stale), and the group's sums at that poll sit in
     columns, so a group chart reads no partition at all. As a row per partition the history
     was most of the hot database (3.79 GiB at 10,000 partitions, 10 s poll, 6 h) and of a

@@ -6,7 +6,6 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
-from dashboard.monitoring import raw_history
 from dashboard.monitoring.models import (
     ConsumerGroup,
     GroupSample,
@@ -14,6 +13,7 @@ from dashboard.monitoring.models import (
     PartitionState,
     SpoutSample,
 )
+from dashboard.store import raw_history
 from dashboard.ui.params import Range
 
 # The raw history is kept 6 h (LAGWATCH_RAW_HISTORY_HOURS). Groups read it for an hour at most,

@@ -13,24 +13,24 @@ from django.utils import timezone
 
 from collectors.cycle.runner import collector_id, cycle_slot
 from collectors.sample_log import SampleLog
-from dashboard.monitoring.cycle_store import run_cluster_cycle
 from dashboard.monitoring.ingest_store import prune_reports
 from dashboard.monitoring.locks import claim_once, lease, newest_mark, raise_mark
 from dashboard.monitoring.models import Cluster, ServiceHeartbeat
 from dashboard.monitoring.rollup_history import prune_rollups
 from dashboard.monitoring.spark_runs import announce_figures, run_job
-from dashboard.monitoring.store import SupersededCycle, prune_history
+from dashboard.store.cycle import run_cluster_cycle
+from dashboard.store.rows import SupersededCycle, prune_history
 
 log = logging.getLogger(__name__)
 
 
-@shared_task(name="dashboard.monitoring.tasks.heartbeat", ignore_result=True)
+@shared_task(name="dashboard.store.tasks.heartbeat", ignore_result=True)
 def heartbeat() -> None:
     """Record that beat scheduled and a worker ran a task: the pipeline is alive."""
     ServiceHeartbeat.objects.update_or_create(name="celery", defaults={"at": timezone.now()})
 
 
-@shared_task(name="dashboard.monitoring.tasks.dispatch_collection", ignore_result=True)
+@shared_task(name="dashboard.store.tasks.dispatch_collection", ignore_result=True)
 def dispatch_collection() -> int:
     """Send one collection task per enabled cluster whose poll slot has started.
 
@@ -57,7 +57,7 @@ def lease_ttl_s(poll_interval_s: int) -> int:
 
 @shared_task(
     bind=True,
-    name="dashboard.monitoring.tasks.collect_cluster",
+    name="dashboard.store.tasks.collect_cluster",
     ignore_result=True,
     max_retries=3,
 )
@@ -102,7 +102,7 @@ def collect_cluster(self, name: str, cycle_ms: int) -> dict | None:
         return report.as_dict()
 
 
-@shared_task(name="dashboard.monitoring.tasks.maintain_storage", ignore_result=True)
+@shared_task(name="dashboard.store.tasks.maintain_storage", ignore_result=True)
 def maintain_storage() -> dict:
     """Drop raw history, old client reports and old rollups; compact closed hours of the
     sample log."""
@@ -118,7 +118,7 @@ def maintain_storage() -> dict:
     return {"pruned_rows": pruned, "compacted_hours": len(compacted), "removed_hours": len(removed)}
 
 
-@shared_task(name="dashboard.monitoring.tasks.compact_sample_log", ignore_result=True)
+@shared_task(name="dashboard.store.tasks.compact_sample_log", ignore_result=True)
 def compact_sample_log() -> dict:
     """Compact the sample log's open hours in chunks, so the jobs that read the last hour
     every period open a few tens of files instead of one per cycle."""
@@ -131,13 +131,13 @@ def compact_sample_log() -> dict:
 # beat's next call arrives while a run is still going; that call records a skipped run.
 
 
-@shared_task(name="dashboard.monitoring.tasks.spark_status", ignore_result=True)
+@shared_task(name="dashboard.store.tasks.spark_status", ignore_result=True)
 def spark_status(window_s: int | None = None) -> dict:
     """Status and diagnosis of every partition and group, loaded into the database."""
     return run_job("status", window_s).as_dict()
 
 
-@shared_task(name="dashboard.monitoring.tasks.spark_rollups", ignore_result=True)
+@shared_task(name="dashboard.store.tasks.spark_rollups", ignore_result=True)
 def spark_rollups(window_s: int | None = None) -> dict:
     """Per-minute and per-hour rollups of the sample log's recent window."""
     return run_job("rollups", window_s).as_dict()

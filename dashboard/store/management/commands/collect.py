@@ -12,8 +12,8 @@ import time
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from collectors.cycle.runner import cycle_slot, forget_clusters
-from dashboard.monitoring.cycle_store import run_cluster_cycle
 from dashboard.monitoring.models import Cluster
+from dashboard.store.cycle import run_cluster_cycle
 
 
 class Command(BaseCommand):

@@ -1,5 +1,5 @@
 """The raw history: each group's partitions at each poll, one ``GroupSample`` row per group and
-poll with the partitions' figures packed (``dashboard.monitoring.packing``).
+poll with the partitions' figures packed (``dashboard.store.packing``).
 
 The store builds the rows (:func:`sample_row`); the charts, the API's raw points and
 Burrow's offsets read them back through :func:`partition_points` and :func:`group_points`,
@@ -17,7 +17,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from dashboard.monitoring.models import GroupSample
-from dashboard.monitoring.packing import (
+from dashboard.store.packing import (
     BOOL,
     FLOAT,
     INT,

@@ -24,7 +24,6 @@ from collectors.outcome import CycleOutcome
 from collectors.rebalance import GROUP_DELETED
 from collectors.records import GroupMember, GroupSnapshot, Source, SpoutFigures
 from collectors.sample_log import SampleLog
-from dashboard.monitoring import raw_history
 from dashboard.monitoring.ingest_store import recent_reports
 from dashboard.monitoring.models import (
     BrokerOffsets,
@@ -34,7 +33,8 @@ from dashboard.monitoring.models import (
     PartitionState,
     RebalanceEvent,
 )
-from dashboard.monitoring.store import ms_to_dt, store_cycle
+from dashboard.store import raw_history
+from dashboard.store.rows import ms_to_dt, store_cycle
 
 __all__ = ["OrmCycleStore", "cluster_settings", "run_cluster_cycle"]
 
