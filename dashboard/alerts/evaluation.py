@@ -359,7 +359,7 @@ def _refresh(still: list[tuple[int, Subject]], silences: list[SilenceSpec], now:
 def on_status_applied(
     sender: object = None, run: object = None, changes: object = None, **kwargs: object
 ) -> EvaluationReport:
-    """Receiver of ``dashboard.monitoring.signals.status_applied``."""
+    """Receiver of ``dashboard.signals.status_applied``."""
     report = evaluate(run_time(run))
     log.info("alerts evaluated", extra={"alerts": report.__dict__})
     return report

@@ -1,7 +1,7 @@
 """Receivers: the alerts react to status runs (the monitoring app never calls them)."""
 
 from dashboard.alerts.evaluation import on_status_applied
-from dashboard.monitoring.signals import status_applied
+from dashboard.signals import status_applied
 
 
 def connect() -> None:

@@ -195,7 +195,7 @@ def request_build() -> None:
     if not settings.LAGWATCH_METRICS_PREBUILT:
         return
     from dashboard.api.tasks import build_metrics_exposition
-    from dashboard.monitoring.locks import claim_once
+    from dashboard.locks import claim_once
 
     try:
         if claim_once(_REQUESTED_KEY, ttl_s=max(30, settings.LAGWATCH_METRICS_MAX_AGE_S)):
@@ -208,7 +208,7 @@ def build_once() -> Path | None:
     """One build at a time across workers (a build reads every partition: two at once
     would only double the cost). A request finding one running asks for the next, which
     then reads what was written meanwhile; returns None then."""
-    from dashboard.monitoring.locks import exclusive
+    from dashboard.locks import exclusive
 
     clear_request()
     with exclusive(_BUILDING_KEY, ttl_s=max(60, settings.LAGWATCH_METRICS_MAX_AGE_S)) as mine:
@@ -219,7 +219,7 @@ def build_once() -> Path | None:
 
 
 def clear_request() -> None:
-    from dashboard.monitoring.locks import client
+    from dashboard.locks import client
 
     try:
         client().delete(_REQUESTED_KEY)

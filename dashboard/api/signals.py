@@ -1,6 +1,6 @@
 """Receivers: /metrics reacts to stored figures (the monitoring app never calls it)."""
 
-from dashboard.monitoring.signals import figures_stored
+from dashboard.signals import figures_stored
 
 
 def _on_figures_stored(sender: object, **kwargs: object) -> None:

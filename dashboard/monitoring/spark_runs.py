@@ -25,11 +25,11 @@ from typing import TYPE_CHECKING
 from django.conf import settings
 from django.utils import timezone
 
-from dashboard.monitoring.locks import exclusive
+from dashboard.locks import exclusive
 from dashboard.monitoring.models import Cluster, SparkJobOutcome, SparkJobRun
 from dashboard.monitoring.rollup_history import apply_rollup_results
-from dashboard.monitoring.signals import figures_stored, status_applied
 from dashboard.monitoring.spark_results import apply_status_results
+from dashboard.signals import figures_stored, status_applied
 from spark_jobs.evaluator import EvaluatorConfig
 
 if TYPE_CHECKING:

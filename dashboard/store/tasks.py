@@ -13,8 +13,8 @@ from django.utils import timezone
 
 from collectors.cycle.runner import collector_id, cycle_slot
 from collectors.sample_log import SampleLog
+from dashboard.locks import claim_once, lease, newest_mark, raise_mark
 from dashboard.monitoring.ingest_store import prune_reports
-from dashboard.monitoring.locks import claim_once, lease, newest_mark, raise_mark
 from dashboard.monitoring.models import Cluster, ServiceHeartbeat
 from dashboard.monitoring.rollup_history import prune_rollups
 from dashboard.monitoring.spark_runs import announce_figures, run_job

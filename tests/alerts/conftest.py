@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from dashboard.celery import app as celery_app
 from dashboard.monitoring.models import Cluster, ConsumerGroup, PartitionState, SparkJobRun
-from dashboard.monitoring.signals import status_applied
+from dashboard.signals import status_applied
 from tests.alerts.receivers import HookReceiver, SmtpReceiver
 
 

@@ -253,8 +253,8 @@ def test_concurrent_scrapes_make_the_body_once(monkeypatch) -> None:
 @pytest.fixture
 def queued(redis_url: str, settings, published: Path, monkeypatch) -> list:
     """The build tasks sent to the Celery broker (recorded here: the test has no worker)."""
+    from dashboard import locks
     from dashboard.api.tasks import build_metrics_exposition
-    from dashboard.monitoring import locks
 
     settings.REDIS_URL = redis_url
     locks._client = None
@@ -279,7 +279,7 @@ def test_requests_while_one_is_queued_fold_into_it(queued: list, world: World) -
 def test_a_build_running_elsewhere_is_followed_not_doubled(
     queued: list, world: World, published: Path
 ) -> None:
-    from dashboard.monitoring.locks import exclusive
+    from dashboard.locks import exclusive
 
     with exclusive("lagwatch:metrics:building", 60) as mine:  # another worker's build
         assert mine
@@ -291,7 +291,7 @@ def test_a_build_running_elsewhere_is_followed_not_doubled(
 def test_no_redis_means_scrapes_build_inline(client: Client, world: World, published: Path,
                                              settings) -> None:  # fmt: skip
     settings.REDIS_URL = "redis://127.0.0.1:1/0"  # nothing listens there
-    from dashboard.monitoring import locks
+    from dashboard import locks
 
     locks._client = None
     try:

@@ -23,7 +23,7 @@ from collectors.cycle import runner
 from collectors.outcome import CycleOutcome
 from collectors.rebalance import GROUP_DELETED, RebalanceEvent
 from collectors.records import GroupMember, GroupSnapshot, Source
-from dashboard.monitoring import locks
+from dashboard import locks
 from dashboard.monitoring.models import Cluster, CollectedCycle
 from dashboard.store.cycle import OrmCycleStore
 from dashboard.store.rows import SupersededCycle, store_cycle
@@ -107,7 +107,7 @@ def redis(redis_url: str, settings) -> Iterator[str]:
 HOLDER = """
 import sys, time, django
 django.setup()
-from dashboard.monitoring.locks import lease
+from dashboard.locks import lease
 with lease(sys.argv[1], float(sys.argv[2])) as mine:
     print("held" if mine else "refused", flush=True)
     time.sleep(120)

@@ -41,7 +41,8 @@ from collectors.figures import PartitionFigure
 from collectors.outcome import CycleOutcome
 from collectors.records import Source
 from collectors.sample_log import SampleLog
-from dashboard.monitoring import locks, spark_results
+from dashboard import locks
+from dashboard.monitoring import spark_results
 from dashboard.monitoring.models import (
     Cluster,
     ConsumerGroup,
@@ -52,9 +53,9 @@ from dashboard.monitoring.models import (
     StatusChange,
 )
 from dashboard.monitoring.rollup_history import apply_rollup_results, prune_rollups
-from dashboard.monitoring.signals import status_applied
 from dashboard.monitoring.spark_results import apply_status_results
 from dashboard.monitoring.spark_runs import lock_key, parse_window, run_job
+from dashboard.signals import status_applied
 from dashboard.store import tasks
 from dashboard.store.rows import store_cycle
 from lab.services import Context, _worker_argv
