@@ -1,5 +1,5 @@
 """Entry points of the Spark jobs: read a window of the sample log, compute, write results
-atomically (SPEC §6). No Django here: a thin Celery task (``dashboard.monitoring.spark_runs``)
+atomically (SPEC §6). No Django here: a thin Celery task (``dashboard.status.runs``)
 calls these and loads the status results into the database.
 
 Jobs:
@@ -35,7 +35,7 @@ removed by a later run; the previous runs stay as they were.
 **Retention.** Each run keeps the ``keep`` newest complete runs of its job and deletes older
 ones (marked or not), plus temp directories older than an hour (a crashed run's leftovers;
 younger ones may belong to a run still writing). One run of a job at a time is the caller's
-business (a Redis lock in ``dashboard.monitoring.spark_runs``).
+business (a Redis lock in ``dashboard.status.runs``).
 
 Files are handled with Hadoop's ``FileSystem`` through the driver's JVM: the same connector,
 configuration and credentials Spark itself writes with, whatever the URL's scheme.

@@ -65,8 +65,8 @@ from dashboard.monitoring.models import (
     SparkJobRun,
 )
 from dashboard.monitoring.producers import topic_expiry
-from dashboard.monitoring.spark_runs import JOBS
 from dashboard.monitoring.spouts import latest_spouts
+from dashboard.status.runs import JOBS
 from spark_jobs.evaluator.retention import at_risk
 
 STATUS_CODES = {"UNKNOWN": 0, "OK": 1, "WARN": 2, "ERR": 3, "STOP": 4, "STALL": 5, "REWIND": 6}

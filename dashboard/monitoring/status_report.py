@@ -37,8 +37,8 @@ from dashboard.monitoring.models import (
     SparkJobRun,
 )
 from dashboard.monitoring.producers import producers_document
-from dashboard.monitoring.spark_runs import JOBS
 from dashboard.monitoring.spouts import latest_spouts, spout_document
+from dashboard.status.runs import JOBS
 
 
 def _iso(at: datetime | None) -> str | None:

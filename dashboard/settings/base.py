@@ -35,6 +35,7 @@ INSTALLED_APPS = [
     "dashboard.accounts",
     "dashboard.monitoring",
     "dashboard.store",
+    "dashboard.status",
     "dashboard.alerts",
     "dashboard.reports",
     "dashboard.api",

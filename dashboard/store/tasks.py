@@ -16,8 +16,8 @@ from collectors.sample_log import SampleLog
 from dashboard.locks import claim_once, lease, newest_mark, raise_mark
 from dashboard.monitoring.ingest_store import prune_reports
 from dashboard.monitoring.models import Cluster, ServiceHeartbeat
-from dashboard.monitoring.rollup_history import prune_rollups
-from dashboard.monitoring.spark_runs import announce_figures, run_job
+from dashboard.status.rollups import prune_rollups
+from dashboard.status.runs import announce_figures, run_job
 from dashboard.store.cycle import run_cluster_cycle
 from dashboard.store.rows import SupersededCycle, prune_history
 

@@ -12,7 +12,7 @@ from datetime import timedelta
 from urllib.parse import urlencode
 
 from dashboard.monitoring.models import SourceKind, Status
-from dashboard.monitoring.spark_runs import JOBS
+from dashboard.status.runs import JOBS
 
 MAX_SEARCH = 200
 

@@ -23,7 +23,7 @@ from collectors.figures import PartitionFigure
 from collectors.outcome import CycleOutcome, SourceOutcome
 from collectors.records import PartitionOffsets, Source, TopicRetention
 from dashboard.monitoring.models import Cluster, ConsumerGroup, PartitionState, Status
-from dashboard.monitoring.spark_results import apply_status_results
+from dashboard.status.results import apply_status_results
 from dashboard.store import group_totals
 from dashboard.store.rows import store_cycle
 from dashboard.ui.params import GroupFilter

@@ -237,7 +237,7 @@ def test_evaluator_thresholds_per_cluster_import_export_and_reach_the_status_job
     tmp_path: Path,
 ) -> None:
     """SPEC §2.4: a cluster's own thresholds, over the deployment's (LAGWATCH_EVALUATOR)."""
-    from dashboard.monitoring.spark_runs import cluster_evaluator_configs, evaluator_config
+    from dashboard.status.runs import cluster_evaluator_configs, evaluator_config
 
     text = GOOD.replace(
         "    storm_ui_url: null\n",

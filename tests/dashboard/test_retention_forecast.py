@@ -1,5 +1,5 @@
 """The retention forecast where it is computed: a status run applied with the stored topic
-configs (dashboard/monitoring/spark_results.py), and the configs as the cycle store keeps them."""
+configs (dashboard/status/results.py), and the configs as the cycle store keeps them."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from collectors.figures import PartitionFigure
 from collectors.outcome import CycleOutcome
 from collectors.records import Source, TopicRetention
 from dashboard.monitoring.models import Cluster, PartitionState, TopicConfig
-from dashboard.monitoring.spark_results import apply_status_results
+from dashboard.status.results import apply_status_results
 from dashboard.store.rows import store_cycle
 
 pytestmark = pytest.mark.django_db

@@ -42,7 +42,6 @@ from collectors.outcome import CycleOutcome
 from collectors.records import Source
 from collectors.sample_log import SampleLog
 from dashboard import locks
-from dashboard.monitoring import spark_results
 from dashboard.monitoring.models import (
     Cluster,
     ConsumerGroup,
@@ -52,10 +51,11 @@ from dashboard.monitoring.models import (
     SparkJobRun,
     StatusChange,
 )
-from dashboard.monitoring.rollup_history import apply_rollup_results, prune_rollups
-from dashboard.monitoring.spark_results import apply_status_results
-from dashboard.monitoring.spark_runs import lock_key, parse_window, run_job
 from dashboard.signals import status_applied
+from dashboard.status import results as spark_results
+from dashboard.status.results import apply_status_results
+from dashboard.status.rollups import apply_rollup_results, prune_rollups
+from dashboard.status.runs import lock_key, parse_window, run_job
 from dashboard.store import tasks
 from dashboard.store.rows import store_cycle
 from lab.services import Context, _worker_argv

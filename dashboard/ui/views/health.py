@@ -7,7 +7,7 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from dashboard.monitoring.models import Cluster
-from dashboard.monitoring.spark_runs import JOBS
+from dashboard.status.runs import JOBS
 from dashboard.ui.params import BadParam, cluster_param, job_param
 from dashboard.ui.queries import health as q
 from dashboard.ui.views.common import bad_request, live_mode, live_regions, page_context

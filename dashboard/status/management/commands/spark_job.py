@@ -13,7 +13,7 @@ import json
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from dashboard.monitoring.models import SparkJobOutcome
-from dashboard.monitoring.spark_runs import JOBS, parse_window, run_job
+from dashboard.status.runs import JOBS, parse_window, run_job
 
 EXIT_SKIPPED = 3
 

@@ -23,7 +23,7 @@ from django.db.models import Max
 from django.utils import timezone
 
 from dashboard.monitoring.models import LagRollup
-from dashboard.monitoring.spark_results import read_table
+from dashboard.status.results import read_table
 from dashboard.store.rows import ms_to_dt
 
 __all__ = ["apply_rollup_results", "prune_rollups"]

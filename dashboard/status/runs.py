@@ -27,9 +27,9 @@ from django.utils import timezone
 
 from dashboard.locks import exclusive
 from dashboard.monitoring.models import Cluster, SparkJobOutcome, SparkJobRun
-from dashboard.monitoring.rollup_history import apply_rollup_results
-from dashboard.monitoring.spark_results import apply_status_results
 from dashboard.signals import figures_stored, status_applied
+from dashboard.status.results import apply_status_results
+from dashboard.status.rollups import apply_rollup_results
 from spark_jobs.evaluator import EvaluatorConfig
 
 if TYPE_CHECKING:
