@@ -143,8 +143,8 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # long run never delays the small housekeeping tasks queued behind it.
 CELERY_TASK_ROUTES = {
     "dashboard.store.tasks.collect_cluster": {"queue": "collectors"},
-    "dashboard.store.tasks.spark_status": {"queue": "spark"},
-    "dashboard.store.tasks.spark_rollups": {"queue": "spark"},
+    "dashboard.status.tasks.spark_status": {"queue": "spark"},
+    "dashboard.status.tasks.spark_rollups": {"queue": "spark"},
 }
 # Spark jobs (SPEC §6, docs/SPARK_JOBS.md): status every minute, rollups every 10 minutes. A
 # run queued longer than its interval is dropped (``expires``): the next one is as good.
@@ -174,12 +174,12 @@ CELERY_BEAT_SCHEDULE = {
         "options": {"expires": LAGWATCH_SAMPLE_LOG_COMPACT_S},
     },
     "spark-status": {
-        "task": "dashboard.store.tasks.spark_status",
+        "task": "dashboard.status.tasks.spark_status",
         "schedule": float(LAGWATCH_STATUS_EVERY_S),
         "options": {"expires": LAGWATCH_STATUS_EVERY_S},
     },
     "spark-rollups": {
-        "task": "dashboard.store.tasks.spark_rollups",
+        "task": "dashboard.status.tasks.spark_rollups",
         "schedule": float(LAGWATCH_ROLLUPS_EVERY_S),
         "options": {"expires": LAGWATCH_ROLLUPS_EVERY_S},
     },

@@ -27,7 +27,7 @@ from django.utils import timezone
 
 from dashboard.locks import exclusive
 from dashboard.monitoring.models import Cluster, SparkJobOutcome, SparkJobRun
-from dashboard.signals import figures_stored, status_applied
+from dashboard.signals import announce_figures, announce_status
 from dashboard.status.results import apply_status_results
 from dashboard.status.rollups import apply_rollup_results
 from spark_jobs.evaluator import EvaluatorConfig
@@ -181,7 +181,7 @@ def run_job(
         return _finish(run, SparkJobOutcome.FAILED, started, error_text(exc))
     _finish(run, SparkJobOutcome.OK, started)
     if job == "status":
-        _announce(run, applied.changes)
+        announce_status(run, applied.changes)
     announce_figures(run=run)
     _prune_runs(job)
     log.info("spark job done", extra={"run": run.as_dict()})
@@ -199,22 +199,6 @@ def _close_orphans(job: str, current: SparkJobRun) -> int:
             error="cut short: the worker running it stopped before the run finished",
         )
     )
-
-
-def _announce(run: SparkJobRun, changes: list) -> None:
-    """Tell the apps downstream (alerts) that statuses changed; their failures are logged,
-    never the run's."""
-    for receiver, outcome in status_applied.send_robust(sender=None, run=run, changes=changes):
-        if isinstance(outcome, Exception):
-            log.error("status_applied receiver %r failed: %s", receiver, outcome)
-
-
-def announce_figures(**kwargs: object) -> None:
-    """Tell the apps downstream (/metrics) that stored figures changed; as robust as
-    :func:`_announce`."""
-    for receiver, outcome in figures_stored.send_robust(sender=None, **kwargs):
-        if isinstance(outcome, Exception):
-            log.error("figures_stored receiver %r failed: %s", receiver, outcome)
 
 
 def _prune_runs(job: str) -> None:

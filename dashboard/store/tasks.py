@@ -1,4 +1,5 @@
-"""Celery tasks of the monitoring app: thin wrappers around plain functions."""
+"""Celery tasks of the store: collection (dispatch, one cycle under the cluster's lease) and
+storage upkeep; thin wrappers around plain functions."""
 
 from __future__ import annotations
 
@@ -16,8 +17,7 @@ from collectors.sample_log import SampleLog
 from dashboard.locks import claim_once, lease, newest_mark, raise_mark
 from dashboard.monitoring.ingest_store import prune_reports
 from dashboard.monitoring.models import Cluster, ServiceHeartbeat
-from dashboard.status.rollups import prune_rollups
-from dashboard.status.runs import announce_figures, run_job
+from dashboard.signals import announce_figures
 from dashboard.store.cycle import run_cluster_cycle
 from dashboard.store.rows import SupersededCycle, prune_history
 
@@ -104,12 +104,11 @@ def collect_cluster(self, name: str, cycle_ms: int) -> dict | None:
 
 @shared_task(name="dashboard.store.tasks.maintain_storage", ignore_result=True)
 def maintain_storage() -> dict:
-    """Drop raw history, old client reports and old rollups; compact closed hours of the
-    sample log."""
+    """Drop raw history and old client reports; compact closed hours of the sample log and
+    apply its retention. (Rollups are pruned by the rollup job that writes them.)"""
     now = timezone.now()
     pruned = prune_history(timedelta(hours=settings.LAGWATCH_RAW_HISTORY_HOURS), now)
     pruned += prune_reports(now - timedelta(hours=1))
-    pruned += prune_rollups()
     sample_log = SampleLog.from_url(settings.LAGWATCH_SAMPLE_LOG_URL)
     compacted = sample_log.compact_closed_hours(now)
     removed = sample_log.apply_retention(
@@ -125,19 +124,3 @@ def compact_sample_log() -> dict:
     sample_log = SampleLog.from_url(settings.LAGWATCH_SAMPLE_LOG_URL)
     results = sample_log.compact_open_hours(timezone.now())
     return {"hours": len(results), "files_merged": sum(r.inputs for r in results)}
-
-
-# Spark jobs (SPEC §6): queue "spark". The lock inside run_job keeps one run per job even when
-# beat's next call arrives while a run is still going; that call records a skipped run.
-
-
-@shared_task(name="dashboard.store.tasks.spark_status", ignore_result=True)
-def spark_status(window_s: int | None = None) -> dict:
-    """Status and diagnosis of every partition and group, loaded into the database."""
-    return run_job("status", window_s).as_dict()
-
-
-@shared_task(name="dashboard.store.tasks.spark_rollups", ignore_result=True)
-def spark_rollups(window_s: int | None = None) -> dict:
-    """Per-minute and per-hour rollups of the sample log's recent window."""
-    return run_job("rollups", window_s).as_dict()

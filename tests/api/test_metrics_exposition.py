@@ -266,7 +266,7 @@ def queued(redis_url: str, settings, published: Path, monkeypatch) -> list:
 
 
 def test_requests_while_one_is_queued_fold_into_it(queued: list, world: World) -> None:
-    from dashboard.status.runs import announce_figures
+    from dashboard.signals import announce_figures
 
     for _ in range(5):  # five clusters' cycles stored together
         announce_figures(cluster="prod")

@@ -53,10 +53,10 @@ from dashboard.monitoring.models import (
 )
 from dashboard.signals import status_applied
 from dashboard.status import results as spark_results
+from dashboard.status import tasks
 from dashboard.status.results import apply_status_results
 from dashboard.status.rollups import apply_rollup_results, prune_rollups
 from dashboard.status.runs import lock_key, parse_window, run_job
-from dashboard.store import tasks
 from dashboard.store.rows import store_cycle
 from lab.services import Context, _worker_argv
 from spark_jobs.evaluator import (
