@@ -38,7 +38,7 @@ from dashboard.alerts.rules import (
     title_for,
     with_topic_codes,
 )
-from dashboard.monitoring.ingest_store import stored_producers
+from dashboard.ingest.store import stored_producers
 from dashboard.monitoring.models import PartitionState
 from dashboard.monitoring.producers import topic_expiry
 

@@ -49,8 +49,8 @@ from prometheus_client.core import (
 )
 
 from collectors.rebalance import LIFECYCLE_CAUSES
+from dashboard.ingest.store import stored_producers
 from dashboard.monitoring import trends
-from dashboard.monitoring.ingest_store import stored_producers
 from dashboard.monitoring.membership import group_type
 from dashboard.monitoring.models import (
     BrokerPurgatory,

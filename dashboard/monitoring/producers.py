@@ -19,7 +19,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from collectors.producer_deliveries import PRODUCER_EXPIRY, expiring_topics, expiry_sentence
-from dashboard.monitoring.ingest_store import StoredProducer, stored_producers
+from dashboard.ingest.store import StoredProducer, stored_producers
 
 
 def _iso_ms(ms: int | None) -> str | None:

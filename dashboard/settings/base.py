@@ -34,6 +34,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "dashboard.accounts",
     "dashboard.monitoring",
+    "dashboard.ingest",
     "dashboard.store",
     "dashboard.status",
     "dashboard.alerts",

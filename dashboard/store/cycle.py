@@ -24,7 +24,7 @@ from collectors.outcome import CycleOutcome
 from collectors.rebalance import GROUP_DELETED
 from collectors.records import GroupMember, GroupSnapshot, Source, SpoutFigures
 from collectors.sample_log import SampleLog
-from dashboard.monitoring.ingest_store import recent_reports
+from dashboard.ingest.store import recent_reports
 from dashboard.monitoring.models import (
     BrokerOffsets,
     Cluster,

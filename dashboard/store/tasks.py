@@ -14,8 +14,8 @@ from django.utils import timezone
 
 from collectors.cycle.runner import collector_id, cycle_slot
 from collectors.sample_log import SampleLog
+from dashboard.ingest.store import prune_reports
 from dashboard.locks import claim_once, lease, newest_mark, raise_mark
-from dashboard.monitoring.ingest_store import prune_reports
 from dashboard.monitoring.models import Cluster, ServiceHeartbeat
 from dashboard.signals import announce_figures
 from dashboard.store.cycle import run_cluster_cycle

@@ -220,7 +220,7 @@ def test_producer_expiry_rule_fires_for_the_topic_and_resolves_after_the_window(
     rule listing it matches the OK partitions of the topic (docs/ALERTS.md)."""
     from collectors.ingest_parsing import parse_librdkafka_stats
     from collectors.producer_deliveries import parse_deliveries
-    from dashboard.monitoring.ingest_store import store_client_report
+    from dashboard.ingest.store import store_client_report
     from tests.collectors.ingest_documents import producer_doc
 
     settings.LAGWATCH_PRODUCER_EXPIRY_WINDOW_S = 60

@@ -15,7 +15,7 @@ from django.utils import timezone
 
 from collectors.ingest_parsing import parse_librdkafka_stats
 from collectors.producer_deliveries import parse_deliveries
-from dashboard.monitoring.ingest_store import store_client_report
+from dashboard.ingest.store import store_client_report
 from dashboard.monitoring.models import (
     BrokerPurgatory,
     Cluster,

@@ -25,8 +25,8 @@ from collectors.client_assignments import apply_client_reports
 from collectors.client_reports import CONSUMER
 from collectors.ingest_parsing import parse_librdkafka_stats
 from collectors.records import GroupSnapshot, Source
-from dashboard.monitoring import ingest
-from dashboard.monitoring.ingest_store import prune_reports, recent_reports
+from dashboard.ingest import views as ingest
+from dashboard.ingest.store import prune_reports, recent_reports
 from dashboard.monitoring.models import ClientReportRow, Cluster, IngestKind
 from lab.workload.clients import leave_and_close
 from tests.collectors.ingest_documents import consumer_doc, producer_doc, spout_doc

@@ -18,7 +18,7 @@ from django.utils import timezone
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dashboard.monitoring.ingest_store import recent_reports
+from dashboard.ingest.store import recent_reports
 from dashboard.monitoring.models import ClientReportRow, Cluster
 from tests.fuzz import strategies as fs
 
@@ -163,7 +163,7 @@ def test_body_that_is_not_json_is_a_400(ingest: Client, kind: str, body: bytes) 
     check_push(ingest, kind, body)
 
 
-# Found by the fuzzing, fixed in dashboard/monitoring/ingest.py: JSON may escape a lone
+# Found by the fuzzing, fixed in dashboard/ingest/views.py: JSON may escape a lone
 # surrogate ("\ud800"), which no database takes; the push was a 500 once it reached the store.
 @pytest.mark.parametrize(
     ("kind", "body", "query"),

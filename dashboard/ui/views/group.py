@@ -10,7 +10,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from dashboard.monitoring.ingest_store import stored_producers
+from dashboard.ingest.store import stored_producers
 from dashboard.monitoring.models import ConsumerGroup
 from dashboard.monitoring.producers import expiry_rows, topic_expiry
 from dashboard.ui import charts

@@ -8,7 +8,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from dashboard.monitoring.ingest_store import stored_producers
+from dashboard.ingest.store import stored_producers
 from dashboard.monitoring.producers import expiry_rows, producer_rows, topic_expiry
 from dashboard.ui.params import BadParam, cluster_param
 from dashboard.ui.views.common import bad_request, page_context

@@ -29,7 +29,7 @@ from collectors.client_reports import PRODUCER
 from collectors.ingest_parsing import IngestError, parse_librdkafka_stats, parse_spout_report
 from collectors.producer_deliveries import FIELD as DELIVERIES_FIELD
 from collectors.producer_deliveries import parse_deliveries
-from dashboard.monitoring.ingest_store import store_client_report, store_spout_report
+from dashboard.ingest.store import store_client_report, store_spout_report
 from dashboard.monitoring.models import Cluster
 
 DISABLED = "ingest disabled: LAGWATCH_INGEST_TOKEN not set"
