@@ -33,13 +33,13 @@ import django
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dashboard.settings")
 django.setup()
 
-from dashboard.monitoring.assignment.model import Member  # noqa: E402
-from dashboard.monitoring.assignment.whatif import (  # noqa: E402
+from dashboard.monitoring.membership import by_topic  # noqa: E402
+from dashboard.whatif.model import Member  # noqa: E402
+from dashboard.whatif.whatif import (  # noqa: E402
     CLASSIC,
     CONSUMER,
     assignment_report,
 )
-from dashboard.monitoring.membership import by_topic  # noqa: E402
 
 
 def group(members: int, partitions: int, topics: int, left: int) -> tuple[list[dict], list[dict]]:

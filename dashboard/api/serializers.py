@@ -10,7 +10,6 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from dashboard.monitoring.assignment import group_report
 from dashboard.monitoring.membership import group_type, member_details
 from dashboard.monitoring.models import (
     Cluster,
@@ -21,6 +20,7 @@ from dashboard.monitoring.models import (
     seen_at,
 )
 from dashboard.monitoring.trends import retention_dict
+from dashboard.whatif import group_report
 
 
 def iso(at: datetime | None) -> str | None:

@@ -37,6 +37,7 @@ INSTALLED_APPS = [
     "dashboard.ingest",
     "dashboard.store",
     "dashboard.status",
+    "dashboard.whatif",
     "dashboard.alerts",
     "dashboard.reports",
     "dashboard.api",

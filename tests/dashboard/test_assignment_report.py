@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from dashboard.monitoring.assignment import Figures, assignment_report, balance
-from dashboard.monitoring.assignment.java import (
+from dashboard.whatif import Figures, assignment_report, balance
+from dashboard.whatif.java import (
     hashmap_order,
     int_set_order,
     string_hash,
@@ -169,7 +169,7 @@ def test_more_members_than_partitions_and_odd_stored_members() -> None:
 
 
 def test_a_refusal_or_an_oversized_general_case_is_a_note_not_a_crash(monkeypatch) -> None:
-    from dashboard.monitoring.assignment import whatif
+    from dashboard.whatif import whatif
 
     monkeypatch.setattr(whatif, "GENERAL_STICKY_BUDGET", 3)
     members = [held("a", 0, subscription=["t"]), held("b", subscription=["t", "u"])]

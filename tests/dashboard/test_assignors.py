@@ -1,4 +1,4 @@
-"""Kafka's assignors as Lagwatch reproduces them (``dashboard.monitoring.assignment``): table
+"""Kafka's assignors as Lagwatch reproduces them (``dashboard.whatif``): table
 tests with DOMAIN §3's examples, different subscriptions, empty groups, a member subscribed
 to nothing, more members than partitions, several topics, static members and Java's orders.
 
@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from dashboard.monitoring.assignment import member, range_assign, round_robin, sticky, uniform
-from dashboard.monitoring.assignment.model import AssignorError
+from dashboard.whatif import member, range_assign, round_robin, sticky, uniform
+from dashboard.whatif.model import AssignorError
 
 T10 = {"t": 10}
 

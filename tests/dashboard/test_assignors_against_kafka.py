@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from dashboard.monitoring.assignment import member, range_assign, round_robin, sticky, uniform
+from dashboard.whatif import member, range_assign, round_robin, sticky, uniform
 from tests.dashboard import test_assignors as tables
 
 ORACLE = Path(__file__).resolve().parent / "assignor_oracle" / "AssignorOracle.java"

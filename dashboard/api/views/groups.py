@@ -11,9 +11,9 @@ from dashboard.api.auth import api_view
 from dashboard.api.pagination import PAGE_PARAMS, paginate
 from dashboard.api.responses import ApiJsonResponse
 from dashboard.api.serializers import group_detail_dict, group_dict
-from dashboard.monitoring.assignment.document import ROW_FIELDS as WHATIF_ROW_FIELDS
-from dashboard.monitoring.assignment.document import whatif_document
 from dashboard.monitoring.spouts import group_spouts
+from dashboard.whatif.document import ROW_FIELDS as WHATIF_ROW_FIELDS
+from dashboard.whatif.document import whatif_document
 
 ORDERINGS = {
     "name": ("cluster__name", "source", "name"),

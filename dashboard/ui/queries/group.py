@@ -15,8 +15,6 @@ from django.db.models import Max, OuterRef, Subquery
 from django.urls import reverse
 
 from dashboard.monitoring import trends
-from dashboard.monitoring.assignment import group_report, holdings
-from dashboard.monitoring.assignment.whatif import by_member, label, pairs
 from dashboard.monitoring.membership import (
     group_type,
     member_details,
@@ -26,6 +24,8 @@ from dashboard.monitoring.membership import (
 from dashboard.monitoring.models import ConsumerGroup, PartitionState, RebalanceEvent, StatusChange
 from dashboard.ui.params import PARTITIONS_PER_PAGE, SEVERITY, STATUSES_WORST_FIRST, GroupView
 from dashboard.ui.queries.common import diagnosis_codes
+from dashboard.whatif import group_report, holdings
+from dashboard.whatif.whatif import by_member, label, pairs
 
 # Every partition of the group, light: totals, filters, sort, paging, the assignment view.
 LIGHT_COLUMNS = ("id", "topic", "partition", "lag", "time_lag_s", "status", "stale", "owner",

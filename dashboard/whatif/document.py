@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from dashboard.monitoring.assignment.whatif import by_member, group_report, holdings
 from dashboard.monitoring.membership import by_topic, group_type, member_details
+from dashboard.whatif.whatif import by_member, group_report, holdings
 
 # What the document reads of each partition row.
 ROW_FIELDS = ("topic", "partition", "lag", "time_lag_s", "owner")

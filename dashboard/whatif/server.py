@@ -19,9 +19,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from dashboard.monitoring.assignment.java import hashmap_order, int_set_order, string_key
-from dashboard.monitoring.assignment.model import Assignment, AssignorError, Member, finished
-from dashboard.monitoring.assignment.uniform_balance import heterogeneous
+from dashboard.whatif.java import hashmap_order, int_set_order, string_key
+from dashboard.whatif.model import Assignment, AssignorError, Member, finished
+from dashboard.whatif.uniform_balance import heterogeneous
 
 
 def uniform(members: Sequence[Member], partitions: Mapping[str, int]) -> Assignment:

@@ -27,17 +27,17 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, Protocol
 
-from dashboard.monitoring.assignment.balance import Figures, balance
-from dashboard.monitoring.assignment.classic import range_assign, round_robin
-from dashboard.monitoring.assignment.model import (
+from dashboard.monitoring.membership import group_type, member_details
+from dashboard.whatif.balance import Figures, balance
+from dashboard.whatif.classic import range_assign, round_robin
+from dashboard.whatif.model import (
     Assignment,
     AssignorError,
     Member,
     TopicPartition,
 )
-from dashboard.monitoring.assignment.server import uniform
-from dashboard.monitoring.assignment.sticky import sticky
-from dashboard.monitoring.membership import group_type, member_details
+from dashboard.whatif.server import uniform
+from dashboard.whatif.sticky import sticky
 
 Assignor = Callable[[Sequence[Member], Mapping[str, int]], Assignment]
 

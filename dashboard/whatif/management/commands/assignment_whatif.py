@@ -2,7 +2,7 @@
 partitions and lag spread over its members, and what each of Kafka's assignors would assign to
 them now (the group page's "Assignment balance" in a terminal, hence in the pages' app, with
 their formatting; docs/DASHBOARD.md). ``--json`` prints the document that
-``/api/v1/groups/<id>/whatif/`` serves (``dashboard.monitoring.assignment.document``;
+``/api/v1/groups/<id>/whatif/`` serves (``dashboard.whatif.document``;
 docs/API.md). Unknown cluster or group, or a name several sources use without ``--source``:
 exit code 2, nothing printed on stdout.
 """
@@ -14,11 +14,11 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from dashboard.monitoring.assignment import group_report
-from dashboard.monitoring.assignment.document import ROW_FIELDS, whatif_document
-from dashboard.monitoring.assignment.whatif import label
 from dashboard.monitoring.models import Cluster, ConsumerGroup, SourceKind
 from dashboard.ui.formatting import duration, number, percent
+from dashboard.whatif import group_report
+from dashboard.whatif.document import ROW_FIELDS, whatif_document
+from dashboard.whatif.whatif import label
 
 
 def _fail(message: str) -> CommandError:

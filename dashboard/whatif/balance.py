@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from dashboard.monitoring.assignment.model import TopicPartition
+from dashboard.whatif.model import TopicPartition
 
 
 @dataclass(frozen=True)

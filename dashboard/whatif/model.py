@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from dashboard.monitoring.assignment.java import hashmap_order, string_key
+from dashboard.whatif.java import hashmap_order, string_key
 
 TopicPartition = tuple[str, int]
 Assignment = dict[str, list[TopicPartition]]

@@ -20,8 +20,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from dashboard.monitoring.assignment.java import hashmap_order, string_key
-from dashboard.monitoring.assignment.model import (
+from dashboard.whatif.java import hashmap_order, string_key
+from dashboard.whatif.model import (
     Assignment,
     Member,
     TopicPartition,
@@ -29,7 +29,7 @@ from dashboard.monitoring.assignment.model import (
     finished,
     subscribed_partitions,
 )
-from dashboard.monitoring.assignment.sticky_general import general_assign
+from dashboard.whatif.sticky_general import general_assign
 
 
 def sticky(members: Sequence[Member], partitions: Mapping[str, int]) -> Assignment:

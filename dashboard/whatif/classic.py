@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from dashboard.monitoring.assignment.model import (
+from dashboard.whatif.model import (
     Assignment,
     Member,
     all_partitions,

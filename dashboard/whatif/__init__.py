@@ -19,12 +19,12 @@ what the group leader or the broker would really do. Racks are not known to Lagw
 Kafka's rack-aware branches are left out.
 """
 
-from dashboard.monitoring.assignment.balance import Figures, balance
-from dashboard.monitoring.assignment.classic import range_assign, round_robin
-from dashboard.monitoring.assignment.model import Assignment, Member, member
-from dashboard.monitoring.assignment.server import uniform
-from dashboard.monitoring.assignment.sticky import sticky
-from dashboard.monitoring.assignment.whatif import assignment_report, group_report, holdings
+from dashboard.whatif.balance import Figures, balance
+from dashboard.whatif.classic import range_assign, round_robin
+from dashboard.whatif.model import Assignment, Member, member
+from dashboard.whatif.server import uniform
+from dashboard.whatif.sticky import sticky
+from dashboard.whatif.whatif import assignment_report, group_report, holdings
 
 __all__ = [
     "Assignment",

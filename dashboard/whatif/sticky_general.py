@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from dashboard.monitoring.assignment.java import JavaHashSet, string_key, topic_partition_hash
-from dashboard.monitoring.assignment.model import Assignment, TopicPartition
+from dashboard.whatif.java import JavaHashSet, string_key, topic_partition_hash
+from dashboard.whatif.model import Assignment, TopicPartition
 
 Pair = tuple[str, str]  # (source member, destination member)
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from dashboard.monitoring.assignment.java import string_key
-from dashboard.monitoring.assignment.model import Assignment
+from dashboard.whatif.java import string_key
+from dashboard.whatif.model import Assignment
 
 MAX_ITERATION_COUNT = 16
 
