@@ -1,11 +1,11 @@
-"""``dashboard.api.burrow``: Burrow's status documents from rows, case by case."""
+"""``dashboard.api.burrow.shapes``: Burrow's status documents from rows, case by case."""
 
 from __future__ import annotations
 
 import pytest
 
-from dashboard.api import burrow
-from dashboard.api.burrow import Offset, PartitionRow
+from dashboard.api.burrow import shapes as burrow
+from dashboard.api.burrow.shapes import Offset, PartitionRow
 
 
 def row(n: int, status: str = "OK", lag: int | None = 0, complete: float | None = 1.0,

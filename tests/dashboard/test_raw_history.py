@@ -19,9 +19,9 @@ from collectors.cycle.stale import Staleness
 from collectors.figures import PartitionFigure
 from collectors.outcome import CycleOutcome, SourceOutcome
 from collectors.records import Source
-from dashboard.api import burrow_data
 from dashboard.api import history as api_history
-from dashboard.api.burrow import Offset
+from dashboard.api.burrow import data as burrow_data
+from dashboard.api.burrow.shapes import Offset
 from dashboard.monitoring.models import Cluster, ConsumerGroup, GroupSample, PartitionState
 from dashboard.store import raw_history
 from dashboard.store.rows import ms_to_dt, store_cycle

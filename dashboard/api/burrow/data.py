@@ -28,7 +28,7 @@ from functools import cache
 from django.conf import settings
 from django.db import connection
 
-from dashboard.api.burrow import Offset, PartitionRow
+from dashboard.api.burrow.shapes import Offset, PartitionRow
 from dashboard.monitoring.models import (
     Cluster,
     ConsumerGroup,

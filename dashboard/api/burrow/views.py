@@ -11,7 +11,8 @@ from functools import cache, wraps
 
 from django.http import HttpRequest, HttpResponse
 
-from dashboard.api import burrow, burrow_data
+from dashboard.api.burrow import data as burrow_data
+from dashboard.api.burrow import shapes as burrow
 from dashboard.api.open_auth import open_endpoint
 from dashboard.api.responses import ApiJsonResponse
 

@@ -8,7 +8,7 @@ any character (``[\s\S]+``, unlike ``path``'s ``.+``) before the fixed ``/status
 
 from django.urls import path, re_path
 
-from dashboard.api import burrow_views
+from dashboard.api.burrow import views as burrow_views
 
 app_name = "burrow"
 _CLUSTER = r"(?P<cluster>[^/]+)"
