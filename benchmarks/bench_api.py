@@ -264,9 +264,9 @@ def check_responses(base: str, target_partitions: int) -> dict:
 
 def publish_exposition(env: dict) -> float:
     """What the Celery task does after a stored cycle, timed: the bulk of /metrics built and
-    published under the data directory (dashboard/api/exposition.py)."""
+    published under the data directory (dashboard/api/metrics/exposition.py)."""
     code = (
-        "import time, django; django.setup(); from dashboard.api.exposition import build; "
+        "import time, django; django.setup(); from dashboard.api.metrics.exposition import build; "
         "t = time.perf_counter(); build(); print(time.perf_counter() - t)"
     )
     done = subprocess.run([PYTHON, "-c", code], cwd=ROOT, env=env, check=True,

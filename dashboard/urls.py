@@ -15,7 +15,7 @@ urlpatterns = [
     path("api/v1/ingest/", include("dashboard.ingest.views")),
     path("api/v1/", include("dashboard.api.urls")),
     path("v3/", include("dashboard.api.burrow.urls")),
-    path("metrics", include("dashboard.api.metrics_urls")),
+    path("metrics", include("dashboard.api.metrics.urls")),
     path("alerts/", include("dashboard.alerts.urls")),
     path("reports/", include("dashboard.reports.urls")),
     path("", include("dashboard.ui.urls")),

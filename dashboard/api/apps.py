@@ -9,6 +9,6 @@ class ApiConfig(AppConfig):
     verbose_name = "API"
 
     def ready(self) -> None:
-        from dashboard.api import signals
+        from dashboard.api.metrics import signals, tasks  # noqa: F401 (registers the task)
 
         signals.connect()

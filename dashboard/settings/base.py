@@ -333,9 +333,9 @@ if LAGWATCH_OPEN_ENDPOINTS_AUTH == "basic" and not (
         "LAGWATCH_OPEN_ENDPOINTS_PASSWORD"
     )
 # /metrics serves its per-group and per-partition series from an exposition built once after
-# each stored cycle or Spark run (a debounced Celery task, dashboard/api/exposition.py) in
+# each stored cycle or Spark run (a debounced Celery task, dashboard/api/metrics/exposition.py) in
 # METRICS_DIR; a scrape finding none younger than MAX_AGE_S builds it itself, as when off.
 LAGWATCH_METRICS_PREBUILT = env_bool("LAGWATCH_METRICS_PREBUILT", True)
 LAGWATCH_METRICS_DIR = env_str("LAGWATCH_METRICS_DIR", str(DATA_DIR / "metrics"))
 LAGWATCH_METRICS_MAX_AGE_S = env_int("LAGWATCH_METRICS_MAX_AGE_S", 60)
-CELERY_TASK_ROUTES["dashboard.api.tasks.build_metrics_exposition"] = {"queue": "celery"}
+CELERY_TASK_ROUTES["dashboard.api.metrics.tasks.build_metrics_exposition"] = {"queue": "celery"}

@@ -18,7 +18,7 @@ from prometheus_client.openmetrics.parser import (
 )
 from prometheus_client.parser import text_string_to_metric_families
 
-from dashboard.api import exposition
+from dashboard.api.metrics import exposition
 from dashboard.monitoring.models import Cluster, ConsumerGroup, PartitionState
 from tests.api.world import HOSTILE, World
 
@@ -200,7 +200,7 @@ def test_an_older_build_finishing_last_does_not_replace_a_newer_one(
     ],
 )  # fmt: skip
 def test_gzip_only_when_accepted(header: str, gzipped: bool) -> None:
-    from dashboard.api.metrics_views import _accepts_gzip
+    from dashboard.api.metrics.views import _accepts_gzip
 
     assert _accepts_gzip(header) is gzipped
 
@@ -254,7 +254,7 @@ def test_concurrent_scrapes_make_the_body_once(monkeypatch) -> None:
 def queued(redis_url: str, settings, published: Path, monkeypatch) -> list:
     """The build tasks sent to the Celery broker (recorded here: the test has no worker)."""
     from dashboard import locks
-    from dashboard.api.tasks import build_metrics_exposition
+    from dashboard.api.metrics.tasks import build_metrics_exposition
 
     settings.REDIS_URL = redis_url
     locks._client = None

@@ -2,6 +2,6 @@
 
 from django.urls import path
 
-from dashboard.api import metrics_views
+from dashboard.api.metrics import views as metrics_views
 
 urlpatterns = [path("", metrics_views.metrics, name="metrics")]

@@ -4,7 +4,7 @@ from dashboard.signals import figures_stored
 
 
 def _on_figures_stored(sender: object, **kwargs: object) -> None:
-    from dashboard.api.exposition import request_build
+    from dashboard.api.metrics.exposition import request_build
 
     request_build()
 

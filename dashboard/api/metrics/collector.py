@@ -109,7 +109,7 @@ class LagwatchCollector:
 
     def bulk(self, now) -> Iterator[Metric]:
         """The families that grow with groups and partitions. They change when a cycle is
-        stored or a Spark run applied, so ``dashboard/api/exposition.py`` encodes them once
+        stored or a Spark run applied, so ``dashboard/api/metrics/exposition.py`` encodes them once
         then; every family named ``lagwatch_partition_*`` is per partition."""
         groups = self._groups()
         yield from self._lag(groups)

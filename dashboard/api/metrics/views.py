@@ -1,7 +1,7 @@
 """``/metrics`` in Prometheus text format (SPEC §9): open by default (``open_auth``).
 
 Served from the exposition built after each stored cycle or Spark run where one is fresh
-(``dashboard/api/exposition.py``), gzipped when the scraper accepts it (Prometheus does).
+(``dashboard/api/metrics/exposition.py``), gzipped when the scraper accepts it (Prometheus does).
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
 from prometheus_client.exposition import choose_encoder
 
-from dashboard.api import exposition
-from dashboard.api.metrics import LagwatchCollector, build_registry
+from dashboard.api.metrics import exposition
+from dashboard.api.metrics.collector import LagwatchCollector, build_registry
 from dashboard.api.open_auth import open_endpoint
 
 # One registry per variant: the collector reads the database at each collect(), so a

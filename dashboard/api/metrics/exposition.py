@@ -35,7 +35,7 @@ from prometheus_client import exposition as text_format
 from prometheus_client.core import Metric
 from prometheus_client.openmetrics import exposition as om_format
 
-from dashboard.api.metrics import LagwatchCollector
+from dashboard.api.metrics.collector import LagwatchCollector
 
 log = logging.getLogger(__name__)
 
@@ -194,7 +194,7 @@ def request_build() -> None:
     restore of unacked messages (tests/lab/test_production_run.py, Redis stopped under beat)."""
     if not settings.LAGWATCH_METRICS_PREBUILT:
         return
-    from dashboard.api.tasks import build_metrics_exposition
+    from dashboard.api.metrics.tasks import build_metrics_exposition
     from dashboard.locks import claim_once
 
     try:
