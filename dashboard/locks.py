@@ -1,4 +1,5 @@
-"""Short Redis locks: a collection slot dispatched once, one cycle of a cluster at a time.
+"""Short Redis locks: a collection slot dispatched once, one cycle of a cluster at a time,
+one run of a Spark job at a time, a /metrics exposition build requested once.
 
 Redis is already the Celery broker, so it costs no new service. Every lock expires on its
 own: a worker killed mid-cycle cannot hold a cluster forever. A :func:`lease` is held by a

@@ -12,7 +12,7 @@ urlpatterns = [
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
-    path("api/v1/ingest/", include("dashboard.ingest.views")),
+    path("api/v1/ingest/", include("dashboard.ingest.urls")),
     path("api/v1/", include("dashboard.api.urls")),
     path("v3/", include("dashboard.api.burrow.urls")),
     path("metrics", include("dashboard.api.metrics.urls")),

@@ -1,9 +1,9 @@
 """Where pushed client reports are kept, and how the collection cycle reads them back.
 
-The ingest views write here; the cycle's store (``cycle_store``) calls :func:`recent_reports`
-and hands the runner the same plain records the parsers produce (``collectors.ingest_parsing``),
-so it never sees the database rows. Old rows are skipped by age: a client that stopped
-pushing is not reporting.
+The ingest views write here; the cycle's store (``dashboard.store.cycle``) calls
+:func:`recent_reports` and hands the runner the same plain records the parsers produce
+(``collectors.ingest_parsing``), so it never sees the database rows. Old rows are skipped
+by age: a client that stopped pushing is not reporting.
 """
 
 from __future__ import annotations

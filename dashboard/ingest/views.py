@@ -6,7 +6,7 @@
 Machines call it, not people: a bearer token instead of a login or a CSRF cookie. Every
 check that needs no body (method, token, declared size, cluster) comes before the body is
 read, so an unauthenticated or oversized push costs nothing. Validation lives in
-``collectors.ingest_parsing``; storage in ``ingest_store``.
+``collectors.ingest_parsing``; storage in ``dashboard.ingest.store``.
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ from typing import Any, cast
 from django.conf import settings
 from django.contrib.auth.decorators import login_not_required
 from django.http import HttpRequest, JsonResponse
-from django.urls import path
 from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
@@ -172,10 +171,3 @@ def librdkafka(request: HttpRequest, cluster: str) -> JsonResponse:
 @require_POST
 def spout(request: HttpRequest, cluster: str) -> JsonResponse:
     return _ingest(request, cluster, _spout)
-
-
-app_name = "ingest"
-urlpatterns = [
-    path("<str:cluster>/librdkafka", librdkafka, name="librdkafka"),
-    path("<str:cluster>/spout", spout, name="spout"),
-]

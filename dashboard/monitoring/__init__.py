@@ -1,2 +1,5 @@
-"""Monitoring app: the domain models, the store's database side, ingest, and the status runs
-applied to the database (the pages that browse them are ``dashboard.ui``)."""
+"""The monitoring app: the domain models every stage shares (clusters, groups, partitions,
+history, source health, Spark runs), the clusters file, the health check, and the readers the
+pages, the API and ``lagwatch_status`` share (``membership``, ``spouts``, ``producers``,
+``trends``, ``status_report``). Writing is the store's (``dashboard.store``) and the status
+run's (``dashboard.status``); the pages are ``dashboard.ui``."""

@@ -24,7 +24,7 @@ from django.utils import timezone
 
 from dashboard.monitoring.models import LagRollup
 from dashboard.status.results import read_table
-from dashboard.store.rows import ms_to_dt
+from dashboard.times import ms_to_dt
 
 __all__ = ["apply_rollup_results", "prune_rollups"]
 

@@ -34,7 +34,8 @@ from dashboard.monitoring.models import (
     RebalanceEvent,
 )
 from dashboard.store import raw_history
-from dashboard.store.rows import ms_to_dt, store_cycle
+from dashboard.store.rows import store_cycle
+from dashboard.times import ms_to_dt
 
 __all__ = ["OrmCycleStore", "cluster_settings", "run_cluster_cycle"]
 

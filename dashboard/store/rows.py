@@ -4,13 +4,13 @@ Every row written here is keyed by the cycle's time, so a retried task rewrites 
 rows. A source that could not be reached leaves its groups' last known figures in place,
 marked stale: nothing already stored is lost or overwritten with zeros. Which figures those
 are is decided once per cycle, for this store and the sample log alike
-(``collectors.cycle.stale``); the cycle reaches this module through ``cycle_store``.
+(``collectors.cycle.stale``); the cycle reaches this module through ``dashboard.store.cycle``.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 
 from django.db import connection, models, transaction
 
@@ -36,6 +36,7 @@ from dashboard.monitoring.models import (
     TopicConfig,
 )
 from dashboard.store import group_totals, raw_history
+from dashboard.times import ms_to_dt
 
 GROUP_FIELDS = [
     "state",
@@ -74,10 +75,6 @@ PARTITION_FIELDS = [
 ]
 # A partition whose broker offsets could not be read this cycle keeps its last known ones.
 BROKER_FIELDS = {"earliest", "latest", "lag", "time_lag_s", "time_lag_kind", "time_lag_from_ms"}
-
-
-def ms_to_dt(ms: int | None) -> datetime | None:
-    return None if ms is None else datetime.fromtimestamp(ms / 1000, UTC)
 
 
 def member_document(member: GroupMember) -> dict:

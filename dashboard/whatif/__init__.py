@@ -1,11 +1,10 @@
 """Assignment balance and what-if: how a consumer group's partitions and lag spread over its
 members, and what Kafka's assignors would assign to the same members now (issue 16, DOMAIN §3).
 
-Why here: the package is pure (no Django import, like its neighbour ``membership``, whose reading
-of stored members it shares), yet the page, the API and ``manage.py assignment_whatif`` all
-need it, and SPEC §1 fixes the top-level folders, so it cannot be a new ``analysis/``; the
-monitoring app is where the stored groups it reads are defined. ``collectors/`` would be the
-wrong side: it never reads the store.
+Why a stage of its own: the page, the API and ``manage.py assignment_whatif`` all need it,
+and it depends on nothing but what the store keeps. The assignors are pure (no Django import;
+the stored members are read through ``dashboard.monitoring.membership``); only ``apps.py`` and
+the command touch Django. ``collectors/`` would be the wrong side: it never reads the store.
 
 Modules: ``java`` (Java's string order and ``HashMap`` iteration order, which decide Kafka's
 ties), ``model`` (members, partition counts, assignments), ``classic`` (range, round-robin),

@@ -38,7 +38,7 @@ from dashboard.monitoring.models import (
     SourceHealth,
 )
 from dashboard.store.cycle import run_cluster_cycle
-from dashboard.store.rows import ms_to_dt
+from dashboard.times import ms_to_dt
 from lab.services import SERVICES
 from lab.stack import Stack
 from tests.collectors.test_kafka_source import alter_offsets, create_topic, produce

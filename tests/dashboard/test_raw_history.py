@@ -24,7 +24,8 @@ from dashboard.api.burrow import data as burrow_data
 from dashboard.api.burrow.shapes import Offset
 from dashboard.monitoring.models import Cluster, ConsumerGroup, GroupSample, PartitionState
 from dashboard.store import raw_history
-from dashboard.store.rows import ms_to_dt, store_cycle
+from dashboard.store.rows import store_cycle
+from dashboard.times import ms_to_dt
 from dashboard.ui.params import RANGES
 from dashboard.ui.queries.series import group_series, partition_series
 

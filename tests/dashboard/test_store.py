@@ -29,7 +29,8 @@ from dashboard.monitoring.models import (
 )
 from dashboard.store import raw_history
 from dashboard.store.cycle import OrmCycleStore
-from dashboard.store.rows import member_document, ms_to_dt, prune_history, store_cycle
+from dashboard.store.rows import member_document, prune_history, store_cycle
+from dashboard.times import ms_to_dt
 from tests.raw_points import stored_points
 
 pytestmark = pytest.mark.django_db

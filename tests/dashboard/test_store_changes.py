@@ -23,7 +23,8 @@ from dashboard.api.serializers import partition_dict
 from dashboard.monitoring.models import Cluster, ConsumerGroup, PartitionState
 from dashboard.store import rows as store
 from dashboard.store.cycle import OrmCycleStore
-from dashboard.store.rows import ms_to_dt, store_cycle
+from dashboard.store.rows import store_cycle
+from dashboard.times import ms_to_dt
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
