@@ -177,7 +177,7 @@ def evaluate(now: datetime | None = None) -> EvaluationReport:
         _save_pending(plan.pending, pending)
         for rule_id, key in plan.forget:
             Candidate.objects.filter(rule_id=rule_id, subject_key=key).delete()
-        report.fired = _fire_all(rules, plan.fire, silences, now)
+        report.fired = fire_all(rules, plan.fire, silences, now)
         for alert_id, reason in plan.resolve:
             if resolve(alert_id, reason, now, silences):
                 report.resolved += 1
@@ -210,10 +210,13 @@ def _new_alert(rule: Rule, firing: Firing, silence: SilenceSpec | None, now: dat
     )  # fmt: skip
 
 
-def _fire_all(
+def fire_all(
     rules: dict[int, Rule], firings: list[Firing], silences: list[SilenceSpec], now: datetime
 ) -> int:
-    """Open the alerts in one insert per batch (many fire at once when a whole cluster
+    """Open an alert per firing (silenced when a silence in ``silences`` covers it) and queue
+    the firing notices of those not silenced; the count of alerts opened.
+
+    Opens the alerts in one insert per batch (many fire at once when a whole cluster
     stalls); if another evaluation opened one of them first (the constraint on open alerts),
     fall back to one by one so only that one is skipped."""
     if not firings:
@@ -266,7 +269,7 @@ def resolve(alert_id: int, reason: str, now: datetime, silences: list[SilenceSpe
     alert.resolved_reason = reason
     alert.save(update_fields=["state", "resolved_at", "resolved_reason"])
     AlertEvent.objects.create(alert=alert, at=now, kind="resolved", message=reason)
-    silence = silence_for(silences, alert.rule_id, _as_subject(alert), now)
+    silence = silence_for(silences, alert.rule_id, alert_subject(alert), now)
     if silence:
         AlertEvent.objects.create(
             alert=alert,
@@ -279,7 +282,9 @@ def resolve(alert_id: int, reason: str, now: datetime, silences: list[SilenceSpe
     return True
 
 
-def _as_subject(alert: Alert) -> Subject:
+def alert_subject(alert: Alert) -> Subject:
+    """The subject an alert was raised for, rebuilt from its stored fields (as the rules see
+    subjects), so a silence can be matched against an alert already open."""
     partitions = tuple(tuple(x) for x in (alert.details or {}).get("partitions", []))
     return Subject(
         key=alert.subject_key,

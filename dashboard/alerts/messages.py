@@ -14,7 +14,8 @@ from typing import Any
 PAYLOAD_VERSION = 1
 
 
-def _iso(at: datetime | None) -> str | None:
+def iso(at: datetime | None) -> str | None:
+    """``at`` in ISO 8601 as the payloads carry it (UTC written ``Z``), or None for None."""
     return None if at is None else at.isoformat().replace("+00:00", "Z")
 
 
@@ -41,11 +42,11 @@ def alert_document(alert: Any, url: str) -> dict[str, Any]:
             {"topic": t, "partition": p} for t, p in (alert.details or {}).get("partitions", [])
         ],
         "title": alert.title,
-        "started_at": _iso(alert.started_at),
-        "fired_at": _iso(alert.fired_at),
-        "acknowledged_at": _iso(alert.acknowledged_at),
+        "started_at": iso(alert.started_at),
+        "fired_at": iso(alert.fired_at),
+        "acknowledged_at": iso(alert.acknowledged_at),
         "acknowledged_by": alert.acknowledged_by or None,
-        "resolved_at": _iso(alert.resolved_at),
+        "resolved_at": iso(alert.resolved_at),
         "resolved_reason": alert.resolved_reason or None,
     }
 
@@ -55,7 +56,7 @@ def webhook_payload(notice: str, alert_doc: dict[str, Any], sent_at: datetime) -
         "version": PAYLOAD_VERSION,
         "source": "lagwatch",
         "notice": notice,  # "firing", "resolved" or "test"
-        "sent_at": _iso(sent_at),
+        "sent_at": iso(sent_at),
         "alert": alert_doc,
     }
 

@@ -33,13 +33,13 @@ def silence_alert(alert: Alert, hours: float, reason: str, by: str) -> Silence:
 def apply_to_open_alerts(silence: Silence) -> int:
     """Open alerts the new silence covers are marked silenced now: their resolve notice will
     not go out either."""
-    from dashboard.alerts.evaluation import _as_subject, silence_spec
+    from dashboard.alerts.evaluation import alert_subject, silence_spec
 
     spec = silence_spec(silence)
     now = timezone.now()
     count = 0
     for alert in Alert.objects.filter(state__in=OPEN_STATES, silence__isnull=True):
-        if silence_for([spec], alert.rule_id, _as_subject(alert), now):
+        if silence_for([spec], alert.rule_id, alert_subject(alert), now):
             alert.silence = silence
             alert.save(update_fields=["silence"])
             AlertEvent.objects.create(

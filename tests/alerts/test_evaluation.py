@@ -195,7 +195,7 @@ def test_evaluation_of_20000_ok_partitions_reads_only_the_bad_ones(mworld):
 
 
 def test_firing_what_another_evaluation_opened_meanwhile_skips_only_that(mworld):
-    from dashboard.alerts.evaluation import _fire_all, read_partitions, rule_spec
+    from dashboard.alerts.evaluation import fire_all, read_partitions, rule_spec
     from dashboard.alerts.plan import Firing
     from dashboard.alerts.rules import match_rule
 
@@ -211,7 +211,7 @@ def test_firing_what_another_evaluation_opened_meanwhile_skips_only_that(mworld)
         Firing(spec, s, mworld.now) for s in match_rule(spec, read_partitions()).matching.values()
     ]
     assert len(firings) == 3  # as a stale plan would have it
-    assert _fire_all({rule.pk: rule}, firings, [], mworld.now) == 1
+    assert fire_all({rule.pk: rule}, firings, [], mworld.now) == 1
     assert sorted(Alert.objects.values_list("partition", flat=True)) == [0, 1, 2]
 
 
