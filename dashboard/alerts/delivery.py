@@ -1,7 +1,9 @@
 """One attempt at one delivery, recorded; the back-off between attempts.
 
 The Celery task (tasks.deliver) is a thin shell: it calls :func:`attempt` and, when told to,
-retries after :func:`backoff_s`. Every attempt is a DeliveryAttempt row, so the alert page
+retries after :func:`retry_wait_s`. A permanent failure (:mod:`failures`: the webhook is gone,
+the address refused) ends the delivery at once; a transient one is retried until
+``LAGWATCH_ALERTS_MAX_ATTEMPTS``. Every attempt is a DeliveryAttempt row, so the alert page
 shows what was tried, when, and why it failed.
 """
 
@@ -17,6 +19,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from dashboard.alerts import messages
+from dashboard.alerts.failures import PERMANENT, TRANSIENT, Verdict
 from dashboard.alerts.masking import scrub_url
 from dashboard.alerts.models import (
     Alert,
@@ -36,6 +39,15 @@ def backoff_s(attempt: int, base_s: float, cap_s: float) -> float:
     return float(min(cap_s, base_s * 2 ** max(attempt - 1, 0)))
 
 
+def retry_wait_s(attempt: int, retry_after_s: float | None, base_s: float, cap_s: float) -> float:
+    """Seconds to wait after failed attempt ``attempt``: the back-off, or the server's own wait
+    (``Retry-After``) when it asks for longer; never more than ``cap_s``."""
+    wait = backoff_s(attempt, base_s, cap_s)
+    if retry_after_s is not None:
+        wait = min(float(cap_s), max(wait, retry_after_s))
+    return wait
+
+
 def alert_url(alert: Alert) -> str:
     path = reverse("alerts:detail", args=[alert.pk])
     base = settings.LAGWATCH_BASE_URL.rstrip("/")
@@ -49,21 +61,32 @@ class Outcome:
     retry_in_s: float | None = None  # set: the task should retry after this long
 
 
-def send_now(channel: Channel, notice: str, doc: dict) -> tuple[bool, str, float]:
-    """Send once; (ok, error, duration in ms). Never raises for a channel's failure. The error
-    is kept, shown and logged, so it never holds the channel's URL (it may carry a secret)."""
+@dataclass
+class Sent:
+    """What one send came to. ``error`` never holds the channel's URL (it may carry a
+    secret): it is kept, shown and logged."""
+
+    ok: bool
+    error: str = ""
+    duration_ms: float = 0.0
+    verdict: Verdict = TRANSIENT  # of a failure: permanent, or worth a retry (and when)
+
+
+def send_now(channel: Channel, notice: str, doc: dict) -> Sent:
+    """Send once. Never raises for a channel's failure."""
     t0 = time.perf_counter()
     try:
         transport_for(channel).notify(notice, doc)
-        ok, error = True, ""
+        sent = Sent(ok=True)
     except DeliveryError as exc:
-        ok, error = False, scrub_url(str(exc), channel.url)
+        sent = Sent(ok=False, error=scrub_url(str(exc), channel.url), verdict=exc.verdict)
         log.warning(
             "alert delivery failed",
-            extra={"channel": channel.name, "target": channel.masked_target,
-                   "notice": notice, "error": error},
+            extra={"channel": channel.name, "target": channel.masked_target, "notice": notice,
+                   "error": sent.error, "permanent": exc.verdict.permanent},
         )  # fmt: skip
-    return ok, error, (time.perf_counter() - t0) * 1000
+    sent.duration_ms = (time.perf_counter() - t0) * 1000
+    return sent
 
 
 def attempt(delivery_id: int) -> Outcome:
@@ -74,20 +97,26 @@ def attempt(delivery_id: int) -> Outcome:
     number = delivery.attempts + 1
     now = timezone.now()
     if channel is None or not channel.enabled:
-        ok, error, ms = False, "the channel was deleted or disabled", 0.0
-        final = True
+        sent = Sent(ok=False, error="the channel was deleted or disabled", verdict=PERMANENT)
     else:
         doc = messages.alert_document(delivery.alert, alert_url(delivery.alert))
-        ok, error, ms = send_now(channel, delivery.notice, doc)
-        final = number >= settings.LAGWATCH_ALERTS_MAX_ATTEMPTS
+        sent = send_now(channel, delivery.notice, doc)
+        if not sent.ok and sent.verdict.permanent:
+            sent.error = f"{sent.error} (permanent failure: not retried)"
+    ok, error, ms = sent.ok, sent.error, sent.duration_ms
+    permanent = not ok and sent.verdict.permanent
+    final = permanent or number >= settings.LAGWATCH_ALERTS_MAX_ATTEMPTS
     retry_in = None
     if ok:
         delivery.state, delivery.sent_at, delivery.next_attempt_at = DeliveryState.SENT, now, None
     elif final:
         delivery.state, delivery.next_attempt_at = DeliveryState.FAILED, None
     else:
-        retry_in = backoff_s(
-            number, settings.LAGWATCH_ALERTS_RETRY_BASE_S, settings.LAGWATCH_ALERTS_RETRY_MAX_S
+        retry_in = retry_wait_s(
+            number,
+            sent.verdict.retry_after_s,
+            settings.LAGWATCH_ALERTS_RETRY_BASE_S,
+            settings.LAGWATCH_ALERTS_RETRY_MAX_S,
         )
         delivery.state = DeliveryState.RETRYING
         delivery.next_attempt_at = now + timedelta(seconds=retry_in)
@@ -111,12 +140,12 @@ def attempt(delivery_id: int) -> Outcome:
             message=f"{delivery.notice} notice sent to {delivery.channel_name} (attempt {number})",
         )
     elif retry_in is None:
+        how = f"at attempt {number}" if permanent else f"after {number} attempt(s)"
         AlertEvent.objects.create(
             alert=delivery.alert,
             at=now,
             kind="delivery_failed",
-            message=f"{delivery.notice} notice to {delivery.channel_name} failed after "
-            f"{number} attempt(s): {error}",
+            message=f"{delivery.notice} notice to {delivery.channel_name} failed {how}: {error}",
         )
     return Outcome(ok=ok, error=error, retry_in_s=retry_in)
 
@@ -150,5 +179,5 @@ def send_test_notice(channel: Channel, by: str) -> tuple[bool, str]:
         "resolved_at": None,
         "resolved_reason": None,
     }
-    ok, error, _ = send_now(channel, "test", doc)
-    return ok, error
+    sent = send_now(channel, "test", doc)
+    return sent.ok, sent.error

@@ -17,11 +17,15 @@ from tests.waiting import wait_for
 
 
 class HookReceiver:
-    """A real HTTP server: records every POST; answers with ``status`` (settable)."""
+    """A real HTTP server: records every POST; answers with ``status``, ``reply_headers`` and
+    ``reply_body`` (settable), or with the next of ``replies`` while any are queued."""
 
     def __init__(self) -> None:
         self.requests: list[dict] = []
         self.status = 200
+        self.reply_headers: dict[str, str] = {}
+        self.reply_body = b"ok"
+        self.replies: list[tuple[int, dict[str, str], bytes]] = []
         receiver = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -31,9 +35,16 @@ class HookReceiver:
                     "path": self.path, "headers": dict(self.headers),
                     "body": json.loads(body or b"null"), "at": time.time(),
                 })  # fmt: skip
-                self.send_response(receiver.status)
+                status, headers, reply = (
+                    receiver.replies.pop(0) if receiver.replies
+                    else (receiver.status, receiver.reply_headers, receiver.reply_body)
+                )  # fmt: skip
+                self.send_response(status)
+                for name, value in headers.items():
+                    self.send_header(name, value)
+                self.send_header("Content-Length", str(len(reply)))
                 self.end_headers()
-                self.wfile.write(b"ok")
+                self.wfile.write(reply)
 
             def log_message(self, *args: object) -> None:
                 pass
@@ -60,8 +71,22 @@ def free_port() -> int:
 
 
 class MailSink:
+    """Accepts every mail, except a recipient with replies queued in ``rcpt_replies``: each
+    RCPT TO of that address is answered with the next one (e.g. "550 5.1.1 No such user")."""
+
     def __init__(self) -> None:
         self.messages: list = []
+        self.rcpt_replies: dict[str, list[str]] = {}
+        self.rcpt_seen: list[str] = []
+
+    async def handle_RCPT(self, server, session, envelope, address, rcpt_options):  # noqa: N802
+        self.rcpt_seen.append(address)
+        queued = self.rcpt_replies.get(address)
+        if queued:
+            return queued.pop(0)
+        envelope.rcpt_tos.append(address)
+        envelope.rcpt_options.extend(rcpt_options)
+        return "250 OK"
 
     async def handle_DATA(self, server, session, envelope):  # noqa: N802 - aiosmtpd's name
         msg = message_from_bytes(envelope.content, policy=policy.default)
@@ -80,6 +105,10 @@ class SmtpReceiver:
     @property
     def messages(self) -> list:
         return self.sink.messages
+
+    def refuse(self, address: str, *replies: str) -> None:
+        """Answer the next RCPT TO of ``address`` with each of ``replies`` in turn, then accept."""
+        self.sink.rcpt_replies.setdefault(address, []).extend(replies)
 
     def wait(self, count: int, timeout_s: float = 10) -> list:
         wait_for(lambda: len(self.messages) >= count, timeout_s, f"{count} email(s)")

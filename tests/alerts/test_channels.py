@@ -1,11 +1,14 @@
 """Notices through the real channels to real receivers (HTTP server, aiosmtpd), with the
-deliveries run as Celery tasks (eagerly, in this process)."""
+deliveries run as Celery tasks (eagerly, in this process): payloads, and what is retried and
+what is not as the receivers answer."""
 
 import socket
+from datetime import UTC, datetime, timedelta
+from email.utils import format_datetime
 
 import pytest
 
-from dashboard.alerts.delivery import backoff_s, send_test_notice
+from dashboard.alerts.delivery import backoff_s, retry_wait_s, send_test_notice
 from dashboard.alerts.models import Alert, Channel, Delivery
 
 pytestmark = pytest.mark.django_db
@@ -104,15 +107,15 @@ def test_email_channel_may_name_its_own_smtp_server(mworld, run_on_commit, smtp,
     assert smtp.wait(1)[0]["to"] == ["a@example.com"]
 
 
-@pytest.mark.parametrize("failure", ["http500", "closed_port"])
+@pytest.mark.parametrize("failure", ["http500", "http503", "http408", "http429", "closed_port"])
 def test_failing_channel_retries_with_backoff_and_never_blocks_the_other(
     mworld, run_on_commit, hook, smtp, smtp_settings, settings, failure
 ):
     settings.LAGWATCH_ALERTS_MAX_ATTEMPTS = 4
     settings.LAGWATCH_ALERTS_RETRY_BASE_S = 5
     settings.LAGWATCH_ALERTS_RETRY_MAX_S = 15
-    if failure == "http500":
-        hook.status = 500
+    if failure.startswith("http"):
+        hook.status = int(failure[4:])
         url = hook.url
     else:
         url = closed_port_url()
@@ -125,13 +128,149 @@ def test_failing_channel_retries_with_backoff_and_never_blocks_the_other(
     assert attempts == [(1, False, 5.0), (2, False, 10.0), (3, False, 15.0), (4, False, None)]
     assert broken.state == "failed" and broken.attempts == 4
     error = broken.last_error
-    assert ("HTTP 500" in error) if failure == "http500" else ("cannot reach" in error)
-    assert "SECRETTOKEN" not in error
-    if failure == "http500":
+    assert f"HTTP {failure[4:]}" in error if failure != "closed_port" else "cannot reach" in error
+    assert "SECRETTOKEN" not in error and "permanent" not in error
+    if failure != "closed_port":
         assert len(hook.requests) == 4
     assert Delivery.objects.get(channel_name="mail").state == "sent"
     kinds = list(alert.events.values_list("kind", flat=True))
     assert kinds.count("delivery_failed") == 1 and kinds.count("notified") == 1
+
+
+@pytest.mark.parametrize(
+    ("kind", "status", "answer"),
+    [
+        ("slack", 404, b"no_service"),  # the webhook was removed
+        ("slack", 404, b"channel_not_found"),
+        ("slack", 403, b"invalid_token"),  # the app was uninstalled
+        ("slack", 410, b"channel_is_archived"),
+        ("slack", 400, b"invalid_payload"),
+        ("webhook", 401, b"unauthorized"),
+        ("webhook", 404, b"<html><body>Not Found</body></html>"),
+    ],
+)
+def test_permanent_http_failure_is_not_retried(
+    mworld, run_on_commit, hook, settings, kind, status, answer
+):
+    settings.LAGWATCH_ALERTS_MAX_ATTEMPTS = 4
+    hook.status, hook.reply_body = status, answer
+    Channel.objects.create(name="gone", kind=kind, url=hook.url)
+    alert = fire(mworld, run_on_commit)
+    d = Delivery.objects.get()
+    assert len(hook.requests) == 1
+    assert (d.state, d.attempts, d.next_attempt_at) == ("failed", 1, None)
+    ((number, ok, retry_in, error),) = d.attempt_log.values_list(
+        "number", "ok", "retry_in_s", "error"
+    )
+    assert (number, ok, retry_in) == (1, False, None)
+    assert error.startswith(f"HTTP {status} ") and error.endswith(
+        "(permanent failure: not retried)"
+    )
+    if answer.startswith(b"<"):
+        assert "<" not in error  # an HTML error page is not the reason
+    else:
+        assert answer.decode() in error  # Slack names its error in the body
+    assert "SECRETTOKEN" not in error and d.last_error == error
+    (failed,) = alert.events.filter(kind="delivery_failed")
+    assert failed.message == f"firing notice to gone failed at attempt 1: {error}"
+
+
+def test_permanent_failure_reason_is_on_the_alert_page(mworld, run_on_commit, hook, client):
+    from django.urls import reverse
+
+    from dashboard.accounts.roles import Role
+    from tests.roles import user_with_role
+
+    hook.status, hook.reply_body = 410, b"channel_is_archived"
+    Channel.objects.create(name="archived", kind="slack", url=hook.url)
+    alert = fire(mworld, run_on_commit)
+    client.force_login(user_with_role("viewer", Role.VIEWER))
+    page = client.get(reverse("alerts:detail", args=[alert.pk])).content.decode()
+    assert "HTTP 410 Gone: channel_is_archived (permanent failure: not retried)" in page
+    assert "<td>failed</td>" in page and "retry in" not in page
+
+
+def test_unusable_url_is_a_permanent_failure(mworld, run_on_commit, settings):
+    settings.LAGWATCH_ALERTS_MAX_ATTEMPTS = 4
+    Channel.objects.create(name="typo", kind="webhook", url="hooks.example.com/T0/SECRET")
+    fire(mworld, run_on_commit)
+    d = Delivery.objects.get()
+    assert (d.state, d.attempts) == ("failed", 1)
+    assert d.last_error.startswith("not a usable URL") and "SECRET" not in d.last_error
+
+
+@pytest.mark.parametrize(
+    ("retry_after", "expected_wait_s"),
+    [
+        ("12", 12.0),  # seconds, longer than the 5 s back-off: the server's wait
+        ("1", 5.0),  # shorter: never sooner than the back-off
+        ("3600", 15.0),  # never beyond the cap
+        ("http-date 12", 12.0),  # an HTTP-date 12 s ahead
+        ("http-date 3600", 15.0),
+    ],
+)
+def test_rate_limited_429_honours_retry_after(
+    mworld, run_on_commit, hook, settings, retry_after, expected_wait_s
+):
+    settings.LAGWATCH_ALERTS_MAX_ATTEMPTS = 4
+    settings.LAGWATCH_ALERTS_RETRY_BASE_S = 5
+    settings.LAGWATCH_ALERTS_RETRY_MAX_S = 15
+    if retry_after.startswith("http-date"):
+        # Whole seconds, read a moment later: ahead by a little more, as a real server would be.
+        at = datetime.now(UTC) + timedelta(seconds=int(retry_after.split()[1]) + 1)
+        retry_after = format_datetime(at, usegmt=True)
+    hook.replies = [(429, {"Retry-After": retry_after}, b"rate_limited")]
+    Channel.objects.create(name="busy", kind="slack", url=hook.url)
+    fire(mworld, run_on_commit)
+    d = Delivery.objects.get()
+    assert (d.state, d.attempts) == ("sent", 2) and len(hook.requests) == 2
+    first, second = d.attempt_log.all()
+    assert (first.ok, second.ok, second.retry_in_s) == (False, True, None)
+    assert first.retry_in_s == pytest.approx(expected_wait_s, abs=1.0)
+    assert first.retry_in_s <= 15.0
+    assert f"HTTP 429 Too Many Requests: rate_limited (Retry-After: {retry_after})" == first.error
+
+
+def test_refused_recipient_is_not_retried(mworld, run_on_commit, smtp, smtp_settings, settings):
+    settings.LAGWATCH_ALERTS_MAX_ATTEMPTS = 4
+    smtp.refuse("nobody@example.com", *["550 5.1.1 No such user"] * 4)
+    Channel.objects.create(name="mail", kind="email", recipients="nobody@example.com")
+    alert = fire(mworld, run_on_commit)
+    d = Delivery.objects.get()
+    assert (d.state, d.attempts) == ("failed", 1)
+    assert smtp.sink.rcpt_seen == ["nobody@example.com"] and smtp.messages == []
+    assert d.last_error == (
+        "recipients refused: nobody@example.com (550 5.1.1 No such user) "
+        "(permanent failure: not retried)"
+    )
+    assert list(d.attempt_log.values_list("ok", "retry_in_s")) == [(False, None)]
+    assert alert.events.filter(kind="delivery_failed").count() == 1
+
+
+def test_recipient_refused_for_now_is_retried(mworld, run_on_commit, smtp, smtp_settings,
+                                              settings):  # fmt: skip
+    settings.LAGWATCH_ALERTS_MAX_ATTEMPTS = 4
+    settings.LAGWATCH_ALERTS_RETRY_BASE_S = 5
+    smtp.refuse("ops@example.com", "450 4.2.1 Mailbox busy, try again later")
+    Channel.objects.create(name="mail", kind="email", recipients="ops@example.com")
+    fire(mworld, run_on_commit)
+    d = Delivery.objects.get()
+    assert (d.state, d.attempts) == ("sent", 2)
+    assert list(d.attempt_log.values_list("ok", "retry_in_s")) == [(False, 5.0), (True, None)]
+    assert "450 4.2.1 Mailbox busy" in d.attempt_log.first().error
+    assert smtp.wait(1)[0]["to"] == ["ops@example.com"]
+
+
+def test_one_refused_recipient_of_two_still_sends_to_the_other(
+    mworld, run_on_commit, smtp, smtp_settings
+):
+    smtp.refuse("nobody@example.com", "550 5.1.1 No such user")
+    Channel.objects.create(name="mail", kind="email",
+                           recipients="nobody@example.com, ops@example.com")  # fmt: skip
+    fire(mworld, run_on_commit)
+    assert smtp.wait(1)[0]["to"] == ["ops@example.com"]
+    d = Delivery.objects.get()
+    assert (d.state, d.attempts) == ("sent", 1)
 
 
 def test_receiver_recovering_mid_retries_is_sent(mworld, run_on_commit, hook, settings):
@@ -157,6 +296,21 @@ def test_receiver_recovering_mid_retries_is_sent(mworld, run_on_commit, hook, se
 )
 def test_backoff_doubles_up_to_a_cap(attempt, expected):
     assert backoff_s(attempt, 10, 300) == expected
+
+
+@pytest.mark.parametrize(
+    ("attempt", "retry_after", "expected"),
+    [
+        (1, None, 5.0),  # the back-off
+        (3, None, 15.0),  # 20 s, capped
+        (1, 12.0, 12.0),  # the server asks for longer: its wait
+        (1, 2.0, 5.0),  # or shorter: never sooner than the back-off
+        (1, 0.0, 5.0),
+        (1, 3600.0, 15.0),  # never beyond the cap
+    ],
+)
+def test_retry_wait(attempt, retry_after, expected):
+    assert retry_wait_s(attempt, retry_after, 5, 15) == expected
 
 
 def test_test_send_reports_success_and_error(hook, smtp, smtp_settings):
