@@ -81,13 +81,14 @@ def populate(groups: int, partitions: int, target_partitions: int, samples: int)
     django.setup()
     from django.db import transaction
 
+    from dashboard.monitoring import group_totals
     from dashboard.monitoring.models import (
         Cluster,
         ConsumerGroup,
         GroupSample,
         PartitionState,
     )
-    from dashboard.store import group_totals, raw_history
+    from dashboard.store import raw_history
 
     now = datetime.now(UTC).replace(microsecond=0)
     started = time.perf_counter()

@@ -62,6 +62,7 @@ def populate(now: datetime) -> dict:
     from django.db import connection, transaction
     from django.db.models import Sum
 
+    from dashboard.monitoring import group_totals
     from dashboard.monitoring.models import (
         Cluster,
         CollectionError,
@@ -74,7 +75,7 @@ def populate(now: datetime) -> dict:
         SparkJobRun,
         StatusChange,
     )
-    from dashboard.store import group_totals, raw_history
+    from dashboard.store import raw_history
 
     rnd = random.Random(5)
     t0 = time.perf_counter()

@@ -43,7 +43,7 @@ def severity(field: str = "status") -> Case:
 
 def groups_with_figures(groups: QuerySet | None = None) -> QuerySet:
     groups = ConsumerGroup.objects.all() if groups is None else groups
-    # The partitions' totals kept on the group's row (dashboard/store/group_totals.py),
+    # The partitions' totals kept on the group's row (dashboard/monitoring/group_totals.py),
     # under the names the serializers read (``lag_sum`` is the field itself).
     return groups.select_related("cluster").annotate(
         partition_count=F("partitions_total"),

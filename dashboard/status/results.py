@@ -31,6 +31,7 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 from django.db import connection, models, transaction
 
+from dashboard.monitoring import group_totals
 from dashboard.monitoring.models import (
     Cluster,
     ConsumerGroup,
@@ -39,7 +40,6 @@ from dashboard.monitoring.models import (
     StatusChange,
     TopicConfig,
 )
-from dashboard.store import group_totals
 from dashboard.store.rows import ms_to_dt
 from spark_jobs.evaluator.retention import retention_risk, time_to_retention
 from spark_jobs.evaluator.types import RETENTION_RISK, SOURCE_UNREACHABLE

@@ -3,5 +3,5 @@
 Its one interface upstream is :func:`dashboard.store.cycle.run_cluster_cycle` (the
 collectors' ``CycleStore`` port over the ORM; the Celery tasks in ``tasks.py`` and
 ``manage.py collect`` call it). Downstream stages read what it wrote through the models of
-``dashboard.monitoring`` and the readers here (``raw_history``, ``group_totals``).
+``dashboard.monitoring`` (with ``group_totals``) and the raw history here (``raw_history``).
 """

@@ -21,6 +21,7 @@ from collectors.records import GroupMember, Source
 from collectors.spout_totals import spout_totals
 from collectors.storm_commit_metadata import topology_name
 from collectors.timelag import lag_seconds
+from dashboard.monitoring import group_totals
 from dashboard.monitoring.models import (
     BrokerOffsets,
     BrokerPurgatory,
@@ -35,7 +36,7 @@ from dashboard.monitoring.models import (
     SpoutSample,
     TopicConfig,
 )
-from dashboard.store import group_totals, raw_history
+from dashboard.store import raw_history
 from dashboard.times import ms_to_dt
 
 GROUP_FIELDS = [

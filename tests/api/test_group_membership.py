@@ -10,8 +10,8 @@ import pytest
 from django.test import Client
 from prometheus_client.parser import text_string_to_metric_families
 
+from dashboard.monitoring import group_totals
 from dashboard.monitoring.models import ConsumerGroup, PartitionState, RebalanceEvent
-from dashboard.store import group_totals
 from tests.api.world import World
 
 pytestmark = pytest.mark.django_db

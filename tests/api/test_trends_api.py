@@ -10,13 +10,13 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
+from dashboard.monitoring import group_totals
 from dashboard.monitoring.models import (
     Cluster,
     LagRollup,
     PartitionState,
     TopicConfig,
 )
-from dashboard.store import group_totals
 from tests.api.test_endpoints import by_name
 from tests.api.world import World
 

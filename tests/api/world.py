@@ -16,6 +16,7 @@ from django.utils import timezone
 from collectors.ingest_parsing import parse_librdkafka_stats
 from collectors.producer_deliveries import parse_deliveries
 from dashboard.ingest.store import store_client_report
+from dashboard.monitoring import group_totals
 from dashboard.monitoring.models import (
     BrokerPurgatory,
     Cluster,
@@ -31,7 +32,7 @@ from dashboard.monitoring.models import (
     SpoutSample,
     StatusChange,
 )
-from dashboard.store import group_totals, raw_history
+from dashboard.store import raw_history
 from tests.collectors.ingest_documents import producer_doc
 
 HOSTILE = 'evil"group\\with\nnewline{}</script>é'

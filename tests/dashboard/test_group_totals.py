@@ -1,4 +1,4 @@
-"""The partition totals kept on each group's row (dashboard/store/group_totals.py) are
+"""The partition totals kept on each group's row (dashboard/monitoring/group_totals.py) are
 what the partition rows add up to, after whichever writer wrote them, and the overview and
 groups list read from them the figures they computed from every partition before.
 
@@ -22,9 +22,9 @@ import pytest
 from collectors.figures import PartitionFigure
 from collectors.outcome import CycleOutcome, SourceOutcome
 from collectors.records import PartitionOffsets, Source, TopicRetention
+from dashboard.monitoring import group_totals
 from dashboard.monitoring.models import Cluster, ConsumerGroup, PartitionState, Status
 from dashboard.status.results import apply_status_results
-from dashboard.store import group_totals
 from dashboard.store.rows import store_cycle
 from dashboard.ui.params import GroupFilter
 from dashboard.ui.queries import groups as groups_query

@@ -4,7 +4,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from dashboard.ui import formatting
+from dashboard import formatting
 
 
 @pytest.mark.parametrize("seconds, text", [

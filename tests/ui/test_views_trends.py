@@ -8,8 +8,8 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
+from dashboard.monitoring import group_totals
 from dashboard.monitoring.models import LagRollup, TopicConfig
-from dashboard.store import group_totals
 from tests.ui import world
 
 pytestmark = pytest.mark.django_db

@@ -6,6 +6,7 @@ from datetime import datetime, timedelta
 
 from django.utils import timezone
 
+from dashboard.monitoring import group_totals
 from dashboard.monitoring.models import (
     Cluster,
     ConsumerGroup,
@@ -14,7 +15,7 @@ from dashboard.monitoring.models import (
     SourceHealth,
     SpoutSample,
 )
-from dashboard.store import group_totals, raw_history
+from dashboard.store import raw_history
 
 XSS = "<script>alert(1)</script>"
 

@@ -62,7 +62,7 @@ class ConsumerGroup(models.Model):
     first_seen_at = models.DateTimeField()
     last_seen_at = models.DateTimeField()
     # Totals of the group's partition rows as they are now, rewritten by whatever writes
-    # those rows (dashboard/store/group_totals.py): the overview and the groups list read
+    # those rows (dashboard/monitoring/group_totals.py): the overview and the groups list read
     # them instead of scanning every partition (100,000 rows at issue 13's scale).
     partitions_total = models.IntegerField(default=0, db_default=0)
     partitions_ok = models.IntegerField(default=0, db_default=0)

@@ -1,6 +1,6 @@
 """The overview: clusters, groups by status, top groups, partitions heat map (SPEC §8).
 
-The partition figures are the groups' totals (``dashboard/store/group_totals.py``),
+The partition figures are the groups' totals (``dashboard/monitoring/group_totals.py``),
 aggregated in SQL: the live update reads no partition row.
 """
 
@@ -12,6 +12,7 @@ from typing import Any
 from django.db.models import Count, Q, Sum
 from django.urls import reverse
 
+from dashboard.monitoring import group_totals
 from dashboard.monitoring.models import (
     Cluster,
     ConsumerGroup,
@@ -20,7 +21,6 @@ from dashboard.monitoring.models import (
     SparkJobOutcome,
     SparkJobRun,
 )
-from dashboard.store import group_totals
 from dashboard.ui.params import SEVERITY, STATUSES_WORST_FIRST
 from dashboard.ui.queries.common import severity
 

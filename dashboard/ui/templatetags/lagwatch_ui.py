@@ -9,7 +9,7 @@ from django.utils import timezone
 from django.utils.html import format_html, json_script
 from plotly.utils import PlotlyJSONEncoder
 
-from dashboard.ui import formatting
+from dashboard import formatting
 
 register = template.Library()
 

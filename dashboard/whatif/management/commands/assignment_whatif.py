@@ -14,8 +14,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from dashboard.formatting import duration, number, percent
 from dashboard.monitoring.models import Cluster, ConsumerGroup, SourceKind
-from dashboard.ui.formatting import duration, number, percent
 from dashboard.whatif import group_report
 from dashboard.whatif.document import ROW_FIELDS, whatif_document
 from dashboard.whatif.whatif import label

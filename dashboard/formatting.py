@@ -1,4 +1,5 @@
-"""How figures read on the pages: short durations, big numbers, status CSS classes (pure)."""
+"""How figures read to people, on the pages and in the commands' text reports: short durations,
+big numbers, status CSS classes (pure)."""
 
 from __future__ import annotations
 
