@@ -1,7 +1,7 @@
 """One collection cycle of one cluster, end to end: sources → assembly → store.
 
 The Celery task and ``manage.py collect`` both call :func:`run_cycle` (through the web app's
-``monitoring/cycle_store.py``, which gives it the ORM store); it is the only place that
+``dashboard/store/cycle.py``, which gives it the ORM store); it is the only place that
 knows the order. Everything it calls is either a pure function or the store; what it
 adds is the per-process memory between cycles and the idempotency key.
 

@@ -5,7 +5,7 @@ collector processes stored (its time tables and rebalance tracker catch up on th
 reports clients pushed to the ingest endpoint, and the cycle's own write. Naming them here
 keeps ``collectors/`` free of the ORM, and lets a test drive a whole cycle with a fake store.
 One store object serves one cluster; the web app builds one per cycle (its
-``monitoring/cycle_store.py``).
+``dashboard/store/cycle.py``).
 """
 
 from __future__ import annotations

@@ -1,12 +1,12 @@
 """Producers as the pages, the API, ``/metrics`` and ``lagwatch_status`` show them (DOMAIN §4).
 
-One reading of the stored producer rows (``ingest_store.stored_producers``) for every reader,
-so they agree: per client and topic, records queued and in flight (librdkafka's statistics),
+One reading of the stored producer rows (``dashboard.ingest.store.stored_producers``) for every
+reader, so they agree: per client and topic, records queued and in flight (librdkafka's statistics),
 delivered, failed and expired (the client's delivery-report counts, docs/INGEST.md). The
-``PRODUCER_EXPIRY`` diagnosis is decided here, once, by ``producer_deliveries.expiring_topics``
-(a pure predicate): a topic whose expired count grew within ``LAGWATCH_PRODUCER_EXPIRY_WINDOW_S``.
-It is a topic's diagnosis, not a partition's verdict: the status job's evaluator judges
-consumers from offsets, and an expired record never reaches an offset.
+``PRODUCER_EXPIRY`` diagnosis is decided here, once, by ``producer_deliveries.expiring_topics`` (a
+pure predicate): a topic whose expired count grew within ``LAGWATCH_PRODUCER_EXPIRY_WINDOW_S``. It
+is a topic's diagnosis, not a partition's verdict: the status job's evaluator judges consumers from
+offsets, and an expired record never reaches an offset.
 """
 
 from __future__ import annotations

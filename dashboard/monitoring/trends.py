@@ -2,12 +2,12 @@
 or partition (produce and consume rates, lag slope, ETA to drain), never re-computed here.
 
 The rollups job (``spark_jobs/rollups.py``) computes the figures from consecutive samples and
-``rollup_history`` keeps them as ``LagRollup``. A group's trend is its newest minute bucket, a
-partition's its newest hour bucket (partitions are kept at an hour only, see
-``models/rollups.py``). A bucket older than ``MAX_AGE`` is not a trend any more (the rollups
-job stopped, or the group went away): no trend, shown as "—", rather than an old one as if
-current. The newest bucket may be partial (the rollups run every few minutes): its rates are
-those of the part of the bucket the run saw, which is what "now" means for a rate.
+``dashboard.status.rollups`` keeps them as ``LagRollup``. A group's trend is its newest minute
+bucket, a partition's its newest hour bucket (partitions are kept at an hour only, see
+``models/rollups.py``). A bucket older than ``MAX_AGE`` is not a trend any more (the rollups job
+stopped, or the group went away): no trend, shown as "—", rather than an old one as if current. The
+newest bucket may be partial (the rollups run every few minutes): its rates are those of the part of
+the bucket the run saw, which is what "now" means for a rate.
 
 The retention forecast's own figure is on the partition row (``retention_left_s``, set when a
 status run is applied); ``topic_retention`` reads the topic settings it came from, for showing.

@@ -1,11 +1,10 @@
 """``manage.py spark_job status|rollups [--window 1h]``: one Spark job run, synchronously.
 
-The very code path beat's tasks take (``spark_runs.run_job``): the run is recorded, takes the
-job's lock and loads its results the same way. Prints the recorded run as JSON. Exit status:
-0 when the run succeeded, 1 when it failed (the error is printed; the previous results stay),
-3 when another run of the job was in progress and this one was skipped (``--wait 600`` waits
-up to ten minutes for that run to end instead: beat's runs keep going while an operator runs
-one by hand).
+The very code path beat's tasks take (``dashboard.status.runs.run_job``): the run is recorded, takes
+the job's lock and loads its results the same way. Prints the recorded run as JSON. Exit status: 0
+when the run succeeded, 1 when it failed (the error is printed; the previous results stay), 3 when
+another run of the job was in progress and this one was skipped (``--wait 600`` waits up to ten
+minutes for that run to end instead: beat's runs keep going while an operator runs one by hand).
 """
 
 import json
