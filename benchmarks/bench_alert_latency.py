@@ -1,4 +1,4 @@
-"""Alert latency in the lab, and the cost of one evaluation at 20,000 partitions (issue 6).
+"""Alert latency in the lab, and the cost of one evaluation at 20,000 partitions.
 
 **Latency**: a lab stack (``lab.stack.Stack``: ZooKeeper, the Kafka-protocol broker, Redis, the
 workload, web, worker, collector, beat) polling the lab cluster every 5 s, the status job every

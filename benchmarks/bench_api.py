@@ -1,4 +1,4 @@
-"""API benchmark (issue 6): the Burrow-compatible status of a 50-partition group, and
+"""API benchmark: the Burrow-compatible status of a 50-partition group, and
 ``/metrics``, served by gunicorn from a SQLite file holding 1,000 groups, under 32 concurrent
 connections from a second process (``wrk``).
 
@@ -21,7 +21,7 @@ The server's own CPU time per request (gunicorn master and workers, from /proc) 
 too: on a shared machine it says what the throughput would be with the two cores to itself.
 ``/metrics?partitions=false`` (group series only) is measured too.
 
-``/metrics`` (issue 13): before the server starts, the exposition is built and published as
+``/metrics``: before the server starts, the exposition is built and published as
 the Celery task does after each stored cycle (its build time reported); ``/metrics`` is then
 measured as served from it, plain and gzipped (as Prometheus asks), and, in the same run, by a
 second server with ``LAGWATCH_METRICS_PREBUILT=0`` where every scrape builds everything (the
@@ -430,7 +430,8 @@ def main() -> None:
     finally:
         stop_server(server)
     if not args.no_inline and (not args.only or "metrics_inline" in args.only):
-        # The baseline in the same run: every scrape builds everything (as before issue 13).
+        # The baseline in the same run: every scrape builds everything (as before the exposition
+        # was published by the Celery task).
         env["LAGWATCH_METRICS_PREBUILT"] = "0"
         server, base = start_server(env, args.workers, args.threads, args.worker_class)
         try:

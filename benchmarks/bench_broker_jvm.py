@@ -1,7 +1,7 @@
 """The lab broker's CPU by JVM options: to ready, and over the next seconds (idle, or under the
 lab workload). Why: the test suite starts ~25 short-lived brokers, and it runs them with
 ``LAGWATCH_KAFKA_JAVA_OPTIONS`` (tests/conftest.py) on the strength of these figures
-(benchmarks/RESULTS.md, "The test suite's wall time", session 18).
+(benchmarks/RESULTS.md, "The test suite's wall time", "The brokers' JIT").
 
     .venv/bin/python -m benchmarks.bench_broker_jvm [--reps 2] [--seconds 120] [--workload]
 """

@@ -5,15 +5,15 @@ what a collector worker really does per cycle, ``collectors.cycle.runner.run_cyc
 the ORM store (``dashboard.store.cycle.run_cluster_cycle``): the sources read in
 parallel, ``assemble_cycle``, ``store_cycle`` into the database (SQLite,
 a temporary file) and the Parquet sample-log write; and, in the same process, interleaved
-repetition by repetition so that load from elsewhere hits every variant alike, the issue's
+repetition by repetition so that load from elsewhere hits every variant alike, the
 floors (the bare client calls, no processing) and naive versions, imported from those two
 benchmarks.
 
-Figures (the issue's):
+Figures (each with its target):
 
 * ``zookeeper``: 10,000 Storm spout znodes (500 spouts x 20), ZooKeeper started here from
   pyspark's jars. Floor: a bare kazoo async walk reading the same znodes. Target: the cycle
-  <= 1.5 x floor and <= 2 s. Two clusters: ZooKeeper only (the issue's figure: no broker, so
+  <= 1.5 x floor and <= 2 s. Two clusters: ZooKeeper only (the target's figure: no broker, so
   no lag), and the same spouts with their 500 topics x 20 partitions on a broker of their own
   (lag and time lag computed: the follow-up ListOffsets is in the cycle).
 * ``kafka``: 200 groups x 50 partitions on an Apache Kafka broker (the lab's) started here.
@@ -218,7 +218,7 @@ def instrument() -> Stopwatch:
     for name, part in [
         ("_upsert_groups", "groups"),
         ("_upsert_partitions", "partitions"),
-        ("_insert_samples", "samples"),  # the history a row per partition (before issue 13)
+        ("_insert_samples", "samples"),  # the history a row per partition (before it was packed)
         ("_insert_group_samples", "samples"),  # packed, a row per group
         ("_insert_broker_offsets", "broker_offsets"),
         ("_insert_rebalances", "rebalances"),
@@ -673,7 +673,7 @@ def report_of(
     results = summary(times, "floor")
     ratio, seconds = TARGETS[figure]
     if figure == "kafka" and expected > 10_000:
-        seconds = 5.0  # issue 13's target at 2,000 groups x 50 partitions
+        seconds = 5.0  # the 5-s target at 2,000 groups x 50 partitions
     cycle = results["cycle"]["median_s"]
     floor = results["floor"]["median_s"]
     mib = 1 << 20

@@ -1,5 +1,5 @@
-"""Dashboard server times and page weights at 1,000 groups and 20,000 partitions (issue 5),
-or any size (``--groups 5000 --partitions 100000``: issue 13).
+"""Dashboard server times and page weights at 1,000 groups and 20,000 partitions, or any size
+(``--groups 5000 --partitions 100000``).
 
 Populates a temporary SQLite database with bulk inserts: 1,000 groups (one with 1,000
 partitions, the others ~19 each: 20,000 partitions), 15 minutes of raw history per partition
@@ -321,7 +321,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--queries", action="store_true", help="print each page's queries")
     parser.add_argument("--groups", type=int, default=GROUPS)
     parser.add_argument("--partitions", type=int, default=PARTITIONS,
-                        help="in all (issue 13: 100,000 over 5,000 groups)")  # fmt: skip
+                        help="in all (e.g. 100,000 over 5,000 groups)")  # fmt: skip
     args = parser.parse_args(argv)
     set_scale(args.groups, args.partitions)
     with tempfile.TemporaryDirectory(prefix="bench-dashboard-") as tmp:

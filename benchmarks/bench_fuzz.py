@@ -1,4 +1,4 @@
-"""Fuzzed inputs, the long run (issue 15): the properties of ``tests/fuzz/`` over many more
+"""Fuzzed inputs, the long run: the properties of ``tests/fuzz/`` over many more
 inputs than the suite's bounded profile, counting instead of stopping at the first failure.
 
 Targets: the spout-znode parser, the ``__consumer_offsets`` decoder and its command, the

@@ -1,4 +1,4 @@
-"""The hot database after hours of collection (issue 13): its size on disk, and whether a
+"""The hot database after hours of collection: its size on disk, and whether a
 stored cycle slows down as the history grows.
 
 What a collector writes per cycle, through the product's own ``store_cycle`` (no sources: the
@@ -113,7 +113,7 @@ def table_rows() -> dict[str, int]:
 
     models = (GroupSample, BrokerOffsets, PartitionState, ConsumerGroup, CollectedCycle)
     rows = {m.__name__: m.objects.count() for m in models}
-    # The partition points the packed rows hold (a row each in the history before issue 13).
+    # The partition points the packed rows hold (a row each before the history was packed).
     rows["partition points"] = GroupSample.objects.aggregate(n=Sum("partitions"))["n"] or 0
     return rows
 

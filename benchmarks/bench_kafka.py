@@ -1,6 +1,6 @@
 """Benchmark of one Kafka collection cycle: the adapter against its floor and a naive version.
 
-The issue's figure: 200 groups x 50 partitions each on the lab broker, collected in one cycle
+The target: 200 groups x 50 partitions each on the lab broker, collected in one cycle
 in at most twice the floor and at most 1 s. The floor is the bare AdminClient calls the cycle
 cannot do without, each stage fully parallel: list groups; describe every group and fetch every
 group's committed offsets, all in flight at once; one batched ListOffsets. The naive version
@@ -44,7 +44,7 @@ TOPICS_PER_GROUP = 5
 def own_kafka(prefix: str = "bench-kafka-") -> Iterator[str]:
     """The lab's Apache Kafka broker (KRaft, lab/kafka/pom.xml's version) in a temporary run
     directory, started and stopped here; yields its bootstrap address. Broker start time is
-    printed: it is one of the issue's figures."""
+    printed: it is one of the figures benchmarks/RESULTS.md reports."""
     from lab.stack import Stack
 
     with tempfile.TemporaryDirectory(prefix=prefix) as tmp:

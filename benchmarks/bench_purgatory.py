@@ -1,6 +1,6 @@
 """Benchmark: what scraping 3 brokers' purgatory figures adds to a Kafka collection cycle.
 
-The issue's figure: the purgatory scrape of 3 brokers adds at most 5 % to a Kafka cycle. Both
+The target: the purgatory scrape of 3 brokers adds at most 5 % to a Kafka cycle. Both
 variants run the product's ``ClusterSources.collect`` (the adapters kept warm, as a worker
 keeps them) on the same cluster: *without* is a cluster with only Kafka configured, *with*
 the same cluster naming 3 broker metrics endpoints, scraped in parallel with the Kafka read.

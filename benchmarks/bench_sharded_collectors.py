@@ -1,5 +1,5 @@
 """Collection of 4 clusters x 10,000 partitions at a 10 s poll, by 1 and by 2 collector
-workers (issue 14's figure): cycles completed per minute and the lag of the slowest cluster.
+workers: cycles completed per minute and the lag of the slowest cluster.
 
 A lab stack of its own (Apache Kafka broker, Redis, web for the migrated SQLite database,
 worker, beat, ``collector`` and ``collector2``). The broker gets 200 groups x 50 partitions

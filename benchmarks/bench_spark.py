@@ -1,5 +1,5 @@
 """Spark jobs benchmark: the status and rollups jobs on a realistic sample log, against a floor
-and a single-process baseline (issue "Spark jobs").
+and a single-process baseline.
 
 Data: ``benchmarks.bench_sample_log.workload`` (imported, not copied): 10,000 partitions polled
 every 10 s, most healthy with moving offsets, 15 % slow, 5 % stuck and dead, 10 % of groups
@@ -13,7 +13,7 @@ Measured in one run, in one Spark session on ``local[2]`` (``spark_jobs.session`
 
 * start-up: session creation and a first trivial action;
 * the status job, ``spark_jobs.jobs.run_status_job`` (read, evaluate, write a result run), its
-  first run in the fresh session (cold: the issue's "≤ 30 s including start-up") and then
+  first run in the fresh session (cold: the target "≤ 30 s including start-up") and then
   ``--reps`` warm runs interleaved with the floor and the baseline;
 * the floor: a Spark job that reads the same window and counts rows per partition (Parquet
   scan of the key columns only), and the same with the project's reader (its dedup);

@@ -1,5 +1,5 @@
 """The status job over 3.6 M samples on the lab's Spark standalone cluster against local mode,
-in one run (issue "Beyond one machine", figures).
+in one run.
 
 Data: ``benchmarks.bench_spark``'s generator (``bench_sample_log.workload``, seed 7): 10,000
 partitions polled every 10 s for an hour, 3.6 M samples, hours compacted as production

@@ -1,5 +1,5 @@
 """The status job's cost per run on a small cluster's window: what every period costs a small
-installation, and every lab stack of the test suite (issue 15: the suite's Spark CPU).
+installation, and every lab stack of the test suite (most of the suite's Spark CPU).
 
 The window is the lab's shape: ``--partitions`` (100) polled every 5 s for ``--cycles`` (300:
 25 minutes) as the collector writes it, one micro-batch file per cycle, the hour not yet

@@ -1,4 +1,4 @@
-"""The assignment what-if at a large group (issue 16): 1,000 members × 10,000 partitions, all
+"""The assignment what-if at a large group: 1,000 members × 10,000 partitions, all
 assignors, target ≤ 200 ms.
 
 The group is a KIP-848 group (so the broker's uniform and range run too, beside the client's

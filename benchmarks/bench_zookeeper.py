@@ -1,13 +1,13 @@
 """How fast the ZooKeeper adapter reads Storm spout commits, against what kazoo allows.
 
-Creates ``--spouts`` × ``--partitions`` spout znodes (default 500 × 20 = 10,000, the issue's
+Creates ``--spouts`` × ``--partitions`` spout znodes (default 500 × 20 = 10,000, the target's
 figure) in a real ZooKeeper, started here from pyspark's bundled jars unless ``--zk`` names
 one, then times in one process, interleaved repetition by repetition so that load from other
 processes hits all three alike:
 
 * **floor**: a bare kazoo async walk issuing the same requests (one listing of the root, all
   spout listings at once, all gets at once) and keeping the raw replies, with stock kazoo.
-  This is the issue's reference: kazoo's connection thread handles every request and reply
+  The target is a ratio to it: kazoo's connection thread handles every request and reply
   in Python, and that is where the time goes.
 * **floor_poll**: the same bare walk on a client with the adapter's kazoo handler
   (``new_kazoo_handler``: ``poll(2)`` instead of an epoll set-up per wait). The adapter's

@@ -1,4 +1,4 @@
-"""The soak under faults (issue 15, item 5): a whole lab stack for ``--minutes`` with the
+"""The soak under faults: a whole lab stack for ``--minutes`` with the
 workload's scenarios cycling and one of each fault injected, spaced out over the run.
 
 Why: every fault here is survived by some test on its own (Redis under beat, PostgreSQL

@@ -1,4 +1,4 @@
-"""Where a suite run's wall time went, worker by worker and unit by unit (issue 15, item 6).
+"""Where a suite run's wall time went, worker by worker and unit by unit.
 
 ``--durations`` says how long each test took, not when: it cannot show a run ending on one
 long test while the other workers idle, or two stack units overlapping. Run the suite with

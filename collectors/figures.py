@@ -23,8 +23,9 @@ class PartitionFigure:
     """One partition of one group at one cycle. Built once and never changed afterwards
     (``dataclasses.replace`` makes another), but not declared frozen: a frozen dataclass's
     ``__init__`` sets each of these 26 fields through ``object.__setattr__``: with it, a
-    100,000-partition cycle's assembly took 1.6 s, without it 0.9-1.1 s (benchmarks/
-    RESULTS.md, session 19). It hashes as the frozen class did."""
+    100,000-partition cycle's assembly took 1.6 s, without it 0.9-1.1 s (benchmarks/RESULTS.md,
+    "Rows written only where a figure changed, figures built without `frozen`"). It hashes as
+    the frozen class did."""
 
     source: Source
     group: str

@@ -34,9 +34,10 @@ class CommittedOffset:
     100,000 of them: a frozen dataclass's ``__init__`` sets each field through
     ``object.__setattr__`` (twice a plain one's cost), and ``dataclasses.replace``, which the
     Kafka adapter used to add each commit's time from ``__consumer_offsets``, cost ~1 s per
-    100,000 (benchmarks/RESULTS.md, session 21). The adapter that builds one may still fill
-    in what it learns before its result leaves it (``collectors.kafka.offsets_topic``);
-    after that, nothing changes it. It hashes as the frozen class did.
+    100,000 (benchmarks/RESULTS.md, "The adapter's records made cheaply"). The adapter that
+    builds one may still fill in what it learns before its result leaves it
+    (``collectors.kafka.offsets_topic``); after that, nothing changes it. It hashes as the
+    frozen class did.
     """
 
     source: Source

@@ -172,8 +172,8 @@ def _interrupt(signum: int, frame: object) -> None:
 
 
 # What ``manage.py`` (``lagwatch_status``, ``collect``, ``lag_report``…) and Celery need to
-# read and drive this stack rather than the checkout's default database (issue 15: in another
-# terminal they read an empty ``var/data`` while the demo wrote ``var/lab/data``). Not the
+# read and drive this stack rather than the checkout's default database (without them, in
+# another terminal they read an empty ``var/data`` while the demo wrote ``var/lab/data``). Not the
 # ingest token: a secret, and no command needs it.
 MANAGE_VARS = (
     "DJANGO_SETTINGS_MODULE", "LAGWATCH_DATA_DIR", "REDIS_URL", "SPARK_MASTER", "PYSPARK_PYTHON",

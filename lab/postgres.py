@@ -1,5 +1,5 @@
-"""A private PostgreSQL server for the lab and the tests (issue "Beyond one machine": the
-production database had never been talked to).
+"""A private PostgreSQL server for the lab and the tests, so that the production database is
+talked to in the lab as in production.
 
 Debian's ``postgresql`` package gives the binaries (``scripts/setup`` installs it); the lab
 runs its own cluster, not the package's ``main`` one: initialised on first start, on a free

@@ -515,7 +515,7 @@ def _worker_argv(ctx: Context) -> list[str]:
     # small tasks of the default queue (alert deliveries) must not wait behind them. The jobs
     # share the process's one Spark session, so after the first run none pays a JVM's start
     # (with prefork children, a status run that landed on a child without a JVM took 57 s
-    # instead of ~2 s: benchmarks/RESULTS.md, alert latency, session 17).
+    # instead of ~2 s: benchmarks/RESULTS.md, "10 of 10 again").
     return [
         ctx.python, "-m", "celery", "-A", "dashboard", "worker", "-Q", "celery,spark",
         "-l", "info", "--pool", "threads", "--concurrency", "3",

@@ -1,5 +1,5 @@
 """A real Spark standalone cluster for the lab: one master and one worker, from pyspark's own
-distribution (issue "Beyond one machine": the jobs had only run in local mode).
+distribution, so that the jobs run on a cluster as well as in local mode.
 
 pyspark's wheel is a whole Spark: ``bin/spark-class`` and every jar the daemons need. Starting
 the daemons through ``spark-class`` (not ``java -cp``) keeps Spark's launcher in charge of the

@@ -31,7 +31,7 @@ os.environ.setdefault("LAGWATCH_SPARK_JAVA_OPTIONS", "-XX:+UseSerialGC -XX:Tiere
 # The suite starts ~25 brokers, each living minutes under the lab's light load: with the C1
 # JIT and the serial collector a broker took 5 CPU-s to be ready instead of 9-10, and 19-20
 # CPU-s instead of 33-36 over its next 2 minutes under the lab workload (benchmarks/RESULTS.md,
-# "The test suite's wall time", session 18). The lab and demo keep Kafka's own choices.
+# "The test suite's wall time", "The brokers' JIT"). The lab and demo keep Kafka's own choices.
 os.environ.setdefault("LAGWATCH_KAFKA_JAVA_OPTIONS", "-XX:+UseSerialGC -XX:TieredStopAtLevel=1")
 
 LAB_SERVICES = ("zookeeper", "kafka")

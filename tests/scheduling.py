@@ -48,7 +48,8 @@ LAB_WORLD_MODULES = frozenset({
 # apart from the other tests/lab/ ones, so that the two short units follow each of the two
 # long ones (lab_world, own-long) rather than both the first to end: a fresh-clone run ended
 # on the one short unit of ~11 min, alone on its worker for its last 3
-# (benchmarks/suite_timeline.py; RESULTS.md, session 21). Split by their measured time: the
+# (benchmarks/suite_timeline.py; RESULTS.md, "The test suite's wall time", "The stack units
+# split"). Split by their measured time: the
 # sharded collectors and the lighter lab modules (~340 s) against the stack tests and the
 # standalone Spark cluster (~310 s).
 OWN_STACKS_APART = frozenset({
@@ -56,7 +57,7 @@ OWN_STACKS_APART = frozenset({
     "tests/spark_jobs/test_standalone_cluster.py",
 })  # fmt: skip
 # The two full stacks with the demo workload and the scenarios on the session's services, a
-# unit of their own so that the two long stack units take about as long (session 15's green run:
+# unit of their own so that the two long stack units take about as long (in a green run:
 # shared stack ~12 min, this unit ~10.5 min without the scenarios, the other ~14 min with them).
 OWN_STACKS_LONG = frozenset({
     "tests/lab/test_lab_verdicts.py",

@@ -44,7 +44,7 @@ def test_the_deadline_waits_for_the_runs_it_counts(tmp_path: Path) -> None:
     def slow_job() -> None:  # the machine is slow: runs come later than the deadline
         time.sleep(0.3)
         # The verdict before the run is counted: the other order let the wait count the run
-        # and fail between the two lines on a loaded machine (a fresh clone's red, session 21).
+        # and fail between the two lines on a loaded machine (a fresh clone's red).
         met.set()
         publish(tmp_path, time.time())
 

@@ -114,7 +114,7 @@ def admin_committed_offsets(
 ) -> dict[str, Future]:
     """Every group's committed offsets through the AdminClient, one call per group: only
     where the wire client does not speak the cluster's security (SASL), with the risk
-    ``wire_groups.committed_offsets`` explains (README)."""
+    ``wire_groups.committed_offsets`` explains (docs/DESIGN_CHOICES.md)."""
     return {
         group: submit(
             [group],

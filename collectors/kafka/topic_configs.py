@@ -1,4 +1,4 @@
-"""Topic retention settings by DescribeConfigs, re-read every few minutes per topic (issue 16).
+"""Topic retention settings by DescribeConfigs, re-read every few minutes per topic.
 
 The retention forecast (``spark_jobs/evaluator/retention.py``) needs each consumed topic's
 ``retention.ms``, ``retention.bytes`` and ``cleanup.policy``. They change rarely and a

@@ -30,7 +30,7 @@ def committed_offsets(groups: GroupClient, group_ids: list[str], cycle: Cycle) -
     librdkafka 2.16 crashes the whole process when that call meets NOT_COORDINATOR
     (librdkafka issue #5040, open), which every coordinator move answers. A cluster whose
     security the wire client does not speak (SASL) keeps the AdminClient call, with that risk
-    (README, ``admin.admin_committed_offsets``).
+    (docs/DESIGN_CHOICES.md, ``admin.admin_committed_offsets``).
     """
     try:
         answers = groups.fetch_committed(group_ids, timeout_s=cycle.remaining())

@@ -1,5 +1,5 @@
 """Assignment balance and what-if: how a consumer group's partitions and lag spread over its
-members, and what Kafka's assignors would assign to the same members now (issue 16, DOMAIN §3).
+members, and what Kafka's assignors would assign to the same members now (DOMAIN §3).
 
 Why a stage of its own: the page, the API and ``manage.py assignment_whatif`` all need it,
 and it depends on nothing but what the store keeps. The assignors are pure (no Django import;

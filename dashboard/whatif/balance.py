@@ -1,4 +1,4 @@
-"""How a group's partitions and lag spread over its members (issue 16, DOMAIN §3).
+"""How a group's partitions and lag spread over its members (DOMAIN §3).
 
 A group is as fast as its busiest member: ten partitions over three members is fine at 4/3/3,
 but not when one member holds 8 of them, or holds the one partition that carries most of the

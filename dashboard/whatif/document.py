@@ -1,4 +1,4 @@
-"""The what-if as one document, the shape scripts rely on (issue 16's interface): printed by
+"""The what-if as one document, the shape scripts rely on: printed by
 ``manage.py assignment_whatif --json`` and served at ``/api/v1/groups/<id>/whatif/``, the same
 bytes from both so a script can move from one to the other.
 

@@ -2,8 +2,8 @@
 allowed → it happens; refused → 403 and the database is as it was. And a viewer's pages
 have no buttons it may not use.
 
-Who is expected to be allowed is written out in ``test_roles.EXPECTED`` (the issue's table),
-not read from the code under test.
+Who is expected to be allowed is written out in ``test_roles.EXPECTED`` (the table of
+docs/DASHBOARD.md, "Roles"), not read from the code under test.
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
-"""The role table, every role × every action, against the table the issue states (written out
-here, not read from the code), and how users and token scopes get their roles."""
+"""The role table, every role × every action, against the table docs/DASHBOARD.md states
+("Roles"; written out here, not read from the code), and how users and token scopes get their
+roles."""
 
 from __future__ import annotations
 
@@ -17,8 +18,9 @@ from dashboard.accounts.roles import (
 )
 
 VW, OP, AD = Role.VIEWER, Role.OPERATOR, Role.ADMIN
-# Issue 15: viewer reads everything; operator acknowledges, silences, builds reports; admin
-# also changes rules, channels, clusters, tokens, users (and anything else).
+# docs/DASHBOARD.md, "Roles": viewer reads everything; operator acknowledges, silences,
+# builds reports; admin also changes rules, channels, clusters, tokens, users (and anything
+# else).
 EXPECTED: dict[Action, set[Role]] = {
     Action.VIEW: {VW, OP, AD},
     Action.ACKNOWLEDGE: {OP, AD},

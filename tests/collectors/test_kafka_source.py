@@ -892,7 +892,7 @@ def test_broker_restarted_mid_cycle_then_the_same_source_recovers(
 
     This is the moment that aborted the whole process inside librdkafka 2.16 (a connection
     dropped under an AdminClient DescribeConsumerGroups, issue #4605): group requests now go
-    through the wire client (README, docs/LAB.md).
+    through the wire client (docs/DESIGN_CHOICES.md, docs/LAB.md).
     """
     topic = create_topic(admin, 2)
     produce(kafka_bootstrap, topic, {0: 3, 1: 3})

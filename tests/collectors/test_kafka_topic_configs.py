@@ -120,8 +120,9 @@ def test_a_refused_describe_is_a_source_warning_and_asked_again(
 @lab
 def test_describe_configs_through_a_broker_restart(lab_services: Any, admin) -> None:
     """librdkafka 2.16 can abort the process in some admin calls on a dropped connection
-    (README): DescribeConfigs in flight while the broker goes down must fail as a warning,
-    and the same client must read the config again once the broker is back."""
+    (docs/DESIGN_CHOICES.md, docs/LAB.md): DescribeConfigs in flight while the broker goes down
+    must fail as a warning, and the same client must read the config again once the broker is
+    back."""
     topic, _ = consumed_topic(admin, **{"retention.ms": "180000"})
     client = AdminClient({"bootstrap.servers": lab_services.bootstrap})
     cache = TopicConfigCache()

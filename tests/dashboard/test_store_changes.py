@@ -1,4 +1,4 @@
-"""A cycle rewrites only the partition rows whose figures changed (issue 13, item 1).
+"""A cycle rewrites only the partition rows whose figures changed.
 
 The store remembers, per cluster, the rows its last cycle wrote; the next cycle of the same
 process compares and writes the difference. These tests run with real commits

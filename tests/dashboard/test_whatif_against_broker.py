@@ -1,5 +1,5 @@
-"""The what-if against what the real broker's groups assigned (issue 16: "the what-if agrees …
-with the assignment the real broker made for classic range and round-robin groups").
+"""The what-if against what the real broker's groups assigned: the what-if agrees with the
+assignment the real broker made for classic range and round-robin groups.
 
 Three real consumers (librdkafka, classic protocol) share two topics of 5 and 3 partitions,
 where range and round-robin disagree (range hands out per topic: 3/3/2 with t-0..1 to the first
@@ -140,7 +140,7 @@ def test_whatif_of_the_assignor_in_use_moves_nothing(
     assert doc["type"] == "classic"
     assert len(doc["members"]) == MEMBERS
     ran = doc["assignors"][key]
-    # Failed in session 9 (load ~25) and 10 (one fresh-clone run of four) with two moves of
+    # Failed twice (load ~25, and one fresh-clone run of four) with two moves of
     # round-robin; printed whole (an assertion's message is cut short) to find which input
     # differed from the leader's: the members, their subscriptions or the partition counts.
     figures = {

@@ -1,5 +1,5 @@
 """End to end in the lab: each fault scenario yields its status and diagnosis in time, and the
-quiet topic and the healthy groups never show a non-OK status (issue "Spark jobs", Tests).
+quiet topic and the healthy groups never show a non-OK status.
 
 A stack of its own with every service; the status job runs as in production, sent by beat to
 the worker's Spark queue, on what the collector wrote to the sample log. The test only starts
@@ -33,9 +33,8 @@ liveness, spout counts, a ZooKeeper consumer's generation; the poisoned spout's 
 at the poison offset while its failures and lag rise; the dead group's partitions owned by
 no one with their lag growing; the storm's membership changes recorded with their causes.
 
-Before any fault, every Kafka group of both protocols must show what the broker says of it
-(issue "Real Apache Kafka", done when): a numeric generation, its members with client id and
-host, and a last commit time.
+Before any fault, every Kafka group of both protocols must show what the broker says of it:
+a numeric generation, its members with client id and host, and a last commit time.
 
 A group (or a partition: poison-message touches one) counts as healthy until a scenario
 touches it; every ``lagwatch_status`` read of the whole run checks that the healthy ones, and

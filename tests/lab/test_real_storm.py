@@ -13,7 +13,7 @@ module costs about one verdict's wait per phase:
 Each verdict is due within the window plus two status periods of its fault (``TARGET_S``);
 the waits allow three times that (the machine's load is not this test's clock) and print how
 long it took. Heavy (a Storm cluster beside the product): marked ``storm`` and run by
-``scripts/test-storm``, not by the 20-minute suite (README, "Tests").
+``scripts/test-storm``, not by the 20-minute suite (docs/DEVELOPMENT.md, "The test suite").
 """
 
 from __future__ import annotations

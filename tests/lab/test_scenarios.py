@@ -279,7 +279,7 @@ def test_pending_leak_grows_pending_and_freezes_the_commit(run_world: Any, zk: K
     # The scenario's own message timeout (5 s). With 1 s, a producer stalled for a second
     # under load left the spout's newest tuples to time out within maxOffsetBehind of its
     # emitted offset: retried, never acked, "Too many tuple failures", and the worker restarts
-    # every few seconds reset pending before it could grow (a fresh clone's CI, session 20).
+    # every few seconds reset pending before it could grow (seen in a fresh clone's CI).
     runner.start("pending-leak", {})
     assert world.topologies.topology_id(spout.name) == topology_id, "a worker restart"
 

@@ -1,4 +1,4 @@
-"""Two collector workers share three clusters, and one is killed mid-run (issue 14, item 2).
+"""Two collector workers share three clusters, and one is killed mid-run.
 
 A whole lab stack of its own (ZooKeeper, broker, Redis, workload, web, worker, beat) with two
 collector processes (``collector`` and ``collector2``), and a second real Kafka broker from a

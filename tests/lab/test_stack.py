@@ -480,7 +480,7 @@ def test_full_stack_serves_the_dashboard_and_runs_celery(tmp_path: Path) -> None
             assert response.status == 200
             assert json.loads(response.read())["ok"] is True
         assert (tmp_path / "data" / "lagwatch.sqlite3").exists()
-        # What the demo tells its user to paste in another terminal (issue 15: without it,
+        # What the demo tells its user to paste in another terminal (without it,
         # manage.py read an empty database there), used exactly as a shell would.
         exports = subprocess.run(
             [sys.executable, "-m", "lab", "env", "--run-dir", str(tmp_path)],

@@ -113,7 +113,7 @@ def test_a_master_that_answers_passes_and_one_that_does_not_names_itself() -> No
 
 def test_a_new_session_with_its_master_down_fails_at_once_naming_it() -> None:
     """What the worker's first run does when the master is down: without the check, Spark
-    retries for a minute and leaves a dead context behind (issue "Beyond one machine")."""
+    retries for a minute and leaves a dead context behind."""
     port = _closed_port()
     done = subprocess.run(
         [sys.executable, "-c",

@@ -1,5 +1,4 @@
-"""The status and rollups jobs on a real Spark standalone cluster give what local mode gives
-(issue "Beyond one machine", item 1).
+"""The status and rollups jobs on a real Spark standalone cluster give what local mode gives.
 
 The lab starts a master and a worker from pyspark's own distribution (``lab/spark_cluster.py``);
 a driver process of its own (``cluster_driver``) runs both jobs with ``spark://…`` over a

@@ -103,7 +103,7 @@ def test_live_update_is_json_with_the_regions_rendered(web: Client) -> None:
 @pytest.mark.parametrize(
     ("statuses", "line"),
     [
-        # Before the first status run (issue 15: it read "UNKNOWN 40, .").
+        # Before the first status run (it once read "UNKNOWN 40, .").
         ({"UNKNOWN": 40}, "1 groups, 40 partitions: UNKNOWN 40."),
         ({"OK": 3, "STALL": 2}, "1 groups, 5 partitions: STALL 2, OK 3."),
     ],

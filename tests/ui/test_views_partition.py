@@ -126,7 +126,7 @@ def test_missing_partition_is_404(web: Client) -> None:
 def test_incomplete_window_banner_only_above_an_ok_verdict(
     web: Client, status: str, shown: bool
 ) -> None:
-    """Issue 15: "Window not complete … counts as OK" stood above a STALL verdict. A stuck
+    """Once, "Window not complete … counts as OK" stood above a STALL verdict. A stuck
     partition is judged on the polls that watched it, with few commits in its window, so
     an incomplete window says nothing about a non-OK verdict."""
     g = world.group(world.cluster(), "g", status=status)

@@ -1,4 +1,4 @@
-"""``PartitionState.present``: rows are rewritten only when a figure changed (issue 13).
+"""``PartitionState.present``: rows are rewritten only when a figure changed.
 
 Until now every row of a group's latest cycle was written with that cycle's time, the
 group's ``last_seen_at``; an older row is a partition that left its group."""

@@ -1,5 +1,5 @@
 """``PartitionState.time_lag_from_ms``: a stopped consumer's row is no longer rewritten every
-cycle only because its time lag grew (issue 13). Null for the rows stored before: their next
+cycle only because its time lag grew. Null for the rows stored before: their next
 cycle writes it."""
 
 from django.db import migrations, models

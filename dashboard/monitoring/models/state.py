@@ -63,7 +63,7 @@ class ConsumerGroup(models.Model):
     last_seen_at = models.DateTimeField()
     # Totals of the group's partition rows as they are now, rewritten by whatever writes
     # those rows (dashboard/monitoring/group_totals.py): the overview and the groups list read
-    # them instead of scanning every partition (100,000 rows at issue 13's scale).
+    # them instead of scanning every partition (100,000 rows in a large deployment).
     partitions_total = models.IntegerField(default=0, db_default=0)
     partitions_ok = models.IntegerField(default=0, db_default=0)
     partitions_warn = models.IntegerField(default=0, db_default=0)
@@ -128,8 +128,8 @@ class PartitionState(models.Model):
     # there is no such forecast (config unknown, infinite, compact, caught up).
     retention_left_s = models.FloatField(null=True)
     stale = models.BooleanField(default=False)
-    # A cycle rewrites a row only when one of its figures changed (issue 13: 100,000 rows
-    # rewritten each cycle were most of the store's time), so ``sampled_at`` is the cycle
+    # A cycle rewrites a row only when one of its figures changed (100,000 rows rewritten
+    # each cycle were most of the store's time), so ``sampled_at`` is the cycle
     # that last wrote it, and the group's ``last_seen_at`` says when a partition still in
     # the group was last sampled. ``present``: the partition was in its group's latest
     # cycle; a row that left it keeps, in ``sampled_at``, the last cycle that saw it.
