@@ -17,7 +17,7 @@ from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from lab.ports import pick_free_ports
-from lab.storm.spout import _BrokerReader, _LogLimiter
+from lab.storm.broker_reader import BrokerReader, LogLimiter
 from lab.workload import topics
 from lab.workload.clients import FetchWatchdog, broker_listening, lagging, leave_group
 
@@ -93,8 +93,8 @@ def test_lagging_tells_records_waiting_from_a_consumer_at_the_log_end(
 def test_a_replaced_reader_goes_on_from_its_positions(
     kafka_bootstrap: str, topic_with_ten: str
 ) -> None:
-    say = _LogLimiter()
-    reader = _BrokerReader(kafka_bootstrap, topic_with_ten, "watchdog-test", say)
+    say = LogLimiter()
+    reader = BrokerReader(kafka_bootstrap, topic_with_ten, "watchdog-test", say)
     reader.watchdog = FetchWatchdog(kafka_bootstrap, limit_s=0.0, settle_s=0.0, probe_every_s=0)
     try:
         reader.assign({0: 4})
