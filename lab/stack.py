@@ -5,6 +5,10 @@
 earlier ``up`` started. It is written atomically and under a lock on ``<run_dir>/stack.lock``.
 A record holds the pid *and* its start time: a pid alone may name an unrelated process by the
 time we come to stop it.
+
+**Why one module of some 690 lines**: the record, the locking around it and the operations
+that read and write it (up, down, status, stop, kill, pause and start one service) must agree
+on one format and one lock.
 """
 
 from __future__ import annotations

@@ -25,6 +25,9 @@ with what the simulator knows and Storm's UI does not show: per spout task the t
 emitted-to, committed and last completed offsets, ignored failures, dropped pending, skipped
 messages). It is there for checking the product against ground truth; a collector of real
 Storm must not rely on it.
+
+**Why one module of some 400 lines**: one HTTP handler and the shapes it serves, each shape
+checked against the real UI's answers kept in tests/data.
 """
 
 from __future__ import annotations

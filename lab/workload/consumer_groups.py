@@ -9,6 +9,9 @@ themselves, or KIP-848's consumer protocol, where the broker does.
 The faults a scenario sets on a group (a processing delay, a hold, a poison message) live in
 one ``_Faults`` object that every member reads on each turn of its loop, so members that join
 later (a rebalance storm) inherit them.
+
+**Why one module of some 600 lines**: a member's loop, the group around it and the faults
+they share are one state machine; split, the faults' fields would be read across modules.
 """
 
 from __future__ import annotations

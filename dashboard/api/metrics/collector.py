@@ -31,6 +31,9 @@ which start again when a worker restarts: a reset to ``rate()``),
 ``lagwatch_spout_complete_latency_ms``, and from the spout's push (else Storm UI's)
 ``lagwatch_spout_pending`` (the tuples in flight) and ``lagwatch_spout_max_pending`` (their
 cap): BACKPRESSURE is the first sitting at the second.
+
+**Why one module of some 550 lines**: one collector class whose families all read the same
+few queries of a scrape; split, each part would run its own queries or pass the rows around.
 """
 
 from __future__ import annotations
