@@ -3,6 +3,7 @@
 Pages rather than cursors: every list here is ordered on a stable key and small enough to
 count, and a page number lets a user jump (the UI, a spreadsheet import). A page past the
 end is a 400 naming ``page``, not an empty 200 that a loop would take for "done, nothing".
+The rows are returned as they are: the page's schema (``schemas.common.page_of``) writes them.
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ from dashboard.api import params
 
 DEFAULT_PAGE_SIZE = 50
 MAX_PAGE_SIZE = 500
-PAGE_PARAMS = ("page", "page_size")
 
 
 def _link(request: HttpRequest, page: int) -> str:
@@ -29,16 +29,14 @@ def _link(request: HttpRequest, page: int) -> str:
 def paginate(
     request: HttpRequest,
     rows: QuerySet | Sequence,
-    serialize: Callable[[Any], dict],
-    default_size: int = DEFAULT_PAGE_SIZE,
-    max_size: int = MAX_PAGE_SIZE,
+    page: int,
+    size: int,
     extra: dict | None = None,
     prepare: Callable[[list], Any] | None = None,
 ) -> dict:
-    """One page of ``rows``, each through ``serialize``; ``prepare`` sees the page's rows
-    first (to read what they need for the whole page in one query)."""
-    size = params.integer(request.GET, "page_size", default_size, 1, max_size)
-    page = params.integer(request.GET, "page", 1, 1)
+    """One page of ``rows`` (``page`` and ``size`` as the query schema read them);
+    ``prepare`` sees the page's rows first (to read what they need for the whole page in one
+    query)."""
     count = rows.count() if isinstance(rows, QuerySet) else len(rows)
     pages = max(1, -(-count // size))
     if page > pages:
@@ -57,5 +55,5 @@ def paginate(
     rows_of_page = list(rows[start : start + size])
     if prepare is not None:
         prepare(rows_of_page)
-    body["results"] = [serialize(row) for row in rows_of_page]
+    body["results"] = rows_of_page
     return body

@@ -1,5 +1,6 @@
-"""Querysets the API views share: groups with their partitions' current totals, filters
-read from the query string, and the severity order of statuses.
+"""Querysets the API views share: groups with their partitions' current totals, the group
+filters and orderings the query schemas offer (``schemas/query.py`` reads its choices here),
+and the severity order of statuses.
 
 Group totals come from the partitions' latest figures (updated every poll), not from the
 status job's copy on the group row (updated every minute), so a list agrees with the
@@ -7,6 +8,8 @@ partition rows a client fetches next.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from django.db import connection
 from django.db.models import (
@@ -19,10 +22,8 @@ from django.db.models import (
     When,
 )
 from django.db.models.expressions import RawSQL
-from django.http import QueryDict
 from django.utils import timezone
 
-from dashboard.api import params
 from dashboard.api.errors import not_found
 from dashboard.monitoring import trends
 from dashboard.monitoring.models import ConsumerGroup, PartitionState, SourceKind, Status
@@ -31,6 +32,24 @@ STATUSES = tuple(Status.values)
 SOURCES = tuple(SourceKind.values)
 # Worst last: what "sort by status" means to someone looking for trouble.
 SEVERITY = {"OK": 0, "UNKNOWN": 1, "WARN": 2, "REWIND": 3, "STALL": 4, "STOP": 5, "ERR": 6}
+# Sort keys: a name, or -name for descending; nulls come first ascending, last descending.
+GROUP_ORDERINGS = {
+    "name": ("cluster__name", "source", "name"),
+    "total_lag": (F("lag_sum").asc(nulls_first=True), "name"),
+    "max_time_lag_s": (F("time_lag_max").asc(nulls_first=True), "name"),
+    "status": ("status_rank", "name"),
+    "last_seen_at": ("last_seen_at", "name"),
+}
+PARTITION_ORDERINGS = {
+    "group": ("group__cluster__name", "group__source", "group__name", "topic", "partition"),
+    "lag": (F("lag").asc(nulls_first=True), "id"),
+    "time_lag_s": (F("time_lag_s").asc(nulls_first=True), "id"),
+    "status": ("status_rank", "id"),
+}
+GROUP_ORDER_CHOICES = tuple(o for name in GROUP_ORDERINGS for o in (name, f"-{name}"))
+PARTITION_ORDER_CHOICES = tuple(o for name in PARTITION_ORDERINGS for o in (name, f"-{name}"))
+# Which partitions /status/ lists under each group.
+PARTITION_MODES = ("non_ok", "all", "none")
 
 
 def severity(field: str = "status") -> Case:
@@ -116,19 +135,28 @@ def with_diagnosis(partitions: QuerySet, code: str) -> QuerySet:
     return partitions.alias(has_code=has).filter(has_code=True)
 
 
-def filter_groups(groups: QuerySet, query: QueryDict, prefix: str = "") -> QuerySet:
-    """``cluster``, ``source``, ``status``, ``name`` (exact), ``search`` (substring),
-    ``stale``; ``prefix`` is the path from the queried model to the group (``group__``)."""
-    cluster = params.text(query, "cluster")
-    if cluster is not None:
-        groups = groups.filter(**{f"{prefix}cluster__name": cluster})
-    sources = params.choices(query, "source", SOURCES)
-    if sources:
-        groups = groups.filter(**{f"{prefix}source__in": sources})
-    name = params.text(query, "name")
-    if name is not None:
-        groups = groups.filter(**{f"{prefix}name": name})
-    search = params.text(query, "search")
-    if search is not None:
-        groups = groups.filter(**{f"{prefix}name__icontains": search})
+def ordered(rows: QuerySet, ordering: str, orderings: dict[str, tuple]) -> QuerySet:
+    """``rows`` sorted by one of ``orderings`` (``-name``: descending, nulls last)."""
+    name = ordering.lstrip("-")
+    keys = orderings[name]
+    if name == "status":
+        rows = rows.annotate(status_rank=severity())
+    if not ordering.startswith("-"):
+        return rows.order_by(*keys)
+    first = keys[0]
+    first = f"-{first}" if isinstance(first, str) else first.expression.desc(nulls_last=True)
+    return rows.order_by(first, *keys[1:])
+
+
+def filter_groups(groups: QuerySet, query: Any, prefix: str = "") -> QuerySet:
+    """``cluster``, ``source``, ``name`` (exact), ``search`` (substring), as a query schema
+    read them; ``prefix`` is the path from the queried model to the group (``group__``)."""
+    if query.cluster is not None:
+        groups = groups.filter(**{f"{prefix}cluster__name": query.cluster})
+    if query.source:
+        groups = groups.filter(**{f"{prefix}source__in": query.source})
+    if query.name is not None:
+        groups = groups.filter(**{f"{prefix}name": query.name})
+    if query.search is not None:
+        groups = groups.filter(**{f"{prefix}name__icontains": query.search})
     return groups

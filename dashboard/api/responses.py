@@ -4,7 +4,8 @@ Names from the monitored systems are hostile (``</script>`` is a valid Kafka gro
 response is ``application/json`` with ``nosniff``, so a browser never renders it as HTML;
 still, ``<``, ``>`` and ``&`` are written as ``\\u003c``-style escapes (as Django's
 ``json_script`` does), so a page or tool that pastes the text into HTML cannot be tricked.
-The JSON value is unchanged.
+The JSON value is unchanged. ``ApiJsonResponse`` is for answers built outside ninja (errors,
+this document); ``SafeJSONRenderer`` writes ninja's answers the same way.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Any
 
 from django.core.serializers.json import DjangoJSONEncoder
 from django.http import JsonResponse
+from ninja.renderers import JSONRenderer
 
 _ESCAPES = {ord("<"): "\\u003c", ord(">"): "\\u003e", ord("&"): "\\u0026"}
 
@@ -27,3 +29,10 @@ class ApiJsonResponse(JsonResponse):
         kwargs.setdefault("safe", False)
         super().__init__(data, encoder=SafeJSONEncoder, status=status, **kwargs)
         self["X-Content-Type-Options"] = "nosniff"
+
+
+class SafeJSONRenderer(JSONRenderer):
+    """ninja's renderer with the escapes above (the schemas have already written times as
+    text, so the encoder's own date format is never used)."""
+
+    encoder_class = SafeJSONEncoder

@@ -185,7 +185,7 @@ def test_each_operation_documents_the_parameters_it_takes(
     client: Client, world: World, reader: dict
 ) -> None:
     document = openapi.document()
-    shared = document["components"]["parameters"]
+    shared = document["components"].get("parameters", {})  # (ninja writes them inline)
     for path, item in document["paths"].items():
         if "get" not in item:
             continue

@@ -1,1 +1,2 @@
-"""The API's views, one module per resource; each is thin: read parameters, query, serialize."""
+"""The API's routers, one module per resource; each operation is thin: its query schema reads
+the parameters, it queries, its answer schema writes the answer."""

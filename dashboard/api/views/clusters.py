@@ -4,16 +4,18 @@ one cluster also with its brokers' purgatory figures."""
 from __future__ import annotations
 
 from collections import defaultdict
+from typing import Annotated
 
 from django.db.models import Count
 from django.http import HttpRequest
+from ninja import Path, Query, Router
 
 from dashboard.api import params
-from dashboard.api.auth import api_view
 from dashboard.api.errors import not_found
-from dashboard.api.pagination import PAGE_PARAMS, paginate
-from dashboard.api.responses import ApiJsonResponse
-from dashboard.api.serializers import cluster_dict, iso, source_health_dict
+from dashboard.api.pagination import paginate
+from dashboard.api.schemas.common import answers
+from dashboard.api.schemas.monitoring import ClusterDetail, ClusterPage
+from dashboard.api.schemas.query import ClusterQuery
 from dashboard.monitoring.models import (
     BrokerPurgatory,
     Cluster,
@@ -22,48 +24,52 @@ from dashboard.monitoring.models import (
     SourceHealth,
 )
 
+router = Router(tags=["clusters"])
+ClusterName = Annotated[str, Path(description="Cluster name.")]
 
-def _groups_by_status(cluster_ids: list[int]) -> dict[int, dict[str, int]]:
+
+def _attach_groups_by_status(clusters: list[Cluster]) -> None:
+    """``cluster.groups_by_status`` of each cluster of the page, in one query."""
     counts: dict[int, dict[str, int]] = defaultdict(dict)
     rows = (
-        ConsumerGroup.objects.filter(cluster_id__in=cluster_ids)
+        ConsumerGroup.objects.filter(cluster_id__in=[c.pk for c in clusters])
         .values_list("cluster_id", "status")
         .annotate(n=Count("id"))
         .order_by()
     )
     for cluster_id, status, n in rows:
         counts[cluster_id][status] = n
-    return counts
+    for cluster in clusters:
+        cluster.groups_by_status = counts.get(cluster.pk, {})
 
 
-@api_view()
-def cluster_list(request: HttpRequest) -> ApiJsonResponse:
-    params.check_known(request.GET, ("enabled", *PAGE_PARAMS))
+@router.get("/", response=answers(ClusterPage, 400), url_name="clusters",
+            operation_id="listClusters", summary="The monitored clusters")  # fmt: skip
+def cluster_list(request: HttpRequest, query: Query[ClusterQuery]) -> dict:
     clusters = Cluster.objects.order_by("name")
-    if "enabled" in request.GET:
-        clusters = clusters.filter(enabled=params.boolean(request.GET, "enabled"))
-    body = paginate(request, clusters, lambda c: c)
-    counts = _groups_by_status([c.pk for c in body["results"]])
-    body["results"] = [cluster_dict(c, counts.get(c.pk, {})) for c in body["results"]]
-    return ApiJsonResponse(body)
+    if query.enabled is not None:
+        clusters = clusters.filter(enabled=query.enabled)
+    return paginate(request, clusters, query.page, query.page_size,
+                    prepare=_attach_groups_by_status)  # fmt: skip
 
 
-@api_view()
-def cluster_detail(request: HttpRequest, name: str) -> ApiJsonResponse:
+@router.get(
+    "/{name}/", response=answers(ClusterDetail, 400, 404), url_name="cluster",
+    operation_id="getCluster",
+    summary="One cluster, with source health, the latest collection errors and its brokers' "
+    "purgatory figures",
+)  # fmt: skip
+def cluster_detail(request: HttpRequest, name: ClusterName) -> Cluster:
     params.check_known(request.GET, ())
     cluster = Cluster.objects.filter(name=name).first()
     if cluster is None:
         raise not_found(f"cluster {name!r}")
-    body = cluster_dict(cluster, _groups_by_status([cluster.pk]).get(cluster.pk, {}))
-    body["source_health"] = [
-        source_health_dict(h)
-        for h in SourceHealth.objects.filter(cluster=cluster).order_by("source")
-    ]
-    body["collection_errors"] = [
-        {"source": e.source, "where": e.where, "error": e.error, "at": iso(e.at)}
-        for e in CollectionError.objects.filter(cluster=cluster).order_by("-at")[:100]
-    ]
-    body["brokers"] = [
+    _attach_groups_by_status([cluster])
+    cluster.source_health = list(SourceHealth.objects.filter(cluster=cluster).order_by("source"))
+    cluster.collection_errors = list(
+        CollectionError.objects.filter(cluster=cluster).order_by("-at")[:100]
+    )
+    cluster.brokers = [
         b.document() for b in BrokerPurgatory.objects.filter(cluster=cluster).order_by("broker")
     ]
-    return ApiJsonResponse(body)
+    return cluster

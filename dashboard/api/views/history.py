@@ -4,42 +4,43 @@ and resolution rather than paginated."""
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.http import HttpRequest
-from django.utils import timezone
+from ninja import Query, Router
 
 from dashboard.api import history, params, queries
-from dashboard.api.auth import api_view
-from dashboard.api.responses import ApiJsonResponse
-from dashboard.api.serializers import iso
+from dashboard.api.schemas.common import answers, object_id
+from dashboard.api.schemas.monitoring import GroupHistory, PartitionHistory
+from dashboard.api.schemas.query import HistoryQuery, request_now
 
-PARAMS = ("since", "until", "resolution")
+# Mounted beside the groups' and partitions' routers, under the same prefixes.
+group_router = Router(tags=["groups"])
+partition_router = Router(tags=["partitions"])
 DEFAULT_RANGE = timedelta(hours=1)
+GroupId = object_id("Group")
+PartitionId = object_id("Partition")
 
 
-def _range(request: HttpRequest, level: str):
-    query = request.GET
-    params.check_known(query, PARAMS)
-    now = timezone.now()
-    since = params.moment(query, "since", now, now - DEFAULT_RANGE)
-    until = params.moment(query, "until", now, now)
+def _range(request: HttpRequest, query: HistoryQuery, level: str) -> tuple[datetime, datetime, str]:
+    now = request_now(request)
+    since = query.since or now - DEFAULT_RANGE
+    until = query.until or now
     if since >= until:
         raise params.bad("since", "must be before until")
-    requested = params.choice(query, "resolution", history.RESOLUTIONS, "auto")
     try:
         resolution = history.pick_resolution(
-            level, requested, since, now, history.Retention.from_settings()
+            level, query.resolution, since, now, history.Retention.from_settings()
         )
     except history.ResolutionError as exc:
         raise params.bad("resolution", str(exc)) from None
     return since, until, resolution
 
 
-def _body(since, until, resolution: str, points: list[dict]) -> dict:
+def _series(since: datetime, until: datetime, resolution: str, points: list[dict]) -> dict:
     return {
-        "since": iso(since),
-        "until": iso(until),
+        "since": since,
+        "until": until,
         "resolution": resolution,
         "source": "raw samples" if resolution == "raw" else f"{resolution} rollups",
         "count": len(points),
@@ -47,39 +48,32 @@ def _body(since, until, resolution: str, points: list[dict]) -> dict:
     }
 
 
-@api_view()
-def partition_history(request: HttpRequest, partition_id: int) -> ApiJsonResponse:
+@partition_router.get(
+    "/{int:partition_id}/history/", response=answers(PartitionHistory, 400, 404),
+    url_name="partition-history", operation_id="partitionHistory", exclude_unset=True,
+    summary="A partition's lag history (one series, not paginated)",
+    description="Partitions are rolled up hourly only: resolution=1m is a 400.",
+)  # fmt: skip
+def partition_history(
+    request: HttpRequest, partition_id: PartitionId, query: Query[HistoryQuery]
+) -> dict:
     partition = queries.get_partition(partition_id)
-    since, until, resolution = _range(request, "partition")
+    since, until, resolution = _range(request, query, "partition")
     points = history.partition_points(partition, resolution, since, until)
-    group = partition.group
-    body = {
-        "partition": {
-            "id": partition.pk,
-            "group_id": group.pk,
-            "cluster": group.cluster.name,
-            "source": group.source,
-            "group": group.name,
-            "topic": partition.topic,
-            "partition": partition.partition,
-        },  # fmt: skip
-        **_body(since, until, resolution, points),
-    }
-    return ApiJsonResponse(body)
+    return {"partition": partition, **_series(since, until, resolution, points)}
 
 
-@api_view()
-def group_history(request: HttpRequest, group_id: int) -> ApiJsonResponse:
+@group_router.get(
+    "/{int:group_id}/history/", response=answers(GroupHistory, 400, 404),
+    url_name="group-history", operation_id="groupHistory", exclude_unset=True,
+    summary="A group's lag history (one series, not paginated)",
+    description="since defaults to 1 h ago, until to now; auto picks raw samples, 1m or 1h "
+    "rollups, the finest that covers the range.",
+)  # fmt: skip
+def group_history(
+    request: HttpRequest, group_id: GroupId, query: Query[HistoryQuery]
+) -> dict:
     group = queries.get_group(group_id)
-    since, until, resolution = _range(request, "group")
+    since, until, resolution = _range(request, query, "group")
     points = history.group_points(group, resolution, since, until)
-    body = {
-        "group": {
-            "id": group.pk,
-            "cluster": group.cluster.name,
-            "source": group.source,
-            "name": group.name,
-        },  # fmt: skip
-        **_body(since, until, resolution, points),
-    }
-    return ApiJsonResponse(body)
+    return {"group": group, **_series(since, until, resolution, points)}

@@ -2,77 +2,50 @@
 
 from __future__ import annotations
 
-from django.db.models import F
 from django.http import HttpRequest
+from ninja import Query, Router
 
 from dashboard.api import params, queries
-from dashboard.api.auth import api_view
-from dashboard.api.pagination import PAGE_PARAMS, paginate
-from dashboard.api.responses import ApiJsonResponse
-from dashboard.api.serializers import partition_dict
+from dashboard.api.pagination import paginate
+from dashboard.api.schemas.common import answers, object_id
+from dashboard.api.schemas.groups import Partition, PartitionPage
+from dashboard.api.schemas.query import PartitionQuery
 from dashboard.monitoring.models import PartitionState
 
-ORDERINGS = {
-    "group": ("group__cluster__name", "group__source", "group__name", "topic", "partition"),
-    "lag": (F("lag").asc(nulls_first=True), "id"),
-    "time_lag_s": (F("time_lag_s").asc(nulls_first=True), "id"),
-    "status": ("status_rank", "id"),
-}
-ORDER_CHOICES = tuple(o for name in ORDERINGS for o in (name, f"-{name}"))
-FILTERS = (
-    "cluster", "source", "name", "search", "group_id", "topic", "partition", "status",
-    "diagnosis", "stale", "min_lag", "ordering",
-)  # fmt: skip
+router = Router(tags=["partitions"])
+PartitionId = object_id("Partition")
 
 
-def _ordered(partitions, ordering: str):
-    name = ordering.lstrip("-")
-    keys = ORDERINGS[name]
-    if name == "status":
-        partitions = partitions.annotate(status_rank=queries.severity())
-    if not ordering.startswith("-"):
-        return partitions.order_by(*keys)
-    first = keys[0]
-    first = f"-{first}" if isinstance(first, str) else first.expression.desc(nulls_last=True)
-    return partitions.order_by(first, *keys[1:])
-
-
-@api_view()
-def partition_list(request: HttpRequest) -> ApiJsonResponse:
-    query = request.GET
-    params.check_known(query, (*FILTERS, *PAGE_PARAMS))
+@router.get("/", response=answers(PartitionPage, 400), url_name="partitions",
+            operation_id="listPartitions",
+            summary="Every partition of every group, with its latest figures")  # fmt: skip
+def partition_list(request: HttpRequest, query: Query[PartitionQuery]) -> dict:
     rows = queries.filter_groups(
         PartitionState.objects.select_related("group__cluster"), query, prefix="group__"
     )
-    group_id = params.integer(query, "group_id", minimum=1)
-    if group_id is not None:
-        rows = rows.filter(group_id=group_id)
-    topic = params.text(query, "topic")
-    if topic is not None:
-        rows = rows.filter(topic=topic)
-    partition = params.integer(query, "partition", minimum=0)
-    if partition is not None:
-        rows = rows.filter(partition=partition)
-    statuses = params.choices(query, "status", queries.STATUSES)
-    if statuses:
-        rows = rows.filter(status__in=statuses)
-    if "stale" in query:
-        rows = rows.filter(stale=params.boolean(query, "stale"))
-    min_lag = params.integer(query, "min_lag", minimum=0)
-    if min_lag is not None:
-        rows = rows.filter(lag__gte=min_lag)
-    diagnosis = params.text(query, "diagnosis", max_length=64)
-    if diagnosis is not None:
-        rows = queries.with_diagnosis(rows, diagnosis.upper())
-    rows = _ordered(rows, params.choice(query, "ordering", ORDER_CHOICES, "group"))
-    return ApiJsonResponse(
-        paginate(request, rows, partition_dict, prepare=queries.attach_partition_trends)
-    )
+    if query.group_id is not None:
+        rows = rows.filter(group_id=query.group_id)
+    if query.topic is not None:
+        rows = rows.filter(topic=query.topic)
+    if query.partition is not None:
+        rows = rows.filter(partition=query.partition)
+    if query.status:
+        rows = rows.filter(status__in=query.status)
+    if query.stale is not None:
+        rows = rows.filter(stale=query.stale)
+    if query.min_lag is not None:
+        rows = rows.filter(lag__gte=query.min_lag)
+    if query.diagnosis is not None:
+        rows = queries.with_diagnosis(rows, query.diagnosis.upper())
+    rows = queries.ordered(rows, query.ordering, queries.PARTITION_ORDERINGS)
+    return paginate(request, rows, query.page, query.page_size,
+                    prepare=queries.attach_partition_trends)  # fmt: skip
 
 
-@api_view()
-def partition_detail(request: HttpRequest, partition_id: int) -> ApiJsonResponse:
+@router.get("/{int:partition_id}/", response=answers(Partition, 400, 404), url_name="partition",
+            operation_id="getPartition", summary="One partition")  # fmt: skip
+def partition_detail(request: HttpRequest, partition_id: PartitionId) -> PartitionState:
     params.check_known(request.GET, ())
     partition = queries.get_partition(partition_id)
     queries.attach_partition_trends([partition])
-    return ApiJsonResponse(partition_dict(partition))
+    return partition

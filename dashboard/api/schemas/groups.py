@@ -1,0 +1,257 @@
+"""Answers about consumer groups and their partitions: the group (list and detail), the
+partition, and the pieces they share (statuses, diagnoses, trends, retention, members).
+
+The schemas read the ORM rows directly (attributes, ``resolve_*`` for what is computed), so
+each key is written in one place, here. What a view reads for a whole page at once
+(``trend``, ``topic_config``, the group totals) it attaches to the rows first
+(``dashboard/api/queries.py``); what it reads for one answer it attaches the same way.
+Names from the monitored systems are returned as they are: JSON escapes them, and a client
+that renders them into HTML must escape them itself.
+"""
+
+from typing import Annotated, Any
+
+from pydantic import Field, WithJsonSchema
+
+from dashboard.api.schemas.common import Closed, Number, Time, TimeText, one_of, page_of
+from dashboard.api.schemas.documents import Balance, SpoutFigures, WhatIfEntry
+from dashboard.monitoring.membership import group_type, member_details
+from dashboard.monitoring.models import SourceKind, Status, seen_at
+from dashboard.monitoring.trends import retention_dict
+
+StatusName = one_of(Status.values)
+Source = one_of(SourceKind.values)
+
+
+# Diagnoses and stored members are written as stored: nothing is dropped or added.
+Diagnoses = Annotated[
+    list[dict[str, Any]],
+    WithJsonSchema({
+        "type": "array",
+        "items": {
+            "type": "object",
+            "description": "A finding of the status evaluator (docs/EVALUATOR.md) with its "
+            "evidence.",
+            "properties": {"code": {"type": "string"}, "evidence": {"type": "object"}},
+            "required": ["code"],
+        },
+    }),
+]  # fmt: skip
+StoredMember = Annotated[
+    dict[str, Any],
+    WithJsonSchema({
+        "type": "object",
+        "properties": {"member_id": {}, "client_id": {}, "host": {}, "assignment": {}},
+        "description": "Members as stored (kept for existing clients; member_details is the "
+        "fuller form).",
+    }),
+]  # fmt: skip
+
+
+def diagnosis_list(value: Any) -> list:
+    """A stored diagnosis (null before the first evaluation) as the list the API writes."""
+    return value or []
+
+
+class MemberDetail(Closed):
+    member_id: str | None
+    client_id: str | None
+    host: str | None
+    instance_id: str | None
+    member_epoch: int | None
+    assignment: dict[str, list[int]]
+    target_assignment: dict[str, list[int]] | None
+
+
+class Trend(Closed):
+    """The newest Spark rollup (docs/SPARK_JOBS.md): rates per second, lag slope, seconds to
+    drain (null: not draining, or unknown). A group's is its newest minute, a partition's its
+    newest hour; null when there is none within 30 min (group) or 2 h (partition)."""
+
+    produce_per_s: Number | None
+    consume_per_s: Number | None
+    lag_slope_per_s: Number | None
+    direction: one_of(("rising", "falling", "flat")) | None
+    eta_s: Number | None
+    bucket_start: TimeText
+    resolution: one_of(("1m", "1h"))
+
+
+class Retention(Closed):
+    """The retention forecast (docs/EVALUATOR.md): seconds before time-based retention may
+    delete the oldest unconsumed message (null: no forecast: config unknown, infinite,
+    compact-only, caught up, source down), and the topic settings it rests on (null: never
+    read)."""
+
+    seconds_left: Number | None
+    retention_ms: int | None
+    retention_bytes: int | None
+    cleanup_policy: str | None
+    config_read_at: TimeText | None
+
+
+def _trend(row: Any) -> dict | None:
+    trend = getattr(row, "trend", None)
+    return None if trend is None else trend.as_dict()
+
+
+class Group(Closed):
+    """A group with its partitions' current totals (``queries.groups_with_figures``),
+    fresher than the status job's copy on the group row. ``member_details`` is the same
+    document as ``lagwatch_status --json``'s (null where the source does not report members),
+    so a script can move between the two."""
+
+    id: int
+    cluster: str = Field(alias="cluster.name")
+    source: Source
+    name: str
+    status: StatusName
+    status_since: Time | None
+    evaluated_at: Time | None
+    complete: Number | None
+    stale: bool
+    partitions: int | None
+    total_lag: int | None
+    max_time_lag_s: Number | None
+    type: one_of(("classic", "consumer")) | None
+    state: str
+    generation: int | None
+    assignment_epoch: int | None
+    members: int
+    member_details: list[MemberDetail] | None
+    owner: str
+    topology_id: str
+    first_seen_at: Time
+    last_seen_at: Time
+    last_commit_at: Time | None
+    trend: Trend | None
+    retention_left_s: Number | None
+
+    @staticmethod
+    def resolve_partitions(group: Any) -> int | None:
+        return getattr(group, "partition_count", None)
+
+    @staticmethod
+    def resolve_total_lag(group: Any) -> int | None:
+        return getattr(group, "lag_sum", None)
+
+    @staticmethod
+    def resolve_max_time_lag_s(group: Any) -> float | None:
+        return getattr(group, "time_lag_max", None)
+
+    @staticmethod
+    def resolve_last_commit_at(group: Any) -> Any:
+        return getattr(group, "last_commit_max", None)
+
+    @staticmethod
+    def resolve_type(group: Any) -> str | None:
+        return group_type(group.source, group.group_type)
+
+    @staticmethod
+    def resolve_members(group: Any) -> int:
+        return len(group.members or [])
+
+    @staticmethod
+    def resolve_member_details(group: Any) -> list | None:
+        return member_details(group.members) if group.members_known else None
+
+    @staticmethod
+    def resolve_trend(group: Any) -> dict | None:
+        return _trend(group)
+
+    @staticmethod
+    def resolve_retention_left_s(group: Any) -> float | None:
+        # The soonest retention deadline of its partitions (spark_jobs/evaluator/retention.py).
+        return getattr(group, "retention_left_min", None)
+
+
+class Partition(Closed):
+    id: int
+    group_id: int
+    cluster: str = Field(alias="group.cluster.name")
+    source: Source = Field(alias="group.source")
+    group: str = Field(alias="group.name")
+    topic: str
+    partition: int
+    committed: int | None
+    earliest: int | None
+    latest: int | None
+    lag: int | None
+    time_lag_s: Number | None
+    time_lag_kind: str
+    owner: str
+    alive: bool | None
+    last_commit_at: Time | None
+    pending: int | None
+    failed: int | None
+    acked: int | None
+    status: StatusName
+    status_since: Time | None
+    diagnosis: Diagnoses
+    reason: str
+    complete: Number | None
+    evaluated_at: Time | None
+    stale: bool
+    sampled_at: Time
+    present: bool
+    trend: Trend | None
+    retention: Retention
+
+    @staticmethod
+    def resolve_diagnosis(p: Any) -> list:
+        return diagnosis_list(p.diagnosis)
+
+    @staticmethod
+    def resolve_sampled_at(p: Any) -> Any:
+        return seen_at(p.present, p.sampled_at, p.group.last_seen_at)
+
+    @staticmethod
+    def resolve_trend(p: Any) -> dict | None:
+        return _trend(p)
+
+    @staticmethod
+    def resolve_retention(p: Any) -> dict:
+        return retention_dict(p.retention_left_s, getattr(p, "topic_config", None))
+
+
+class GroupDetail(Group):
+    """The view attaches ``partition_list`` (with trends), ``assignment`` (``balance``,
+    ``what_if``, ``what_if_subscriptions``, computed from the rows already read) and
+    ``spouts``."""
+
+    assignor: str
+    coordinator: str
+    members_known: bool
+    member_list: list[StoredMember]
+    partition_list: list[Partition]
+    balance: Balance
+    what_if: list[WhatIfEntry] | None
+    what_if_subscriptions: one_of(("reported", "inferred", "partly reported")) | None
+    spouts: list[SpoutFigures] = Field(
+        description="A Storm spout group: the latest figures of its topology's spouts (Storm "
+        "UI and the spout's push); empty for other groups."
+    )
+
+    @staticmethod
+    def resolve_member_list(group: Any) -> list[dict]:
+        return [
+            {key: m.get(key) for key in ("member_id", "client_id", "host", "assignment")}
+            for m in (group.members or [])
+            if isinstance(m, dict)
+        ]
+
+    @staticmethod
+    def resolve_balance(group: Any) -> dict:
+        return group.assignment["balance"]
+
+    @staticmethod
+    def resolve_what_if(group: Any) -> list | None:
+        return group.assignment["what_if"]
+
+    @staticmethod
+    def resolve_what_if_subscriptions(group: Any) -> str | None:
+        return group.assignment["what_if_subscriptions"]
+
+
+GroupPage = page_of(Group, "GroupPage")
+PartitionPage = page_of(Partition, "PartitionPage")
