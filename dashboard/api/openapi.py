@@ -61,7 +61,20 @@ def _text() -> str:
                     answer["description"] = ERRORS[code]
                 if code == "401":
                     answer["headers"] = CHALLENGE
+    _prune(document["components"]["schemas"], document)
     return json.dumps(document)
+
+
+def _prune(schemas: dict[str, Any], document: dict[str, Any]) -> None:
+    """Drop the components nothing refers to: ninja lists the query schemas there too,
+    though the document gives their fields as parameters."""
+    while True:
+        text = json.dumps(document)
+        unused = [name for name in schemas if f'"#/components/schemas/{name}"' not in text]
+        if not unused:
+            return
+        for name in unused:
+            del schemas[name]
 
 
 def document() -> dict[str, Any]:
