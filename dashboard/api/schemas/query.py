@@ -111,7 +111,11 @@ class QueryParams(Schema):
         query = request.GET
         params.check_known(query, cls.model_fields)
         now = request_now(request)
-        return {name: cls._reader(name)(query, name, now) for name in cls.model_fields}
+        # In the order the fields are declared, the page last (as the views read them before
+        # ninja): with several faults, the same one is named.
+        names = sorted(cls.model_fields, key=lambda name: PAGE_FIELDS.index(name) + 1
+                       if name in PAGE_FIELDS else 0)  # fmt: skip
+        return {name: cls._reader(name)(query, name, now) for name in names}
 
     @classmethod
     def _reader(cls, name: str) -> Reader:
@@ -119,6 +123,9 @@ class QueryParams(Schema):
             if isinstance(meta, Reads):
                 return meta.reader
         raise TypeError(f"{cls.__name__}.{name} says nothing about how it is read")
+
+
+PAGE_FIELDS = ("page_size", "page")
 
 
 class PageQuery(QueryParams):
@@ -132,14 +139,16 @@ class PageQuery(QueryParams):
 
 
 class GroupFilters(QueryParams):
-    """Which groups (``queries.filter_groups``); ``status`` is the group's, or the new status
-    of a change."""
+    """Which groups (``queries.filter_groups``)."""
 
     cluster: text("Cluster name (exact).") = None
     source: several(SourceKind.values, "Source of the group.") = None
-    status: several(Status.values, "Status (case-insensitive).") = None
     name: text("Group name (exact).") = None
     search: text("Substring of the group name (case-insensitive).") = None
+
+
+# The group's status, or the new status of a change.
+STATUS = several(Status.values, "Status (case-insensitive).")
 
 
 STALE = "true: only what comes from an unreachable source."
@@ -151,6 +160,7 @@ class ClusterQuery(PageQuery):
 
 
 class GroupQuery(GroupFilters, PageQuery):
+    status: STATUS = None
     stale: flag(STALE) = None
     ordering: choice(queries.GROUP_ORDER_CHOICES, "name", ORDERING) = None
 
@@ -159,15 +169,16 @@ class PartitionQuery(GroupFilters, PageQuery):
     group_id: integer(1) = None
     topic: text() = None
     partition: integer(0) = None
+    status: STATUS = None
     stale: flag(STALE) = None
+    min_lag: integer(0) = None
     diagnosis: text(
         "A diagnosis code (POISON_MESSAGE, ...): partitions whose diagnosis has it.", 64
     ) = None
-    min_lag: integer(0) = None
     ordering: choice(queries.PARTITION_ORDER_CHOICES, "group", ORDERING) = None
 
 
-class StatusQuery(GroupFilters, PageQuery):
+class PartitionsMode(QueryParams):
     partitions: choice(
         queries.PARTITION_MODES,
         "non_ok",
@@ -175,11 +186,16 @@ class StatusQuery(GroupFilters, PageQuery):
     ) = None
 
 
+class StatusQuery(GroupFilters, PartitionsMode, PageQuery):
+    status: STATUS = None
+
+
 class StatusChangeQuery(GroupFilters, PageQuery):
     group_id: integer(1) = None
     level: choice(("group", "partition")) = None
     topic: text() = None
     partition: integer(0) = None
+    status: STATUS = None
     since: moment() = None
     until: moment() = None
 
