@@ -84,3 +84,14 @@ def test_times_keep_their_microseconds(api: Api, world: World) -> None:
     body = api.get(f"/api/v1/groups/{group.pk}/")
     assert body["last_seen_at"] == seen.isoformat().replace("+00:00", "Z")
     assert body["last_seen_at"].endswith(".123456Z")
+
+
+def test_with_several_faults_the_first_read_is_named(api: Api) -> None:
+    # As the views read them before the schemas: filters in order, the page last.
+    assert api.get("/api/v1/groups/", expect=400, page=0, status="BROKEN")["error"]["field"] == (
+        "status"
+    )
+    error = api.get("/api/v1/partitions/", expect=400, page_size=0, topic=["a", "b"])["error"]
+    assert error == {"message": "topic: given more than once", "field": "topic"}
+    error = api.get("/api/v1/status/", expect=400, partitions="x", status="y")["error"]
+    assert error["field"] == "partitions"
