@@ -4,7 +4,7 @@ templates. A page adopts the check in one line::
     @requires(Action.EDIT_RULES)                 # every method
     @requires(Action.SILENCE, methods=UNSAFE)    # only POST & co.; GET stays a viewer's
 
-and an API view names its action in ``api_view(["POST"], action=Action.ACKNOWLEDGE)``.
+and an API operation names its action in ``auth=writers(Action.ACKNOWLEDGE)`` (api/auth.py).
 """
 
 from __future__ import annotations
