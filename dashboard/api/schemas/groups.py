@@ -165,7 +165,9 @@ class Group(Closed):
         return getattr(group, "retention_left_min", None)
 
 
-class Partition(Closed):
+class PartitionRef(Closed):
+    """Which partition: its ids and names (also the first keys of every partition answer)."""
+
     id: int
     group_id: int
     cluster: str = Field(alias="group.cluster.name")
@@ -173,6 +175,9 @@ class Partition(Closed):
     group: str = Field(alias="group.name")
     topic: str
     partition: int
+
+
+class Partition(PartitionRef):
     committed: int | None
     earliest: int | None
     latest: int | None

@@ -12,7 +12,14 @@ from pydantic import Field
 from dashboard.api import history
 from dashboard.api.schemas.common import Closed, Counts, Number, Time, TimeText, one_of, page_of
 from dashboard.api.schemas.documents import BrokerFigures
-from dashboard.api.schemas.groups import Diagnoses, Group, Source, StatusName, diagnosis_list
+from dashboard.api.schemas.groups import (
+    Diagnoses,
+    Group,
+    PartitionRef,
+    Source,
+    StatusName,
+    diagnosis_list,
+)
 from dashboard.monitoring.models import SparkJobOutcome
 
 
@@ -206,16 +213,6 @@ class HistoryRange(Closed):
     source: str = Field(description="raw samples, or <resolution> rollups")
     count: int
     points: list[HistoryPoint]
-
-
-class PartitionRef(Closed):
-    id: int
-    group_id: int
-    cluster: str = Field(alias="group.cluster.name")
-    source: Source = Field(alias="group.source")
-    group: str = Field(alias="group.name")
-    topic: str
-    partition: int
 
 
 class GroupRef(Closed):

@@ -8,7 +8,7 @@ from ninja import Query, Router
 from dashboard.accounts.roles import Action
 from dashboard.alerts import lifecycle
 from dashboard.alerts.models import Alert
-from dashboard.api import params
+from dashboard.api import params, queries
 from dashboard.api.auth import writers
 from dashboard.api.errors import ApiError, not_found
 from dashboard.api.pagination import paginate
@@ -28,16 +28,9 @@ def alert_list(request: HttpRequest, query: Query[AlertQuery]) -> dict:
         alerts = alerts.filter(state__in=query.state)
     if query.severity:
         alerts = alerts.filter(severity__in=query.severity)
-    if query.level is not None:
-        alerts = alerts.filter(level=query.level)
-    for name in ("cluster", "group", "topic"):
-        value = getattr(query, name)
-        if value is not None:
-            alerts = alerts.filter(**{name: value})
-    if query.since is not None:
-        alerts = alerts.filter(fired_at__gte=query.since)
-    if query.until is not None:
-        alerts = alerts.filter(fired_at__lt=query.until)
+    alerts = queries.where(alerts, level=query.level, cluster=query.cluster, group=query.group,
+                           topic=query.topic, fired_at__gte=query.since,
+                           fired_at__lt=query.until)  # fmt: skip
     return paginate(request, alerts.order_by("-fired_at", "-id"), query.page, query.page_size)
 
 

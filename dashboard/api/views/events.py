@@ -22,12 +22,6 @@ def rebalance_list(request: HttpRequest, query: Query[RebalanceQuery]) -> dict:
     events = queries.filter_groups(
         RebalanceEvent.objects.select_related("group__cluster"), query, prefix="group__"
     )
-    if query.group_id is not None:
-        events = events.filter(group_id=query.group_id)
-    if query.cause is not None:
-        events = events.filter(cause=query.cause)
-    if query.since is not None:
-        events = events.filter(at__gte=query.since)
-    if query.until is not None:
-        events = events.filter(at__lt=query.until)
+    events = queries.where(events, group_id=query.group_id, cause=query.cause,
+                           at__gte=query.since, at__lt=query.until)  # fmt: skip
     return paginate(request, events.order_by("-at", "-id"), query.page, query.page_size)

@@ -23,18 +23,11 @@ def partition_list(request: HttpRequest, query: Query[PartitionQuery]) -> dict:
     rows = queries.filter_groups(
         PartitionState.objects.select_related("group__cluster"), query, prefix="group__"
     )
-    if query.group_id is not None:
-        rows = rows.filter(group_id=query.group_id)
-    if query.topic is not None:
-        rows = rows.filter(topic=query.topic)
-    if query.partition is not None:
-        rows = rows.filter(partition=query.partition)
+    rows = queries.where(rows, group_id=query.group_id, topic=query.topic,
+                         partition=query.partition)  # fmt: skip
     if query.status:
         rows = rows.filter(status__in=query.status)
-    if query.stale is not None:
-        rows = rows.filter(stale=query.stale)
-    if query.min_lag is not None:
-        rows = rows.filter(lag__gte=query.min_lag)
+    rows = queries.where(rows, stale=query.stale, lag__gte=query.min_lag)
     if query.diagnosis is not None:
         rows = queries.with_diagnosis(rows, query.diagnosis.upper())
     rows = queries.ordered(rows, query.ordering, queries.PARTITION_ORDERINGS)

@@ -92,18 +92,11 @@ def status_changes(request: HttpRequest, query: Query[StatusChangeQuery]) -> dic
     changes = queries.filter_groups(
         StatusChange.objects.select_related("group__cluster"), query, prefix="group__"
     )
-    if query.group_id is not None:
-        changes = changes.filter(group_id=query.group_id)
+    changes = queries.where(changes, group_id=query.group_id, topic=query.topic,
+                            partition=query.partition)  # fmt: skip
     if query.level is not None:
         changes = changes.filter(partition__isnull=query.level == "group")
-    if query.topic is not None:
-        changes = changes.filter(topic=query.topic)
-    if query.partition is not None:
-        changes = changes.filter(partition=query.partition)
     if query.status:
         changes = changes.filter(new_status__in=query.status)
-    if query.since is not None:
-        changes = changes.filter(at__gte=query.since)
-    if query.until is not None:
-        changes = changes.filter(at__lt=query.until)
+    changes = queries.where(changes, at__gte=query.since, at__lt=query.until)
     return paginate(request, changes.order_by("-at", "-id"), query.page, query.page_size)
