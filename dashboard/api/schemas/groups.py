@@ -165,14 +165,20 @@ class Group(Closed):
         return getattr(group, "retention_left_min", None)
 
 
-class PartitionRef(Closed):
-    """Which partition: its ids and names (also the first keys of every partition answer)."""
+class GroupRow(Closed):
+    """The first keys of every row about a group (a partition, a status change, a rebalance):
+    its own id, and the group's id and names."""
 
     id: int
     group_id: int
     cluster: str = Field(alias="group.cluster.name")
     source: Source = Field(alias="group.source")
     group: str = Field(alias="group.name")
+
+
+class PartitionRef(GroupRow):
+    """Which partition: its ids and names (also the first keys of every partition answer)."""
+
     topic: str
     partition: int
 

@@ -15,6 +15,7 @@ from dashboard.api.schemas.documents import BrokerFigures
 from dashboard.api.schemas.groups import (
     Diagnoses,
     Group,
+    GroupRow,
     PartitionRef,
     Source,
     StatusName,
@@ -134,12 +135,7 @@ class StatusSummary(Closed):
     last_status_run: SparkJobRun | None
 
 
-class StatusChange(Closed):
-    id: int
-    group_id: int
-    cluster: str = Field(alias="group.cluster.name")
-    source: Source = Field(alias="group.source")
-    group: str = Field(alias="group.name")
+class StatusChange(GroupRow):
     topic: str | None
     partition: int | None
     level: one_of(("group", "partition"))
@@ -162,12 +158,7 @@ class StatusChange(Closed):
         return diagnosis_list(change.diagnosis)
 
 
-class Rebalance(Closed):
-    id: int
-    group_id: int
-    cluster: str = Field(alias="group.cluster.name")
-    source: Source = Field(alias="group.source")
-    group: str = Field(alias="group.name")
+class Rebalance(GroupRow):
     at: Time
     generation: int | None
     cause: str
