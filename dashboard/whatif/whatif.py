@@ -236,31 +236,6 @@ def what_if(
     return out, basis
 
 
-def _report(
-    *,
-    source: str,
-    group_type_stored: str | None,
-    members: object,
-    members_known: bool,
-    rows: Iterable[Mapping[str, Any]],
-) -> dict[str, Any]:
-    rows = list(rows)
-    details = by_member(member_details(members))
-    held, unowned = holdings(details, rows)
-    figures = {(r["topic"], r["partition"]): Figures(r["lag"], r["time_lag_s"]) for r in rows}
-    report: dict[str, Any] = {
-        "balance": balance(dict(sorted(held.items())), unowned, figures),
-        "what_if": None,
-        "what_if_subscriptions": None,
-    }
-    if source == "kafka" and members_known and isinstance(members, list):
-        kip848 = group_type(source, group_type_stored) == "consumer"
-        report["what_if"], report["what_if_subscriptions"] = what_if(
-            members, details, held, rows, kip848
-        )
-    return report
-
-
 @contextmanager
 def _collector_paused() -> Iterator[None]:
     """The what-if of a large group allocates some 100,000 short-lived objects (five answers
@@ -309,10 +284,18 @@ def assignment_report(
     ``what_if_subscriptions`` for one group. ``rows``: each partition's ``topic``,
     ``partition``, ``lag``, ``time_lag_s`` and ``owner``."""
     with _collector_paused():
-        return _report(
-            source=source,
-            group_type_stored=group_type_stored,
-            members=members,
-            members_known=members_known,
-            rows=rows,
-        )
+        rows = list(rows)
+        details = by_member(member_details(members))
+        held, unowned = holdings(details, rows)
+        figures = {(r["topic"], r["partition"]): Figures(r["lag"], r["time_lag_s"]) for r in rows}
+        report: dict[str, Any] = {
+            "balance": balance(dict(sorted(held.items())), unowned, figures),
+            "what_if": None,
+            "what_if_subscriptions": None,
+        }
+        if source == "kafka" and members_known and isinstance(members, list):
+            kip848 = group_type(source, group_type_stored) == "consumer"
+            report["what_if"], report["what_if_subscriptions"] = what_if(
+                members, details, held, rows, kip848
+            )
+        return report
