@@ -3,7 +3,9 @@
 The rules live in one place, ``spark_jobs.evaluator``; this module only turns samples into the
 evaluator's input and runs it on Spark, one ``applyInArrow`` call per consumer group (its
 partitions' samples, sorted and de-duplicated in the call), which judges the partitions and
-then the group from their verdicts. It never decides a status itself.
+then the group from their verdicts. It never decides a status itself, not even whether a
+partition's figures are current: the window carries the poll times (and which polls found the
+source down) from which the evaluator decides that (``stale_gap``, ``source_down_since_commit``).
 
 **Why per group, in Arrow.** A call per partition cost 10,000 pandas frames a run (building,
 sorting and converting them was most of the job's Python time), and the group inputs
@@ -26,9 +28,7 @@ Arrow hands the function Python ints, bools and None, so offsets are exact.
 
 from __future__ import annotations
 
-import dataclasses
 import json
-import statistics
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -47,10 +47,10 @@ from spark_jobs.evaluator import (
     evaluate_group,
     evaluate_partition,
 )
-from spark_jobs.evaluator.types import COLLECTION_GAP_POLLS
 from spark_jobs.windows import (
     WINDOW_COLUMNS,
     commit_rows,
+    first_holding,
     group_rebalances,
     partition_id,
     raw_commit_time,
@@ -178,60 +178,6 @@ def _drop_duplicates(cols: dict[str, list[Any]]) -> dict[str, list[Any]]:
     return {name: [values[i] for i in keep] for name, values in cols.items()}
 
 
-def _first_holding(committed: Sequence[int], offset: int) -> int:
-    """The first of the trailing samples that hold ``offset`` as the committed offset."""
-    first = len(committed) - 1
-    while first > 0 and committed[first - 1] == offset:
-        first -= 1
-    return first
-
-
-def mark_collection_gap(
-    window: PartitionWindow, ts_ms: Sequence[int], now_ms: int
-) -> PartitionWindow:
-    """The window marked stale when its newest sample is more than ``COLLECTION_GAP_POLLS``
-    of its own poll intervals (the median spacing of the polls that watched the window) old
-    at ``now_ms``: nothing was collected meanwhile (a collector down, Redis down under beat),
-    so "no commit since" is unknown, not a stuck consumer.
-    Without it, the first run after collection resumed read every group's silence up to now
-    as STALL (benchmarks/soak.py: 46 of 50 partitions after a 30 s Redis restart); with a
-    collector down for longer, every partition would alert."""
-    if window.stale or len(ts_ms) < 2:
-        return window
-    # The polls that watched the window, and the one before its first commit: the interval
-    # the partition is polled at now (and what a slice of the window sees, ``_slice_holds``).
-    watched = ts_ms[-(window.polls + 1) :] if window.polls else ts_ms
-    spacing = statistics.median(b - a for a, b in zip(watched, watched[1:], strict=False))
-    if spacing <= 0 or now_ms - ts_ms[-1] <= COLLECTION_GAP_POLLS * spacing:
-        return window
-    return dataclasses.replace(window, stale=True, stale_since_ms=ts_ms[-1])
-
-
-def mark_outage_grace(
-    window: PartitionWindow, samples: Mapping[str, Sequence[Any]], now_ms: int
-) -> PartitionWindow:
-    """The window kept stale after a source outage that began since its last commit, until
-    the fresh polls after the outage span as long as the window itself.
-
-    While the broker is down no consumer can commit, and its rows are stale; when it comes
-    back, the consumers need a moment to fetch and commit again, but "no commit since" then
-    counts the whole outage and the first run reads it as STALL (benchmarks/soak.py: every
-    partition of the clicks groups STALL 12 s after a 30 s broker restart, with commits 10 s
-    later). The consumer gets the grace it had at its last commit, counted from the outage's
-    end; one that stays silent past it is judged as before."""
-    if window.stale or not window.commits:
-        return window
-    ts, stale = samples["ts_ms"], samples["stale"]
-    first = _first_holding(samples["committed"], window.commits[-1].offset)
-    down = [i for i in range(first, len(ts)) if stale[i]]
-    if not down:
-        return window
-    span = window.commits[-1].timestamp_ms - window.commits[0].timestamp_ms
-    if now_ms - ts[down[-1]] > span:
-        return window
-    return dataclasses.replace(window, stale=True, stale_since_ms=ts[down[0]])
-
-
 class Older(NamedTuple):
     """What a partition's samples before the slice amount to (``evaluate_recent``): how many
     (duplicates included), and the latest commit time any of them could carry (the source's
@@ -253,12 +199,13 @@ def _slice_holds(
 
     Every look back past the slice's first sample is checked, and each one that reaches it
     says no: the window's first commit (its first sample is a commit to the slice, whether or
-    not it is one; the evaluator's polls and spout series count from there), and a window
+    not it is one; the evaluator's polls, their times (with the poll before the first) and
+    the spout series count from there), and a window
     short of ``config.window`` commits (min-distance can drop the slice's first commit from
     it, and older commits would fill it); the commit-time
     clamp (an older commit time above the slice's first commit would raise the window's);
     the stale run and the last known lag (both walk back to the first sample that ends
-    them); the outage grace's run of samples holding the last commit. (The group's owner
+    them); the run of samples holding the last commit (``down_polls_ms``). (The group's owner
     changes are checked by the caller, for every partition of the group.)
     ``build_window``'s min-distance choice looks only at the next commit, so a suffix of the
     commits keeps the same ones.
@@ -272,7 +219,7 @@ def _slice_holds(
         return False
     if all(samples["stale"]) or all(lag is None for lag in samples["lag"]):
         return False
-    return _first_holding(samples["committed"], window.commits[-1].offset) > 0
+    return first_holding(samples["committed"], window.commits[-1].offset) > 0
 
 
 def _first_fresh(stale: Sequence[bool], a: int, b: int) -> int | None:
@@ -330,8 +277,6 @@ def evaluate_group_samples(
         samples = {name: cols[name][a:b] for name in WINDOW_COLUMNS}
         pid = partition_id(cluster, source, group, topic[a], part[a])
         window = window_from_samples(pid, samples, config, topics, rebalances, rebalancing)
-        window = mark_collection_gap(window, samples["ts_ms"], now_ms)
-        window = mark_outage_grace(window, samples, now_ms)
         if older:
             before = older.get((topic[a], part[a]))
             if before is not None and not _slice_holds(samples, window, before, config):

@@ -62,6 +62,13 @@ is being handed over; a dead group owns none). Stale samples are no observation 
 A rebalance that moves nothing and ends between two polls is not seen; the collectors' events
 would be the authoritative source once the sample log carries them.
 
+**Whether the figures are current** is the evaluator's decision, not this module's: the
+window carries the times it needs, the polls that watched it (and the one before:
+``poll_times_ms``, whose spacing is the poll interval and whose last is the newest sample) and
+the polls since the committed offset was last reached that found the source down
+(``down_polls_ms``). From them the evaluator tells a gap in collection and the grace after an
+outage (docs/EVALUATOR.md, ``stale_gap`` and ``source_down_since_commit``).
+
 The current figures (``latest``, ``earliest``, lag, owner, staleness) are the last sample's;
 a stale last sample has no broker offsets, so its lag is the last one known (the evaluator
 reports it as such), and a partition whose lag was never known in the samples is judged with
@@ -79,6 +86,7 @@ __all__ = [
     "WINDOW_COLUMNS",
     "commit_rows",
     "derive_commits",
+    "first_holding",
     "group_rebalances",
     "partition_id",
     "raw_commit_time",
@@ -149,6 +157,15 @@ def derive_commits(samples: Mapping[str, Sequence[Any]]) -> list[Commit]:
     return [commit for _, commit in _seen_commits(samples)]
 
 
+def first_holding(committed: Sequence[int], offset: int) -> int:
+    """The first of the trailing samples that hold ``offset`` as the committed offset: where
+    the committed offset was last reached."""
+    first = len(committed) - 1
+    while first > 0 and committed[first - 1] == offset:
+        first -= 1
+    return first
+
+
 def _present(values: Sequence[Any]) -> tuple[Any, ...]:
     return tuple(v for v in values if v is not None)
 
@@ -207,6 +224,10 @@ def window_from_samples(
     lag = samples["lag"][last]
     if lag is None:  # no broker offsets at the last poll: the last known figure
         lag = _last_known(samples["lag"])
+    polls = len(ts) - since
+    # The polls since the committed offset was last reached that found the source down.
+    held = first_holding(samples["committed"], commits[-1].offset) if commits else len(ts)
+    down = tuple(ts[i] for i in range(held, len(ts)) if samples["stale"][i])
     return PartitionWindow(
         id=pid,
         commits=commits,
@@ -226,7 +247,10 @@ def window_from_samples(
         rebalancing=rebalancing,
         topology_ids=tuple(topology_ids),
         topics=tuple(topics),
-        polls=len(ts) - since,
+        polls=polls,
+        # The polls that watched the window and the one before: the interval it is polled at.
+        poll_times_ms=tuple(ts[-(polls + 1) :]),
+        down_polls_ms=down,
     )
 
 

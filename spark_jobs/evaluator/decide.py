@@ -4,16 +4,22 @@ Burrow's ``caching.go`` decides in one short function that calls named predicate
 a status with no text, and its test is a table whose rows state every predicate's value and
 the status. This module keeps that shape while adding evidence Burrow never has:
 
-1. ``facts_of`` computes every predicate the table reads, once (``Facts``: booleans, and
-   liveness, which may be unknown). The rows read only ``Facts``; the finders of step 3 compute
-   the evidence of the deciding row's diagnoses (``out_of_range``'s bounds, ``spout_at_cap``'s
-   share), for that row only.
+1. ``facts_of`` computes, once per decision, the value of every predicate the table reads
+   (``Facts``: booleans, and liveness, which may be unknown). The rows read only ``Facts``.
 2. ``RULES`` is read top to bottom and the first row whose condition holds decides: its status
-   and its id. The order *is* the logic (an unreachable source before anything else, a dead
-   consumer before Burrow's STOP, Burrow's rules 3 to 8 in his order), so a condition never
-   repeats what an earlier row already excluded.
+   and its id. The order *is* the logic (a source down or figures too old before anything
+   else, a dead consumer before Burrow's STOP, Burrow's rules 3 to 8 in his order), so a
+   condition need not repeat what an earlier row already excluded.
 3. The row names the diagnoses that explain it (``finds``); their evidence is gathered for that
    row only, and the window's event diagnoses follow on every verdict.
+
+Some predicates do run twice: the fact keeps only whether a predicate holds, so the finders
+of step 3 call again the few whose answer is also the evidence (``out_of_range``'s bound,
+``collection_gap``'s time, ``spout_at_cap``'s share, through ``state_diagnoses``), and
+``reasons`` calls again those whose figures a sentence cites (the rewind, the commit that was
+caught up, the jitter, liveness). They are pure and cheap, and this happens for the deciding
+row only; carrying every predicate's evidence on ``Facts`` would cost every verdict more and
+make the table's rows harder to state.
 
 A ``Decision`` has no sentence: ``reasons`` renders one from the rule id and the figures, so a
 change of wording never touches the rules, and a test of the rules never depends on wording.
@@ -32,7 +38,9 @@ from typing import Any
 from spark_jobs.evaluator.diagnoses import event_diagnoses, slow_consumer, state_diagnoses
 from spark_jobs.evaluator.rules import (
     build_window,
+    collection_gap,
     current_lag,
+    down_since_commit,
     find_unrecovered_rewind,
     had_lag_within_allowed,
     has_stopped_committing,
@@ -79,7 +87,9 @@ class Facts:
     Rule numbers are SPEC §4's (Burrow's); the others are evidence Burrow lacks.
     """
 
-    stale: bool  # the source could not be reached: the figures are the last known
+    stale: bool  # the source could not be reached at the newest poll: the last known figures
+    stale_gap: bool  # nothing collected for several poll intervals: the figures are old
+    source_down_since_commit: bool  # an outage since the commit, within its grace
     has_commits: bool
     out_of_range: bool  # the last commit lies outside [earliest, latest]
     enough_data: bool  # rule 1: commits, or polls that watched the window, reach the minimum
@@ -130,6 +140,10 @@ RULES: tuple[Rule, ...] = (
     #        condition on the facts ``f``
     Rule("source_unreachable", UNKNOWN, (SOURCE_UNREACHABLE,),
          lambda f: f.stale),
+    Rule("collection_gap",     UNKNOWN, (SOURCE_UNREACHABLE,),
+         lambda f: f.stale_gap),
+    Rule("outage_grace",       UNKNOWN, (SOURCE_UNREACHABLE,),
+         lambda f: f.source_down_since_commit),
     Rule("no_commits",         OK,      (),
          lambda f: not f.has_commits),
     Rule("out_of_range",       ERR,     (OUT_OF_RANGE,),
@@ -202,6 +216,8 @@ def facts_of(
     jitter = window.polls is not None and lag_rise_within_jitter(commits) is not None
     facts = Facts(
         stale=window.stale,
+        stale_gap=collection_gap(window, now_ms) is not None,
+        source_down_since_commit=down_since_commit(window, commits, now_ms) is not None,
         has_commits=some,
         out_of_range=some and out_of_range(window, commits[-1].offset, lag) is not None,
         enough_data=watched_share(window, commits, config) >= config.minimum_complete,
@@ -259,7 +275,7 @@ def _findings(
                 found.append(slow)
         elif code == SOURCE_UNREACHABLE:
             evidence = {
-                "stale_since_ms": window.stale_since_ms,
+                "stale_since_ms": _stale_since(window, commits, now_ms, facts),
                 "last_known_lag": lag,
                 "committed": commits[-1].offset if commits else None,
             }
@@ -274,3 +290,15 @@ def _findings(
         else:
             raise ValueError(f"rule {rule.id}: no finder for {code}")
     return found
+
+
+def _stale_since(
+    window: PartitionWindow, commits: Sequence[Commit], now_ms: int, facts: Facts
+) -> int | None:
+    """Since when the figures are not current: the source's own word, else the newest poll
+    (a gap in collection), else the outage's first poll."""
+    if facts.stale:
+        return window.stale_since_ms
+    if facts.stale_gap:
+        return collection_gap(window, now_ms)
+    return down_since_commit(window, commits, now_ms)

@@ -155,7 +155,9 @@ _Base = Callable[[Decision, PartitionWindow, EvaluatorConfig, int], str]
 
 
 def _source_unreachable(d: Decision, w: PartitionWindow, c: EvaluatorConfig, now_ms: int) -> str:
-    since = w.stale_since_ms
+    """The one sentence of the three UNKNOWN rows: the source down, a gap in collection, the
+    grace after an outage. The reader needs to know the figures are old, and since when."""
+    since = _evidence(d, SOURCE_UNREACHABLE)["stale_since_ms"]
     when = "" if since is None else f" for {_secs(now_ms - since)}"
     return (
         f"The source could not be reached{when}; these are the last known figures "
@@ -282,6 +284,8 @@ def _catching_up(d: Decision, w: PartitionWindow, c: EvaluatorConfig, now_ms: in
 
 _BASES: dict[str, _Base] = {
     "source_unreachable": _source_unreachable,
+    "collection_gap": _source_unreachable,
+    "outage_grace": _source_unreachable,
     "no_commits": _no_commits,
     "out_of_range": _out_of_range,
     "not_enough_data": _not_enough_data,

@@ -8,10 +8,16 @@ from their values.
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from spark_jobs.evaluator.types import Commit, EvaluatorConfig, PartitionWindow
+from spark_jobs.evaluator.types import (
+    COLLECTION_GAP_POLLS,
+    Commit,
+    EvaluatorConfig,
+    PartitionWindow,
+)
 
 # ---------------------------------------------------------------------------------------------
 # The window
@@ -108,6 +114,55 @@ def lag_never_decreased(commits: Sequence[Commit]) -> bool:
             return False
         previous = commit.lag
     return True
+
+
+# ---------------------------------------------------------------------------------------------
+# Whether the figures are current: a source or a collection that was down
+
+
+def collection_gap(window: PartitionWindow, now_ms: int) -> int | None:
+    """The newest poll's time when it is more than ``COLLECTION_GAP_POLLS`` of the
+    partition's own poll intervals old at ``now_ms`` (the median spacing of
+    ``poll_times_ms``: the polls that watched the window, and the one before); None when it
+    is not, or when no poll times are given.
+
+    Nothing was collected meanwhile (a collector down, Redis down under beat), so "no commit
+    since" is unknown, not a stuck consumer: without this the first run after collection
+    resumed read every group's silence up to now as STALL (benchmarks/soak.py: 46 of 50
+    partitions after a 30 s Redis restart), and with a collector down for longer every
+    partition would alert. The window's own polls give the interval, since a slice of the
+    look-back sees those and no older ones (``spark_jobs/status.py``).
+    """
+    polls = window.poll_times_ms
+    if len(polls) < 2:
+        return None
+    spacing = statistics.median(b - a for a, b in zip(polls, polls[1:], strict=False))
+    if spacing <= 0 or now_ms - polls[-1] <= COLLECTION_GAP_POLLS * spacing:
+        return None
+    return polls[-1]
+
+
+def down_since_commit(
+    window: PartitionWindow, commits: Sequence[Commit], now_ms: int
+) -> int | None:
+    """When the source went down, if some poll since the committed offset was last reached
+    found it unreachable (``down_polls_ms``) and the fresh polls since the outage do not yet
+    span as long as the window from its first to its last commit; None otherwise.
+
+    While the broker is down no consumer can commit; when it is back the consumers need a
+    moment to fetch and commit again, but "no commit since" counts the whole outage, and the
+    first run read it as STALL (benchmarks/soak.py: every partition of the clicks groups STALL
+    12 s after a 30 s broker restart, committing 10 s later). So the consumer gets the grace
+    its last commit had (the window's span), counted from the outage's end; one still silent
+    after it is judged as before.
+    """
+    down = window.down_polls_ms
+    if not down or not commits:
+        return None
+    span = commits[-1].timestamp_ms - commits[0].timestamp_ms
+    if now_ms - down[-1] > span:
+        return None
+    return down[0]
 
 
 # ---------------------------------------------------------------------------------------------

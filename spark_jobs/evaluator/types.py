@@ -101,8 +101,8 @@ class SpoutSeries:
 
 
 # How many poll intervals may pass after the newest sample before its figures are taken for
-# the last known ones, not the current ones: the status job's windows turn stale (UNKNOWN,
-# SOURCE_UNREACHABLE) and the sources page says collection stopped.
+# the last known ones, not the current ones: the window is stale (``rules.collection_gap``:
+# UNKNOWN, SOURCE_UNREACHABLE) and the sources page says collection stopped.
 COLLECTION_GAP_POLLS = 3
 
 
@@ -126,7 +126,16 @@ class PartitionWindow:
     - ``topics``: topics seen written under the spout path;
     - ``polls``: how many polls of the partition the window spans (the status job: samples
       since the one that first saw the window's first commit). Its presence says the lags
-      were measured at polls, not when the commits arrived (see ``lag_rise_within_jitter``).
+      were measured at polls, not when the commits arrived (see ``lag_rise_within_jitter``);
+    - ``poll_times_ms``: the times of those polls and of the one before them, oldest first
+      (the status job): their spacing is the partition's poll interval and the last is the
+      newest sample, for ``stale_gap`` (nothing collected for a while);
+    - ``down_polls_ms``: the times of the polls, since the committed offset was last reached,
+      at which the source could not be reached, oldest first, for
+      ``source_down_since_commit`` (the grace after an outage).
+
+    ``stale`` is the source's own word at the newest poll; whether older figures or an older
+    outage make the window stale is the evaluator's decision (``decide``), from the times.
     """
 
     id: str
@@ -147,6 +156,8 @@ class PartitionWindow:
     topology_ids: tuple[str, ...] = ()
     topics: tuple[str, ...] = ()
     polls: int | None = None
+    poll_times_ms: tuple[int, ...] = ()
+    down_polls_ms: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

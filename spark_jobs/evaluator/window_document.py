@@ -146,6 +146,15 @@ def _ints(value: object, path: str, nullable: bool = False) -> tuple[int, ...]:
     return tuple(_int(v, f"{path}[{i}]") for i, v in enumerate(items))
 
 
+def _times(value: object, path: str) -> tuple[int, ...]:
+    """Times in ms, oldest first: the rules read spacings and the newest from them."""
+    times = _ints(value, path, nullable=True)
+    for i in range(1, len(times)):
+        if times[i] < times[i - 1]:
+            raise WindowInputError(f"{path}[{i}]", "older than the time before it (oldest first)")
+    return times
+
+
 def _strings(value: object, path: str) -> tuple[str, ...]:
     items = _list(value, path, nullable=True)
     return tuple(_string(v, f"{path}[{i}]") for i, v in enumerate(items))
@@ -181,6 +190,8 @@ _PARTITION_FIELDS = frozenset(
         "topology_ids",
         "topics",
         "polls",
+        "poll_times_ms",
+        "down_polls_ms",
     }
 )
 _GROUP_FIELDS = frozenset({"id", "partitions"})
@@ -279,6 +290,8 @@ def parse_partition(value: object, path: str = "partition") -> PartitionWindow:
         topology_ids=_strings(doc.get("topology_ids"), f"{path}.topology_ids"),
         topics=_strings(doc.get("topics"), f"{path}.topics"),
         polls=_int(doc.get("polls"), f"{path}.polls", minimum=1, nullable=True),
+        poll_times_ms=_times(doc.get("poll_times_ms"), f"{path}.poll_times_ms"),
+        down_polls_ms=_times(doc.get("down_polls_ms"), f"{path}.down_polls_ms"),
     )
 
 

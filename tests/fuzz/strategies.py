@@ -443,6 +443,8 @@ def window_partitions(draw: st.DrawFn) -> dict[str, Any]:
         "topology_ids": st.none() | st.lists(names, max_size=3),
         "topics": st.none() | st.lists(names, max_size=3),
         "polls": st.none() | st.integers(1, 10_000),
+        "poll_times_ms": st.none() | st.lists(st.integers(0, 2**53), max_size=12).map(sorted),
+        "down_polls_ms": st.none() | st.lists(st.integers(0, 2**53), max_size=6).map(sorted),
     }
     for name, strategy in optional.items():
         if draw(st.booleans()):

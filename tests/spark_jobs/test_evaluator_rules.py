@@ -811,6 +811,8 @@ def doc(**partition) -> dict:
         (doc(spout_pending=[3, -1]), "partitions[0].spout_pending[1]: must be >= 0"),
         (doc(spout_pending=5), "partitions[0].spout_pending: must be a list"),
         (doc(polls=0), "partitions[0].polls: must be >= 1"),
+        (doc(poll_times_ms=[5, 4]), "partitions[0].poll_times_ms[1]: older than the time before"),
+        (doc(down_polls_ms=[-1]), "partitions[0].down_polls_ms[0]: must be >= 0"),
         (
             doc(commits=[{"offset": 1, "timestamp_ms": 1, "latest": "9"}]),
             "partitions[0].commits[0].latest: must be an integer",

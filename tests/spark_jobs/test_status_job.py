@@ -77,7 +77,14 @@ GROUPS: dict[tuple[str, str, str], list[str]] = {}
 
 
 def scenario(rows: list[dict[str, Any]], window: PartitionWindow) -> None:
+    """One partition's samples, and its window. Every scenario is polled every minute up to
+    the run, so its poll times (the polls that watched the window, and the one before) are
+    its last ``polls + 1`` sample times, filled in here; which polls those are is pinned by
+    ``test_the_window_carries_the_times_of_its_polls_and_of_the_outage``."""
     ROWS.extend(rows)
+    if not window.poll_times_ms:
+        times = sorted(r["ts_ms"] for r in rows)[-((window.polls or 0) + 1) :]
+        window = dataclasses.replace(window, poll_times_ms=tuple(times))
     WINDOWS[window.id] = window
     cluster, source, group, *_ = window.id.split("/")
     GROUPS.setdefault((cluster, source, group), []).append(window.id)
@@ -160,6 +167,7 @@ scenario(
         stale=True,
         stale_since_ms=at(8),
         polls=7,
+        down_polls_ms=(at(8), at(9)),  # since 170 was reached at poll 7
     ),
 )
 
@@ -1031,9 +1039,12 @@ def test_a_gap_in_collection_is_stale_not_a_stall() -> None:
     late = evaluate_group_samples(columns(rows), CONFIG, last + 47 * SEC)
     assert late["status"] == [UNKNOWN], late["reason"]
     assert json.loads(late["diagnosis"][0])[0]["code"] == SOURCE_UNREACHABLE
-    # Without the gap check the same window is a STALL: what the soak saw.
+    # Decided by the evaluator from the poll times the window carries: without them the same
+    # window is a STALL, what the soak saw.
     window = window_from_samples("p", {n: columns(rows)[n] for n in WINDOW_COLUMNS}, CONFIG)
-    assert evaluate_partition(window, CONFIG, last + 47 * SEC).status == "STALL"
+    assert evaluate_partition(window, CONFIG, last + 47 * SEC).status == UNKNOWN
+    blind = dataclasses.replace(window, poll_times_ms=())
+    assert evaluate_partition(blind, CONFIG, last + 47 * SEC).status == "STALL"
 
 
 def _outage_rows(poll: int, down: range, silent_after: int) -> list[dict[str, Any]]:
@@ -1072,9 +1083,32 @@ def test_a_silence_that_began_in_a_source_outage_is_not_a_stall_at_once(
     assert verdict["status"] == [expected], verdict["reason"]
     if expected == UNKNOWN:
         assert json.loads(verdict["diagnosis"][0])[0]["code"] == SOURCE_UNREACHABLE
-    # Without the grace, every one of these windows is a STALL.
+    # Decided by the evaluator from the outage's polls the window carries: without them,
+    # every one of these windows is a STALL.
     window = window_from_samples("p", {n: columns(rows)[n] for n in WINDOW_COLUMNS}, CONFIG)
-    assert evaluate_partition(window, CONFIG, now).status == "STALL"
+    assert window.down_polls_ms == tuple(T0 + i * poll for i in range(6, 12))
+    assert evaluate_partition(window, CONFIG, now).status == expected
+    blind = dataclasses.replace(window, down_polls_ms=())
+    assert evaluate_partition(blind, CONFIG, now).status == "STALL"
+
+
+def test_the_window_carries_the_times_of_its_polls_and_of_the_outage() -> None:
+    """The job carries figures, the evaluator decides: the polls that watched the window and
+    the one before (their spacing is the poll interval), and the polls since the committed
+    offset was last reached that found the source down. An outage before that is none of the
+    window's business: the consumer committed after it."""
+    poll = 5 * SEC
+    down = (2, 3, 10, 11)  # the source down twice: before the last commits, and after them
+    rows = []
+    for i in range(14):
+        offset = 100 if i in (2, 3) else min(100 * i, 900)
+        fresh = {} if i in down else {"latest": offset + 3}
+        rows.append(sample(T0 + i * poll, offset, stale=i in down, **fresh))
+    window = window_from_samples("p", {n: columns(rows)[n] for n in WINDOW_COLUMNS}, CONFIG)
+    assert [c.offset for c in window.commits] == [500, 600, 700, 800, 900]
+    assert window.polls == 9  # polls 5 to 13
+    assert window.poll_times_ms == tuple(T0 + i * poll for i in range(4, 14))
+    assert window.down_polls_ms == (T0 + 10 * poll, T0 + 11 * poll)  # since 900, at poll 9
 
 
 def test_commits_after_the_outage_are_judged_at_once() -> None:
