@@ -66,6 +66,7 @@ from spark_jobs.sample_reader import read_samples
 from spark_jobs.status import (
     GROUP_KEY,
     Counters,
+    TopicRetention,
     evaluate_recent,
     evaluate_verdicts,
     group_verdicts,
@@ -351,10 +352,13 @@ def run_status_job(
     per_cluster: Mapping[str, EvaluatorConfig] | None = None,
     slice_ms: int | None = DEFAULT_STATUS_SLICE_MS,
     slice_from_rows: int = DEFAULT_STATUS_SLICE_FROM_ROWS,
+    retention: TopicRetention | None = None,
 ) -> JobResult:
     """Status and diagnosis of every partition and group seen in the last ``window_ms`` of
     samples (up to and including ``now_ms``), written as one run; a cluster named in
-    ``per_cluster`` is judged with its own thresholds, the others with ``config``.
+    ``per_cluster`` is judged with its own thresholds (RETENTION_RISK's horizon among them),
+    the others with ``config``. ``retention`` holds the topics' retention settings by
+    (cluster, topic), which the sample log does not carry, for the retention forecast.
 
     ``slice_ms``: groups are judged from the last ``slice_ms`` of the window where that gives
     the rows the whole window gives (``spark_jobs.status.evaluate_recent``), the others from
@@ -374,7 +378,16 @@ def run_status_job(
         slice_ms = None
     return _read_again_if_compacted(
         lambda: _status_run(
-            spark, sample_url, results_url, now_ms, window_ms, config, keep, per_cluster, slice_ms
+            spark,
+            sample_url,
+            results_url,
+            now_ms,
+            window_ms,
+            config,
+            keep,
+            per_cluster,
+            slice_ms,
+            retention,
         )
     )
 
@@ -406,6 +419,7 @@ def _status_run(
     keep: int,
     per_cluster: Mapping[str, EvaluatorConfig] | None,
     slice_ms: int | None,
+    retention: TopicRetention | None,
 ) -> JobResult:
     files = _Files(spark, results_url)
     temp = _temp_dir(results_url, "status", now_ms)
@@ -420,7 +434,7 @@ def _status_run(
         # Both tables are projections of one evaluation: evaluate once (and count the rows
         # read once: the cached frame is not evaluated again).
         verdicts, whole_groups = _verdicts(
-            spark, samples, now_ms, config, per_cluster, counters, slice_ms, cached
+            spark, samples, now_ms, config, per_cluster, counters, slice_ms, cached, retention
         )
         _write(partition_verdicts(verdicts), f"{temp}/partitions")
         _write(group_verdicts(verdicts), f"{temp}/groups")
@@ -444,6 +458,7 @@ def _verdicts(
     counters: Counters,
     slice_ms: int | None,
     cached: list[DataFrame],
+    retention: TopicRetention | None,
 ) -> tuple[DataFrame, int | None]:
     """The run's verdicts (``VERDICT_SCHEMA``), cached (appended to ``cached``), and how many
     groups were judged from their whole window when a slice was read first (else None).
@@ -452,10 +467,12 @@ def _verdicts(
     could not tell (their keys collected, a few rows; the window's other groups filtered out
     by a broadcast join before the shuffle), the two unioned."""
     if not slice_ms:  # run_status_job decided (``_worth_a_slice``)
-        verdicts = evaluate_verdicts(samples, now_ms, config, per_cluster, counters)
+        verdicts = evaluate_verdicts(samples, now_ms, config, per_cluster, counters, retention)
         cached.append(verdicts.persist(StorageLevel.MEMORY_AND_DISK))
         return cached[-1], None
-    first = evaluate_recent(samples, now_ms - slice_ms, now_ms, config, per_cluster, counters)
+    first = evaluate_recent(
+        samples, now_ms - slice_ms, now_ms, config, per_cluster, counters, retention
+    )
     cached.append(first.persist(StorageLevel.MEMORY_AND_DISK))
     whole = [tuple(r) for r in cached[-1].where(F.col("whole")).select(*GROUP_KEY).collect()]
     judged = cached[-1].where(~F.col("whole")).drop("whole")
@@ -467,7 +484,7 @@ def _verdicts(
     again = dataclasses.replace(counters, rows_read=spark.sparkContext.accumulator(0))
     rest = evaluate_verdicts(
         samples.join(F.broadcast(keys), list(GROUP_KEY), "left_semi"),
-        now_ms, config, per_cluster, again,
+        now_ms, config, per_cluster, again, retention,
     )  # fmt: skip
     cached.append(judged.unionByName(rest).persist(StorageLevel.MEMORY_AND_DISK))
     return cached[-1], len(whole)

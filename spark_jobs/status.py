@@ -24,6 +24,11 @@ baseline call without Spark; this module is the Spark side: the schemas, the per
 function and the transformation.
 
 Arrow hands the function Python ints, bools and None, so offsets are exact.
+
+Longer than 400 lines on purpose: the verdict schemas, the per-group functions (whole and
+sliced) and the slice's checks are one contract, the columns the functions return being the
+schemas' and the checks being what makes a slice's rows the whole window's; split, they
+would be modules that always change together.
 """
 
 from __future__ import annotations
@@ -49,6 +54,7 @@ from spark_jobs.evaluator import (
 )
 from spark_jobs.windows import (
     WINDOW_COLUMNS,
+    RetentionSettings,
     commit_rows,
     first_holding,
     group_rebalances,
@@ -65,6 +71,7 @@ __all__ = [
     "Older",
     "PARTITION_VERDICT_SCHEMA",
     "SLICE_VERDICT_SCHEMA",
+    "TopicRetention",
     "VERDICT_SCHEMA",
     "diagnosis_json",
     "evaluate_group_samples",
@@ -90,6 +97,8 @@ PARTITION_VERDICT_SCHEMA = T.StructType(
         T.StructField("diagnosis", T.StringType(), False),  # JSON: [{"code", "evidence"}]
         T.StructField("reason", T.StringType(), False),
         T.StructField("lag", T.LongType(), True),  # None: committed beyond latest (ERR)
+        # The retention forecast: seconds before retention may delete unread messages.
+        T.StructField("retention_left_s", T.DoubleType(), True),
         T.StructField("evaluated_at_ms", T.LongType(), False),
     ]
 )
@@ -138,6 +147,9 @@ _VERDICT_ARROW_SCHEMA = pa.schema(
 _SLICE_ARROW_SCHEMA = _VERDICT_ARROW_SCHEMA.append(pa.field("whole", pa.bool_(), False))
 # What a partition's samples before the slice amount to (``Older``), one row per partition.
 _OLDER_COLUMNS = ("older_rows", "older_max_ms")
+# Each topic's retention settings by (cluster, topic), as the caller read them from the
+# database: they go with every partition of the topic to the evaluator (the forecast).
+TopicRetention = Mapping[tuple[str, str], RetentionSettings]
 # Sources whose partitions belong to a consumer group that rebalances (not Storm spouts).
 _GROUP_SOURCES = ("kafka", "zookeeper")
 
@@ -232,12 +244,14 @@ def evaluate_group_samples(
     now_ms: int,
     per_cluster: Mapping[str, EvaluatorConfig] | None = None,
     older: Mapping[tuple[str, int], Older] | None = None,
+    retention: TopicRetention | None = None,
 ) -> dict[str, list[Any]] | None:
     """Verdict rows (``PARTITION_VERDICT_SCHEMA``'s columns) of every partition of one group,
     from the group's samples as column lists sorted by (topic, partition, ts_ms).
 
     ``per_cluster`` holds the thresholds of clusters that set their own (SPEC §2.4); the
-    others are judged with ``config``.
+    others are judged with ``config``. ``retention`` holds the topics' retention settings
+    (a topic absent from it: unknown, no forecast).
 
     ``older``, if given, says that ``cols`` are only the window's recent slice, and what each
     partition's samples before it amount to (a partition absent from it has none). The rows
@@ -273,10 +287,14 @@ def evaluate_group_samples(
         moved_before = max(firsts, default=None)
     rows: dict[str, list[Any]] = {name: [] for name in PARTITION_VERDICT_SCHEMA.names}
     verdicts = []
+    retention = retention or {}
     for a, b in runs:
         samples = {name: cols[name][a:b] for name in WINDOW_COLUMNS}
         pid = partition_id(cluster, source, group, topic[a], part[a])
-        window = window_from_samples(pid, samples, config, topics, rebalances, rebalancing)
+        settings = retention.get((cluster, topic[a]))
+        window = window_from_samples(
+            pid, samples, config, topics, rebalances, rebalancing, settings
+        )
         if older:
             before = older.get((topic[a], part[a]))
             if before is not None and not _slice_holds(samples, window, before, config):
@@ -289,7 +307,7 @@ def evaluate_group_samples(
         verdicts.append(verdict)
         values = (cluster, source, group, topic[a], part[a], verdict.status,
                   float(verdict.complete), diagnosis_json(verdict), verdict.reason, verdict.lag,
-                  now_ms)  # fmt: skip
+                  verdict.retention_left_s, now_ms)  # fmt: skip
         for name, value in zip(PARTITION_VERDICT_SCHEMA.names, values, strict=True):
             rows[name].append(value)
     judged = evaluate_group(group, verdicts)
@@ -338,12 +356,16 @@ def _group_evaluator(
     now_ms: int,
     per_cluster: Mapping[str, EvaluatorConfig] | None,
     counters: Counters | None,
+    retention: TopicRetention | None,
 ) -> Callable[[pa.Table], pa.Table]:
-    per_cluster = dict(per_cluster or {})  # shipped to the executors with the function
+    # Shipped to the executors with the function.
+    per_cluster, retention = dict(per_cluster or {}), dict(retention or {})
 
     def evaluate(table: pa.Table) -> pa.Table:
         table = table.sort_by(_SAMPLE_ORDER)
-        rows = evaluate_group_samples(_columns(table), config, now_ms, per_cluster)
+        rows = evaluate_group_samples(
+            _columns(table), config, now_ms, per_cluster, retention=retention
+        )
         if counters is not None:
             counters.rows_read.add(table.num_rows)
             counters.judged(len(rows["status"]))
@@ -356,8 +378,9 @@ def _whole_window_row(cluster: str, source: str, group: str, now_ms: int) -> pa.
     """The one row of a group its slice could not tell: its key and ``whole``."""
     values = {"cluster": cluster, "source": source, "group": group, "topic": "", "partition": 0,
               "status": "", "complete": 0.0, "diagnosis": "[]", "reason": "", "lag": None,
-              "evaluated_at_ms": now_ms, "group_status": "", "group_complete": 0.0,
-              "group_total_lag": 0, "group_partitions": 0, "group_head": False,
+              "retention_left_s": None, "evaluated_at_ms": now_ms, "group_status": "",
+              "group_complete": 0.0, "group_total_lag": 0, "group_partitions": 0,
+              "group_head": False,
               "whole": True}  # fmt: skip
     return pa.table({k: [v] for k, v in values.items()}, schema=_SLICE_ARROW_SCHEMA)
 
@@ -367,8 +390,10 @@ def _slice_evaluator(
     now_ms: int,
     per_cluster: Mapping[str, EvaluatorConfig] | None,
     counters: Counters | None,
+    retention: TopicRetention | None,
 ) -> Callable[[pa.Table], pa.Table]:
-    per_cluster = dict(per_cluster or {})  # shipped to the executors with the function
+    # Shipped to the executors with the function.
+    per_cluster, retention = dict(per_cluster or {}), dict(retention or {})
 
     def evaluate(table: pa.Table) -> pa.Table:
         is_older = pc.is_valid(table.column("older_rows"))
@@ -385,7 +410,9 @@ def _slice_evaluator(
             counters.rows_read.add(table.num_rows + sum(o.rows for o in older.values()))
         rows = None
         if table.num_rows:
-            rows = evaluate_group_samples(_columns(table), config, now_ms, per_cluster, older)
+            rows = evaluate_group_samples(
+                _columns(table), config, now_ms, per_cluster, older, retention
+            )
         if rows is None:
             key = table if table.num_rows else summary
             cluster, source, group = (key.column(n)[0].as_py() for n in GROUP_KEY)
@@ -408,6 +435,7 @@ def evaluate_verdicts(
     config: EvaluatorConfig,
     per_cluster: Mapping[str, EvaluatorConfig] | None = None,
     counters: Counters | None = None,
+    retention: TopicRetention | None = None,
 ) -> DataFrame:
     """Every partition's verdict with its group's (``VERDICT_SCHEMA``) as of ``now_ms``: one
     lazy frame, which :func:`partition_verdicts` and :func:`group_verdicts` project. Persist
@@ -415,6 +443,7 @@ def evaluate_verdicts(
 
     ``counters``, if given, count the samples the evaluation reads (duplicates included) and
     the verdicts it makes, so the caller needs no Spark job of its own to count them.
+    ``retention``: the topics' retention settings, for the evaluator's forecast.
 
     ``samples`` is the window the caller read (``read_samples``; duplicates of a key may be
     left in, they are dropped per group); each partition is judged on its own samples only.
@@ -422,7 +451,9 @@ def evaluate_verdicts(
     return (
         samples.select(*_INPUT_COLUMNS)
         .groupBy(*GROUP_KEY)
-        .applyInArrow(_group_evaluator(config, now_ms, per_cluster, counters), VERDICT_SCHEMA)
+        .applyInArrow(
+            _group_evaluator(config, now_ms, per_cluster, counters, retention), VERDICT_SCHEMA
+        )
     )
 
 
@@ -433,6 +464,7 @@ def evaluate_recent(
     config: EvaluatorConfig,
     per_cluster: Mapping[str, EvaluatorConfig] | None = None,
     counters: Counters | None = None,
+    retention: TopicRetention | None = None,
 ) -> DataFrame:
     """:func:`evaluate_verdicts` from the window's recent slice (samples at or after
     ``cut_ms``), for every group whose rows the slice can tell (``SLICE_VERDICT_SCHEMA``,
@@ -459,7 +491,10 @@ def evaluate_recent(
     return (
         recent.unionByName(older, allowMissingColumns=True)
         .groupBy(*GROUP_KEY)
-        .applyInArrow(_slice_evaluator(config, now_ms, per_cluster, counters), SLICE_VERDICT_SCHEMA)
+        .applyInArrow(
+            _slice_evaluator(config, now_ms, per_cluster, counters, retention),
+            SLICE_VERDICT_SCHEMA,
+        )
     )
 
 
@@ -483,9 +518,10 @@ def evaluate_status(
     config: EvaluatorConfig,
     per_cluster: Mapping[str, EvaluatorConfig] | None = None,
     counters: Counters | None = None,
+    retention: TopicRetention | None = None,
 ) -> tuple[DataFrame, DataFrame]:
     """Partition verdicts and group verdicts (``PARTITION_VERDICT_SCHEMA``,
     ``GROUP_VERDICT_SCHEMA``) of every partition in ``samples`` as of ``now_ms``: the two
     projections of :func:`evaluate_verdicts`, each evaluating it when computed."""
-    verdicts = evaluate_verdicts(samples, now_ms, config, per_cluster, counters)
+    verdicts = evaluate_verdicts(samples, now_ms, config, per_cluster, counters, retention)
     return partition_verdicts(verdicts), group_verdicts(verdicts)

@@ -62,6 +62,11 @@ is being handed over; a dead group owns none). Stale samples are no observation 
 A rebalance that moves nothing and ends between two polls is not seen; the collectors' events
 would be the authoritative source once the sample log carries them.
 
+**The retention forecast's figures** go with the window too: the last sample's time lag (the
+age of the oldest unconsumed message) and the topic's retention settings, which the caller
+reads from the database (``RetentionSettings``); the evaluator forecasts and decides
+RETENTION_RISK.
+
 **Whether the figures are current** is the evaluator's decision, not this module's: the
 window carries the times it needs, the polls that watched it (and the one before:
 ``poll_times_ms``, whose spacing is the poll interval and whose last is the newest sample) and
@@ -78,12 +83,13 @@ lag 0, since nothing shows messages waiting.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from spark_jobs.evaluator import Commit, EvaluatorConfig, PartitionWindow, SpoutSeries, build_window
 
 __all__ = [
     "WINDOW_COLUMNS",
+    "RetentionSettings",
     "commit_rows",
     "derive_commits",
     "first_holding",
@@ -97,8 +103,18 @@ __all__ = [
 WINDOW_COLUMNS = (
     "ts_ms", "committed", "earliest", "latest", "lag", "commit_time_ms", "commit_version",
     "topology_id", "alive", "pending", "failed", "acked", "stale", "max_spout_pending",
-    "spout_pending", "smallest_failed_offset",
+    "spout_pending", "smallest_failed_offset", "time_lag_s",
 )  # fmt: skip
+
+
+class RetentionSettings(NamedTuple):
+    """A topic's retention settings as the store keeps them (``TopicConfig``: DescribeConfigs,
+    re-read every few minutes), for the evaluator's retention forecast. Not in the sample log:
+    three columns on every sample for values that change a few times a year; the caller reads
+    them from the database and hands them to the job."""
+
+    retention_ms: int | None
+    cleanup_policy: str | None
 
 
 def partition_id(cluster: str, source: str, group: str, topic: str, partition: int) -> str:
@@ -184,12 +200,15 @@ def window_from_samples(
     topics: Sequence[str] = (),
     rebalances_ms: Sequence[int] = (),
     rebalancing: bool | None = None,
+    retention: RetentionSettings | None = None,
 ) -> PartitionWindow:
     """The evaluator's input for one partition, from its samples (oldest first, non-empty).
 
     ``topics`` are the topics seen under the partition's spout path (Storm only), for
     SPOUT_ID_COLLISION; ``rebalances_ms`` and ``rebalancing`` are its group's, as
-    ``evaluate_status`` derives them from the owners (module docstring).
+    ``evaluate_status`` derives them from the owners (module docstring); ``retention`` is its
+    topic's settings (None: unknown), which go with the last sample's time lag for the
+    evaluator's retention forecast.
     """
     ts = samples["ts_ms"]
     seen = _seen_commits(samples)
@@ -251,6 +270,9 @@ def window_from_samples(
         # The polls that watched the window and the one before: the interval it is polled at.
         poll_times_ms=tuple(ts[-(polls + 1) :]),
         down_polls_ms=down,
+        time_lag_s=samples["time_lag_s"][last],
+        retention_ms=retention.retention_ms if retention is not None else None,
+        cleanup_policy=retention.cleanup_policy if retention is not None else None,
     )
 
 

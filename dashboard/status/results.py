@@ -6,13 +6,15 @@ every partition and group of the run, or none of them. A run that failed never g
 a load that fails midway rolls back, so the previous statuses stay.
 
 **What is updated.** Partitions and groups present in the run get their status, complete,
-evaluation time, and (partitions) diagnosis and reason, (groups) total lag. A status that
-differs from the one stored is a change: a ``StatusChange`` row, and ``status_since`` moves to
-the run's evaluation time (only changes are kept, so history costs nothing while all is well).
-Those absent from the run (not sampled within the look-back: a cluster disabled, a partition
-deleted) keep what they had. Verdicts of partitions the database does not hold (pruned, or their
-cluster deleted) are counted and skipped: the collectors own the rows, the status job only
-annotates them.
+evaluation time, and (partitions) diagnosis, reason and retention forecast
+(``retention_left_s``), (groups) total lag. Every one of them is the evaluator's, carried as
+the run gives it: nothing is decided here (RETENTION_RISK included, docs/EVALUATOR.md). A
+status that differs from the one stored is a change: a ``StatusChange`` row, and
+``status_since`` moves to the run's evaluation time (only changes are kept, so history costs
+nothing while all is well). Those absent from the run (not sampled within the look-back: a
+cluster disabled, a partition deleted) keep what they had. Verdicts of partitions the database
+does not hold (pruned, or their cluster deleted) are counted and skipped: the collectors own
+the rows, the status job only annotates them.
 
 The results are Parquet files read with pyarrow, wherever they live: a local directory, or
 ``s3a://``/``hdfs://`` URLs as Spark wrote them (mapped to pyarrow's file systems).
@@ -32,17 +34,8 @@ import pyarrow.parquet as pq
 from django.db import connection, models, transaction
 
 from dashboard.monitoring import group_totals
-from dashboard.monitoring.models import (
-    Cluster,
-    ConsumerGroup,
-    PartitionState,
-    Status,
-    StatusChange,
-    TopicConfig,
-)
+from dashboard.monitoring.models import ConsumerGroup, PartitionState, Status, StatusChange
 from dashboard.store.rows import ms_to_dt
-from spark_jobs.evaluator.retention import retention_risk, time_to_retention
-from spark_jobs.evaluator.types import RETENTION_RISK, SOURCE_UNREACHABLE
 
 __all__ = ["ApplyReport", "apply_status_results", "open_results", "read_table"]
 
@@ -144,18 +137,14 @@ def apply_status_results(run_path: str) -> ApplyReport:
         wanted = {group_ids[k] for r in groups if (k := _group_key(r)) in group_ids}
         wanted |= {group_ids[k] for r in partitions if (k := _group_key(r)) in group_ids}
         partition_ids = {
-            (group_id, topic, partition): (pk, status, since, lag, time_lag_s)
-            for pk, group_id, topic, partition, status, since, lag, time_lag_s in (
+            (group_id, topic, partition): (pk, status, since)
+            for pk, group_id, topic, partition, status, since in (
                 PartitionState.objects.filter(group_id__in=wanted)
                 .order_by()
-                .values_list(
-                    "id", "group_id", "topic", "partition", "status", "status_since", "lag",
-                    "time_lag_s",
-                )
+                .values_list("id", "group_id", "topic", "partition", "status", "status_since")
                 .iterator(chunk_size=10_000)
             )
         }
-        retention = _RetentionInputs.read()
         group_before = {
             pk: (status, since)
             for pk, status, since in ConsumerGroup.objects.filter(id__in=wanted)
@@ -170,10 +159,10 @@ def apply_status_results(run_path: str) -> ApplyReport:
             known = partition_ids.get((group_id, r["topic"], r["partition"]))
             if known is None:
                 continue
-            pk, old, since, lag, time_lag_s = known
+            pk, old, since = known
             at = ms_to_dt(r["evaluated_at_ms"])
             diagnosis = json.loads(r["diagnosis"])
-            left = retention.apply(r, diagnosis, lag, time_lag_s)
+            left = r.get("retention_left_s")  # None in a run from before the evaluator had it
             if old != r["status"]:
                 since = at
                 changes.append(
@@ -242,48 +231,6 @@ def apply_status_results(run_path: str) -> ApplyReport:
         unmatched_groups=len(groups) - len(group_rows),
         changes=changes,
     )
-
-
-@dataclass(frozen=True)
-class _RetentionInputs:
-    """What the retention forecast needs beyond the run: each cluster's threshold and each
-    topic's stored retention settings (two queries a run, whatever the number of partitions).
-
-    Computed here rather than in the status job because the topic configs live in the
-    database (read every few minutes by the Kafka source), not in the sample log the job
-    reads; the rule itself is ``spark_jobs.evaluator.retention``, one pure implementation.
-    """
-
-    thresholds: dict[str, int]
-    configs: dict[tuple[str, str], tuple[int | None, str]]
-
-    @classmethod
-    def read(cls) -> _RetentionInputs:
-        return cls(
-            thresholds=dict(Cluster.objects.values_list("name", "retention_risk_s")),
-            configs={
-                (cluster, topic): (retention_ms, policy)
-                for cluster, topic, retention_ms, policy in TopicConfig.objects.order_by()
-                .values_list("cluster__name", "topic", "retention_ms", "cleanup_policy")
-            },
-        )
-
-    def apply(
-        self, row: dict[str, Any], diagnosis: list, lag: int | None, time_lag_s: float | None
-    ) -> float | None:
-        """Seconds left before retention (None: no forecast), appending ``RETENTION_RISK``
-        to ``diagnosis`` when under the cluster's threshold. A partition whose source is down
-        gets no forecast: its figures are the last known, and a risk computed from them
-        would be a guess dressed as a finding."""
-        if any(d.get("code") == SOURCE_UNREACHABLE for d in diagnosis):
-            return None
-        retention_ms, policy = self.configs.get((row["cluster"], row["topic"]), (None, None))
-        forecast = time_to_retention(retention_ms, policy, time_lag_s, lag)
-        threshold = self.thresholds.get(row["cluster"], 0)
-        risk = retention_risk(forecast, threshold) if threshold > 0 else None
-        if risk is not None and not any(d.get("code") == RETENTION_RISK for d in diagnosis):
-            diagnosis.append({"code": risk.code, "evidence": risk.evidence})
-        return forecast.seconds_left
 
 
 def _group_key(row: dict[str, Any]) -> tuple[str, str, str]:

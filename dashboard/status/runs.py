@@ -26,11 +26,12 @@ from django.conf import settings
 from django.utils import timezone
 
 from dashboard.locks import exclusive
-from dashboard.monitoring.models import Cluster, SparkJobOutcome, SparkJobRun
+from dashboard.monitoring.models import Cluster, SparkJobOutcome, SparkJobRun, TopicConfig
 from dashboard.signals import announce_figures, announce_status
 from dashboard.status.results import apply_status_results
 from dashboard.status.rollups import apply_rollup_results
 from spark_jobs.evaluator import EvaluatorConfig
+from spark_jobs.windows import RetentionSettings
 
 if TYPE_CHECKING:
     from spark_jobs.jobs import JobResult
@@ -41,10 +42,12 @@ __all__ = [
     "JOBS",
     "default_window_s",
     "error_text",
+    "cluster_evaluator_configs",
     "evaluator_config",
     "lock_key",
     "parse_window",
     "run_job",
+    "topic_retention",
 ]
 
 JOBS = ("status", "rollups")  # spark_jobs.jobs.JOBS, without importing pyspark here
@@ -89,12 +92,29 @@ def evaluator_config() -> EvaluatorConfig:
 
 
 def cluster_evaluator_configs() -> dict[str, EvaluatorConfig]:
-    """The thresholds of each cluster that sets its own (``Cluster.evaluator``), each over
-    the deployment's: a cluster changes only what it names."""
+    """Each cluster's thresholds: those it sets itself (``Cluster.evaluator``) over the
+    deployment's (a cluster changes only what it names), and its RETENTION_RISK horizon
+    (``Cluster.retention_risk_s``, a field of its own), which the evaluator decides with."""
     return {
-        name: EvaluatorConfig(**{**settings.LAGWATCH_EVALUATOR, **overrides})
-        for name, overrides in Cluster.objects.values_list("name", "evaluator")
-        if overrides
+        name: EvaluatorConfig(
+            **{**settings.LAGWATCH_EVALUATOR, **overrides, "retention_risk_s": risk_s}
+        )
+        for name, overrides, risk_s in Cluster.objects.values_list(
+            "name", "evaluator", "retention_risk_s"
+        )
+    }
+
+
+def topic_retention() -> dict[tuple[str, str], RetentionSettings]:
+    """Each topic's stored retention settings by (cluster, topic), for the status job's
+    retention forecast: the Kafka source reads them every few minutes into ``TopicConfig``,
+    and the sample log the job reads does not carry them (one query, whatever the number of
+    partitions)."""
+    return {
+        (cluster, topic): RetentionSettings(retention_ms, policy)
+        for cluster, topic, retention_ms, policy in TopicConfig.objects.order_by().values_list(
+            "cluster__name", "topic", "retention_ms", "cleanup_policy"
+        )
     }
 
 
@@ -115,6 +135,7 @@ def _execute(job: str, window_s: int, now_ms: int) -> JobResult:
             per_cluster=cluster_evaluator_configs(),
             slice_ms=settings.LAGWATCH_STATUS_SLICE_S * 1000,
             slice_from_rows=settings.LAGWATCH_STATUS_SLICE_FROM_ROWS,
+            retention=topic_retention(),
         )  # fmt: skip
     return run_rollups_job(spark, sample_url, results_url, now_ms, window_ms, keep)
 

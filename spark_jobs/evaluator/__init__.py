@@ -17,11 +17,14 @@ go wrong:
 - liveness (a group member or owner node holds the partition, a spout's acked/failed counts
   move) decides STALL (alive, not moving) against STOP (dead), and a dead consumer is STOP as
   soon as messages wait, however recent its last zero-lag commit;
-- a source that cannot be reached gives UNKNOWN with ``SOURCE_UNREACHABLE``, never STOP;
+- figures that are not current (a source that cannot be reached, a gap in collection, an
+  outage since the last commit) give UNKNOWN with ``SOURCE_UNREACHABLE``, never STOP;
 - a committed offset outside ``[earliest, latest]`` is ERR, not a negative or clamped lag;
 - a window that comes from a poller (``polls`` known) is judged by how long it was watched,
   and its lags, measured at polls rather than at commits, carry the poll's phase in the
-  consumer's commit cycle: a rise no larger than one batch between polls is not a WARN.
+  consumer's commit cycle: a rise no larger than one batch between polls is not a WARN;
+- the topic's retention settings and the time lag give a retention forecast, and
+  ``RETENTION_RISK`` on any status when it is under the cluster's horizon.
 
 Every non-OK verdict carries diagnoses with their evidence where the data allows, and every
 verdict carries one plain sentence, ``reason``, citing the figures that decided it.
@@ -31,7 +34,8 @@ specification is silent.
 The package keeps one concern per module, in the order a verdict is made:
 
 - ``types``: the values in and out (windows, config, verdicts, status and diagnosis codes);
-- ``rules``: the predicates, each a small named pure function; ``rates`` serves one of them;
+- ``rules``: the predicates, each a small named pure function; ``rates`` serves one of them,
+  ``retention`` is the forecast;
 - ``diagnoses``: the findings that explain a status, with their evidence;
 - ``decide``: the facts of a window (every predicate's value, computed once) and the ordered
   table of (condition, status, rule id) that decides; no text;

@@ -11,7 +11,9 @@ the status. This module keeps that shape while adding evidence Burrow never has:
    else, a dead consumer before Burrow's STOP, Burrow's rules 3 to 8 in his order), so a
    condition need not repeat what an earlier row already excluded.
 3. The row names the diagnoses that explain it (``finds``); their evidence is gathered for that
-   row only, and the window's event diagnoses follow on every verdict.
+   row only, and the window's event diagnoses follow on every verdict, then RETENTION_RISK
+   when ``retention_at_risk`` holds: a forecast on any status, which decides no row (a
+   consumer catching up too slowly is OK, and about to lose messages all the same).
 
 Some predicates do run twice: the fact keeps only whether a predicate holds, so the finders
 of step 3 call again the few whose answer is also the evidence (``out_of_range``'s bound,
@@ -36,6 +38,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from spark_jobs.evaluator.diagnoses import event_diagnoses, slow_consumer, state_diagnoses
+from spark_jobs.evaluator.retention import (
+    NO_FORECAST,
+    RetentionForecast,
+    at_risk,
+    retention_risk,
+    time_to_retention,
+)
 from spark_jobs.evaluator.rules import (
     build_window,
     collection_gap,
@@ -104,6 +113,9 @@ class Facts:
     commit_overdue: bool  # the next commit is later than the window's mean interval
     alive: bool | None  # someone works on the partition; None: nobody can tell
     at_spout_cap: bool  # the spout's tuples in flight sat at its cap most of the window
+    # Time-based retention may delete unread messages within ``retention_risk_s`` (current
+    # figures only): RETENTION_RISK on any status, after the events; it decides no row.
+    retention_at_risk: bool
 
     @property
     def stopped(self) -> bool:
@@ -185,7 +197,8 @@ class Decision:
     """A partition's verdict without its sentence.
 
     ``commits`` is the window as judged (``build_window`` applied), ``lag`` the current lag the
-    rules read (negative: committed beyond latest), ``complete`` Burrow's completeness.
+    rules read (negative: committed beyond latest), ``complete`` Burrow's completeness,
+    ``retention`` the retention forecast (``NO_FORECAST`` when the figures are not current).
     """
 
     status: str
@@ -195,6 +208,7 @@ class Decision:
     commits: tuple[Commit, ...]
     lag: int
     complete: float
+    retention: RetentionForecast = NO_FORECAST
 
     @property
     def codes(self) -> tuple[str, ...]:
@@ -207,17 +221,29 @@ def facts_of(
     lag: int,
     config: EvaluatorConfig,
     now_ms: int,
-) -> tuple[Facts, Mapping[str, Any]]:
-    """The window's facts, and the evidence of its liveness (for ``DEAD_CONSUMER``)."""
+) -> tuple[Facts, Mapping[str, Any], RetentionForecast]:
+    """The window's facts, the evidence of its liveness (for ``DEAD_CONSUMER``) and its
+    retention forecast (for ``RETENTION_RISK`` and the verdict's figure).
+
+    The forecast is made from current figures only: a window that is stale, or whose
+    collection or source was down (the three UNKNOWN rows), has the last known time lag.
+    """
     some = bool(commits)
     stopped_committing = some and has_stopped_committing(commits, now_ms)
     unchanged = some and offsets_unchanged(commits)
     alive, alive_evidence = liveness(window, unchanged or stopped_committing)
     jitter = window.polls is not None and lag_rise_within_jitter(commits) is not None
+    gap = collection_gap(window, now_ms) is not None
+    down = down_since_commit(window, commits, now_ms) is not None
+    forecast = NO_FORECAST
+    if not (window.stale or gap or down):
+        forecast = time_to_retention(
+            window.retention_ms, window.cleanup_policy, window.time_lag_s, lag
+        )
     facts = Facts(
         stale=window.stale,
-        stale_gap=collection_gap(window, now_ms) is not None,
-        source_down_since_commit=down_since_commit(window, commits, now_ms) is not None,
+        stale_gap=gap,
+        source_down_since_commit=down,
         has_commits=some,
         out_of_range=some and out_of_range(window, commits[-1].offset, lag) is not None,
         enough_data=watched_share(window, commits, config) >= config.minimum_complete,
@@ -232,8 +258,9 @@ def facts_of(
         commit_overdue=some and is_commit_overdue(commits, now_ms),
         alive=alive,
         at_spout_cap=spout_at_cap(window, config) is not None,
+        retention_at_risk=at_risk(forecast.seconds_left, config.retention_risk_s),
     )
-    return facts, alive_evidence
+    return facts, alive_evidence, forecast
 
 
 def decide(window: PartitionWindow, config: EvaluatorConfig, now_ms: int) -> Decision:
@@ -246,12 +273,16 @@ def decide(window: PartitionWindow, config: EvaluatorConfig, now_ms: int) -> Dec
     if len(commits) > config.window or config.min_distance_s > 0:
         commits = build_window(commits, config)
     lag = current_lag(window, commits)
-    facts, alive_evidence = facts_of(window, commits, lag, config, now_ms)
+    facts, alive_evidence, forecast = facts_of(window, commits, lag, config, now_ms)
     rule = next(row for row in RULES if row.when(facts))
     found = _findings(rule, window, commits, lag, config, now_ms, facts, alive_evidence)
     found.extend(event_diagnoses(window, commits, config))
+    if facts.retention_at_risk:
+        risk = retention_risk(forecast, config.retention_risk_s)
+        assert risk is not None, "retention_at_risk without a risk"
+        found.append(risk)
     complete = window_complete(commits, config)
-    return Decision(rule.status, rule.id, tuple(found), facts, commits, lag, complete)
+    return Decision(rule.status, rule.id, tuple(found), facts, commits, lag, complete, forecast)
 
 
 def _findings(

@@ -46,8 +46,9 @@ def evaluate_partition(
         lag = None
     sentence = reason(decision, window, config, now_ms)
     return PartitionVerdict(
-        window.id, decision.status, decision.complete, decision.diagnoses, sentence, lag
-    )
+        window.id, decision.status, decision.complete, decision.diagnoses, sentence, lag,
+        decision.retention.seconds_left,
+    )  # fmt: skip
 
 
 def evaluate_group(group_id: str, verdicts: Sequence[PartitionVerdict]) -> GroupVerdict:

@@ -29,6 +29,7 @@ from spark_jobs.evaluator.types import (
     POISON_MESSAGE,
     REBALANCE_STORM,
     REBALANCING,
+    RETENTION_RISK,
     SKIPPED_DATA,
     SLOW_CONSUMER,
     SOURCE_UNREACHABLE,
@@ -106,9 +107,15 @@ def _hint(diagnosis: Diagnosis) -> str:
     return code
 
 
+# Diagnoses that never end a sentence: the base already states the first three, and the
+# retention forecast is a figure of its own (``retention_left_s``), shown beside the status on
+# every page, not a reason for it.
+_UNTOLD = (DEAD_CONSUMER, OUT_OF_RANGE, SOURCE_UNREACHABLE, RETENTION_RISK)
+
+
 def _sentence(base: str, diagnoses: Sequence[Diagnosis]) -> str:
     for diagnosis in diagnoses:
-        if diagnosis.code not in (DEAD_CONSUMER, OUT_OF_RANGE, SOURCE_UNREACHABLE):
+        if diagnosis.code not in _UNTOLD:
             return f"{base}; {_hint(diagnosis)}."
     return f"{base}."
 

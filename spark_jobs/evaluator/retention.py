@@ -18,8 +18,11 @@ AdminClient has no such call: ``retention.bytes`` is stored and shown, never for
 (docs/EVALUATOR.md). A config that could not be read is *unknown*, never a default: the source
 shows the error, and no forecast is made.
 
-Pure and table-tested (``tests/spark_jobs/test_retention.py``); ``dashboard/monitoring/
-spark_results.py`` calls it when it applies a status run, the one place it is computed.
+Pure and table-tested (``tests/spark_jobs/test_retention.py``). ``decide`` makes the
+forecast a fact of every evaluation (``Facts.retention_at_risk``) and RETENTION_RISK one of
+its diagnoses, the one place they are computed: the status job hands the evaluator the time
+lag and the topic's settings with the window, and the cluster's threshold with its config.
+The pages and ``/metrics`` call :func:`at_risk` on the stored figure, so they agree.
 """
 
 from __future__ import annotations
@@ -35,9 +38,11 @@ __all__ = [
     "DEFAULT_RETENTION_RISK_S",
     "EXPIRING",
     "INFINITE",
+    "NO_FORECAST",
     "RetentionForecast",
     "TIMED",
     "UNKNOWN",
+    "at_risk",
     "retention_risk",
     "time_to_retention",
 ]
@@ -61,6 +66,11 @@ class RetentionForecast:
     seconds_left: float | None = None
     retention_s: float | None = None
     time_lag_s: float | None = None
+
+
+# What a window whose figures are not current gets: its time lag is the last known, and a risk
+# computed from it would be a guess dressed as a finding.
+NO_FORECAST: Final = RetentionForecast(UNKNOWN)
 
 
 def time_to_retention(

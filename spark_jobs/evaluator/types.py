@@ -34,7 +34,7 @@ REBALANCE_STORM = "REBALANCE_STORM"
 SKIPPED_DATA = "SKIPPED_DATA"
 TOPOLOGY_RESTARTED = "TOPOLOGY_RESTARTED"
 SPOUT_ID_COLLISION = "SPOUT_ID_COLLISION"
-# Attached when a status run is applied (spark_jobs/evaluator/retention.py), never by decide.
+# A forecast on any status (spark_jobs/evaluator/retention.py, decided in decide).
 RETENTION_RISK = "RETENTION_RISK"
 
 # ---------------------------------------------------------------------------------------------
@@ -47,7 +47,8 @@ class EvaluatorConfig:
 
     ``rebalance_storm_count`` is K of REBALANCE_STORM (more than K rebalances in the window);
     ``backpressure_share`` is the share of spout samples at ``max.spout.pending`` that makes
-    "most of the window" for BACKPRESSURE.
+    "most of the window" for BACKPRESSURE; ``retention_risk_s`` is RETENTION_RISK's horizon
+    (0 turns it off), the cluster's ``retention_risk_s`` in the status job.
     """
 
     allowed_lag: int = 0
@@ -56,6 +57,7 @@ class EvaluatorConfig:
     min_distance_s: float = 0.0
     rebalance_storm_count: int = 3
     backpressure_share: float = 0.8
+    retention_risk_s: int = 3600
 
     def __post_init__(self) -> None:
         if self.window < 1:
@@ -66,6 +68,8 @@ class EvaluatorConfig:
             raise ValueError("minimum_complete must be between 0 and 1")
         if not 0.0 < self.backpressure_share <= 1.0:
             raise ValueError("backpressure_share must be in (0, 1]")
+        if self.retention_risk_s < 0:
+            raise ValueError("retention_risk_s must be >= 0")
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,7 +136,11 @@ class PartitionWindow:
       newest sample, for ``stale_gap`` (nothing collected for a while);
     - ``down_polls_ms``: the times of the polls, since the committed offset was last reached,
       at which the source could not be reached, oldest first, for
-      ``source_down_since_commit`` (the grace after an outage).
+      ``source_down_since_commit`` (the grace after an outage);
+    - ``time_lag_s``: the age of the oldest unconsumed message at the newest poll
+      (collectors/timelag.py), and the topic's ``retention_ms`` and ``cleanup_policy``
+      (DescribeConfigs, stored per topic; None: never read or unreadable): the retention
+      forecast and RETENTION_RISK (``retention.time_to_retention``).
 
     ``stale`` is the source's own word at the newest poll; whether older figures or an older
     outage make the window stale is the evaluator's decision (``decide``), from the times.
@@ -158,6 +166,9 @@ class PartitionWindow:
     polls: int | None = None
     poll_times_ms: tuple[int, ...] = ()
     down_polls_ms: tuple[int, ...] = ()
+    time_lag_s: float | None = None
+    retention_ms: int | None = None
+    cleanup_policy: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,6 +185,9 @@ class PartitionVerdict:
 
     ``lag`` is the current lag the rules used (recomputed from ``latest`` when known); it is
     None only when no lag can be stated (committed beyond the latest offset).
+    ``retention_left_s`` is the retention forecast's figure: seconds before time-based
+    retention may delete the oldest unconsumed message (0: already past it), None when there
+    is no such forecast; stored whatever the RETENTION_RISK threshold.
     """
 
     id: str
@@ -182,6 +196,7 @@ class PartitionVerdict:
     diagnosis: tuple[Diagnosis, ...]
     reason: str
     lag: int | None
+    retention_left_s: float | None = None
 
 
 @dataclass(frozen=True, slots=True)

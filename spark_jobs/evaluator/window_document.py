@@ -49,6 +49,7 @@ def verdict_to_json(verdict: PartitionVerdict) -> dict[str, Any]:
         "complete": verdict.complete,
         "diagnosis": [{"code": d.code, "evidence": d.evidence} for d in verdict.diagnosis],
         "reason": verdict.reason,
+        "retention_left_s": verdict.retention_left_s,
     }
 
 
@@ -121,6 +122,14 @@ def _number(value: object, path: str, low: float, high: float | None = None) -> 
     return number
 
 
+def _maybe_number(value: object, path: str) -> float | None:
+    return None if value is None else _number(value, path, 0.0)
+
+
+def _maybe_string(value: object, path: str) -> str | None:
+    return None if value is None else _string(value, path)
+
+
 def _bool(value: object, path: str) -> bool | None:
     if value is not None and not isinstance(value, bool):
         raise WindowInputError(path, "must be true, false or null")
@@ -170,6 +179,9 @@ _CONFIG_FIELDS = frozenset(
         "backpressure_share",
     }
 )
+# A document's config may also set RETENTION_RISK's horizon; a cluster's evaluator thresholds
+# may not (``parse_config``): the cluster has its own ``retention_risk_s`` field.
+_DOCUMENT_CONFIG_FIELDS = _CONFIG_FIELDS | {"retention_risk_s"}
 _COMMIT_FIELDS = frozenset({"offset", "timestamp_ms", "lag", "earliest", "latest"})
 _SPOUT_FIELDS = frozenset({"pending", "failed", "acked"})
 _PARTITION_REQUIRED = ("id", "commits", "latest_offsets", "current_lag")
@@ -192,18 +204,27 @@ _PARTITION_FIELDS = frozenset(
         "polls",
         "poll_times_ms",
         "down_polls_ms",
+        "time_lag_s",
+        "retention_ms",
+        "cleanup_policy",
     }
 )
 _GROUP_FIELDS = frozenset({"id", "partitions"})
 _REQUEST_FIELDS = frozenset({"config", "now_ms", "partitions", "groups"})
 
 
-def parse_config(value: object, path: str = "config") -> EvaluatorConfig:
-    """An EvaluatorConfig from its JSON object; absent fields take the defaults."""
+def parse_config(value: object, path: str = "config", *, document: bool = False) -> EvaluatorConfig:
+    """An EvaluatorConfig from its JSON object; absent fields take the defaults.
+
+    ``document``: an ``evaluate_window`` document's config, which may set ``retention_risk_s``
+    too; a cluster's thresholds (the caller without it) may not, having a field of their own.
+    """
     if value is None:
         return EvaluatorConfig()
-    doc = _object(value, path, _CONFIG_FIELDS, ())
+    doc = _object(value, path, _DOCUMENT_CONFIG_FIELDS if document else _CONFIG_FIELDS, ())
     kwargs: dict[str, Any] = {}
+    if "retention_risk_s" in doc:
+        kwargs["retention_risk_s"] = _int(doc["retention_risk_s"], f"{path}.retention_risk_s")
     if "allowed_lag" in doc:
         kwargs["allowed_lag"] = _int(doc["allowed_lag"], f"{path}.allowed_lag")
     if "minimum_complete" in doc:
@@ -292,6 +313,10 @@ def parse_partition(value: object, path: str = "partition") -> PartitionWindow:
         polls=_int(doc.get("polls"), f"{path}.polls", minimum=1, nullable=True),
         poll_times_ms=_times(doc.get("poll_times_ms"), f"{path}.poll_times_ms"),
         down_polls_ms=_times(doc.get("down_polls_ms"), f"{path}.down_polls_ms"),
+        time_lag_s=_maybe_number(doc.get("time_lag_s"), f"{path}.time_lag_s"),
+        # -1: infinite retention, as Kafka says it.
+        retention_ms=_int(doc.get("retention_ms"), f"{path}.retention_ms", -1, nullable=True),
+        cleanup_policy=_maybe_string(doc.get("cleanup_policy"), f"{path}.cleanup_policy"),
     )
 
 
@@ -302,7 +327,7 @@ def parse_request(doc: object) -> EvaluationRequest:
     silently read as "unknown" and change a verdict without a word.
     """
     top = _object(doc, "", _REQUEST_FIELDS, ("now_ms",))
-    config = parse_config(top.get("config"))
+    config = parse_config(top.get("config"), document=True)
     now_ms = _int(top["now_ms"], "now_ms")
     partitions = tuple(
         parse_partition(p, f"partitions[{i}]")

@@ -4,7 +4,7 @@ groups list read from them the figures they computed from every partition before
 
 The randomized worlds go through the real writers: cycles stored by ``store_cycle`` (groups
 appearing and vanishing, lags unknown, a broker outage keeping last figures) and status runs
-applied by ``apply_status_results`` (statuses, retention forecasts from topic configs).
+applied by ``apply_status_results`` (statuses, the run's retention forecasts).
 """
 
 from __future__ import annotations
@@ -143,6 +143,7 @@ def test_the_writers_keep_each_groups_totals_equal_to_its_partitions(seed: int, 
             {"cluster": p.group.cluster.name, "source": p.group.source, "group": p.group.name,
              "topic": p.topic, "partition": p.partition, "status": rng.choice(STATUSES),
              "complete": 1.0, "diagnosis": json.dumps([]), "reason": "r", "lag": p.lag,
+             "retention_left_s": rng.choice([None, round(rng.uniform(0, 900), 1)]),
              "evaluated_at_ms": at + 5_000}
             for p in PartitionState.objects.select_related("group__cluster")
             if rng.random() < 0.9  # a run that did not judge every partition

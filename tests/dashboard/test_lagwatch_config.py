@@ -253,7 +253,10 @@ def test_evaluator_thresholds_per_cluster_import_export_and_reach_the_status_job
     }
     default = evaluator_config()
     configs = cluster_evaluator_configs()
-    assert set(configs) == {"local"}  # the other cluster keeps the deployment's
+    # Every cluster, with its RETENTION_RISK horizon (Cluster.retention_risk_s, default 3600);
+    # the other cluster keeps the deployment's thresholds.
+    assert set(configs) == {"local", "zk-only"}
+    assert configs["zk-only"] == default and default.retention_risk_s == 3600
     own = configs["local"]
     assert (own.allowed_lag, own.window) == (500, 20)
     # What the cluster does not name stays the deployment's.

@@ -1,10 +1,11 @@
-"""The retention forecast where it is computed: a status run applied with the stored topic
-configs (dashboard/status/results.py), and the configs as the cycle store keeps them."""
+"""The retention forecast end to end: the topic configs as the cycle store keeps them, read by
+the status run's caller (``dashboard/status/runs.py``) with each cluster's horizon, decided by
+the evaluator in the status job's per-group function, and carried into the database by the
+load (``dashboard/status/results.py``), which decides nothing."""
 
 from __future__ import annotations
 
 import dataclasses
-import json
 from pathlib import Path
 
 import pyarrow as pa
@@ -14,13 +15,17 @@ import pytest
 from collectors.figures import PartitionFigure
 from collectors.outcome import CycleOutcome
 from collectors.records import Source, TopicRetention
+from collectors.sample_log import COLUMNS
 from dashboard.monitoring.models import Cluster, PartitionState, TopicConfig
 from dashboard.status.results import apply_status_results
+from dashboard.status.runs import cluster_evaluator_configs, evaluator_config, topic_retention
 from dashboard.store.rows import store_cycle
+from spark_jobs.status import PARTITION_VERDICT_SCHEMA, evaluate_group_samples
 
 pytestmark = pytest.mark.django_db
 
 NOW = 1_800_000_000_000
+MIN = 60_000
 
 
 def figure(group: str, topic: str, lag: int, time_lag_s: float | None) -> PartitionFigure:
@@ -36,15 +41,35 @@ def retention(topic: str, ms: int, policy: str = "delete", at: int = NOW) -> Top
     return TopicRetention(topic, ms, -1, policy, at)
 
 
-def verdict(group: str, topic: str, diagnosis: list | None = None) -> dict:
-    return {
-        "cluster": "c1", "source": "kafka", "group": group, "topic": topic, "partition": 0,
-        "status": "STALL", "complete": 1.0, "diagnosis": json.dumps(diagnosis or []),
-        "reason": "r", "lag": 5, "evaluated_at_ms": NOW,
-    }  # fmt: skip
+def samples(group: str, topic: str, lag: int, time_lag_s: float | None, stale: bool = False):
+    """Ten polls a minute apart up to NOW of a consumer held at 100 and alive (STALL), its
+    time lag as the collector computed it; ``stale``: the source down at the last poll."""
+    rows = []
+    for i in range(10):
+        down = stale and i == 9
+        row = dict.fromkeys(COLUMNS)
+        row.update(
+            ts_ms=NOW - (9 - i) * MIN, cluster="c1", source="kafka", group=group, topic=topic,
+            partition=0, committed=100, earliest=None if down else 0,
+            latest=None if down else 100 + lag, lag=None if down else lag,
+            time_lag_s=None if down else time_lag_s, owner="m-1", alive=True, stale=down,
+        )  # fmt: skip
+        rows.append(row)
+    return rows
 
 
-def apply(tmp_path: Path, verdicts: list[dict]) -> None:
+def run_status(tmp_path: Path, groups: list[list[dict]]) -> None:
+    """The status job's per-group function with what ``runs`` hands it, its rows written as
+    a run, and the run loaded."""
+    configs, topics = cluster_evaluator_configs(), topic_retention()
+    verdicts = []
+    for rows in groups:
+        cols = {name: [r[name] for r in rows] for name in rows[0]}
+        out = evaluate_group_samples(cols, evaluator_config(), NOW + 1000, configs,
+                                     retention=topics)  # fmt: skip
+        names = PARTITION_VERDICT_SCHEMA.names
+        verdicts += [dict(zip(names, values, strict=True))
+                     for values in zip(*(out[n] for n in names), strict=True)]  # fmt: skip
     run = tmp_path / "run"
     for name, rows in (("partitions", verdicts), ("groups", [])):
         (run / name).mkdir(parents=True)
@@ -79,28 +104,26 @@ def test_the_store_keeps_the_last_good_reading_of_each_topic(cluster: Cluster) -
     assert TopicConfig.objects.count() == 1
 
 
+CASES = [  # group, topic, lag, time lag, source down at the last poll
+    ("at-risk", "short", 50, 240.0, False),  # 300 s retention: 60 s left < 600 s
+    ("roomy", "week", 50, 240.0, False),  # a week's retention: no risk, a figure
+    ("forever", "infinite", 50, 10_000.0, False),
+    ("compacted", "compact", 50, 10_000.0, False),
+    ("unread", "unknown", 50, 10_000.0, False),  # config never read: no forecast
+    ("no-time-lag", "short2", 50, None, False),
+    ("source-down", "short3", 50, 290.0, True),
+]
+
+
 def test_a_status_run_gets_the_forecast_and_retention_risk(cluster: Cluster, tmp_path) -> None:
-    figures = [
-        figure("at-risk", "short", 50, 240.0),  # 300 s retention: 60 s left < 600 s
-        figure("roomy", "week", 50, 240.0),  # a week's retention: no risk, a figure
-        figure("forever", "infinite", 50, 10_000.0),
-        figure("compacted", "compact", 50, 10_000.0),
-        figure("unread", "unknown", 50, 10_000.0),  # config never read: no forecast
-        figure("no-time-lag", "short2", 50, None),
-        figure("source-down", "short3", 50, 290.0),
-    ]
+    figures = [figure(g, t, lag, time_lag) for g, t, lag, time_lag, _ in CASES]
     configs = [
         retention("short", 300_000), retention("week", 604_800_000),
         retention("infinite", -1), retention("compact", 1000, "compact"),
         retention("short2", 300_000), retention("short3", 300_000),
     ]  # fmt: skip
     store_cycle(cluster, CycleOutcome("c1", NOW, figures=figures, topic_configs=configs))
-    unreachable = [{"code": "SOURCE_UNREACHABLE", "evidence": {}}]
-    apply(tmp_path, [
-        verdict("at-risk", "short"), verdict("roomy", "week"), verdict("forever", "infinite"),
-        verdict("compacted", "compact"), verdict("unread", "unknown"),
-        verdict("no-time-lag", "short2"), verdict("source-down", "short3", unreachable),
-    ])  # fmt: skip
+    run_status(tmp_path, [samples(g, t, lag, time_lag, down) for g, t, lag, time_lag, down in CASES])
 
     risky = stored("at-risk")
     assert risky.retention_left_s == 60.0
@@ -110,6 +133,7 @@ def test_a_status_run_gets_the_forecast_and_retention_risk(cluster: Cluster, tmp
         "expiring": False,
     }  # fmt: skip
     assert risky.status == "STALL"  # a finding, not a status of its own
+    assert "RETENTION" not in risky.reason and "retention" not in risky.reason
     assert stored("roomy").retention_left_s == 604_800 - 240
     assert codes(stored("roomy")) == []
     for name in ("forever", "compacted", "unread", "no-time-lag"):
@@ -128,6 +152,6 @@ def test_the_threshold_is_the_clusters_and_zero_turns_it_off(cluster, tmp_path) 
     )  # fmt: skip
     cluster.retention_risk_s = 0
     cluster.save()
-    apply(tmp_path, [verdict("g", "short")])
+    run_status(tmp_path, [samples("g", "short", 50, 240.0)])
     assert stored("g").retention_left_s == 60.0  # the figure stays: only the finding is off
     assert codes(stored("g")) == []

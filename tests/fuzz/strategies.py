@@ -445,6 +445,9 @@ def window_partitions(draw: st.DrawFn) -> dict[str, Any]:
         "polls": st.none() | st.integers(1, 10_000),
         "poll_times_ms": st.none() | st.lists(st.integers(0, 2**53), max_size=12).map(sorted),
         "down_polls_ms": st.none() | st.lists(st.integers(0, 2**53), max_size=6).map(sorted),
+        "time_lag_s": st.none() | st.floats(0.0, allow_nan=False, allow_infinity=False),
+        "retention_ms": st.none() | st.integers(-1, INT64_MAX),
+        "cleanup_policy": st.none() | st.sampled_from(["delete", "compact", "compact,delete"]),
     }
     for name, strategy in optional.items():
         if draw(st.booleans()):
@@ -460,6 +463,7 @@ window_configs = st.fixed_dictionaries({}, optional={
     "min_distance_s": st.floats(0.0, 1e9, **_finite) | st.integers(0, 10**9),
     "rebalance_storm_count": st.integers(0, 100),
     "backpressure_share": st.floats(0.01, 1.0, **_finite),
+    "retention_risk_s": st.integers(0, INT64_MAX),
 })  # fmt: skip
 
 

@@ -46,6 +46,7 @@ from spark_jobs.evaluator import (
     is_commit_overdue,
     lag_never_decreased,
     lag_rise_within_jitter,
+    parse_config,
     parse_request,
 )
 
@@ -813,6 +814,10 @@ def doc(**partition) -> dict:
         (doc(polls=0), "partitions[0].polls: must be >= 1"),
         (doc(poll_times_ms=[5, 4]), "partitions[0].poll_times_ms[1]: older than the time before"),
         (doc(down_polls_ms=[-1]), "partitions[0].down_polls_ms[0]: must be >= 0"),
+        (doc(time_lag_s=-1), "partitions[0].time_lag_s: must be >= 0"),
+        (doc(retention_ms=-2), "partitions[0].retention_ms: must be >= -1"),
+        (doc(cleanup_policy=""), "partitions[0].cleanup_policy: must be a non-empty string"),
+        ({"now_ms": 1, "config": {"retention_risk_s": -1}}, "config.retention_risk_s: must be >= 0"),
         (
             doc(commits=[{"offset": 1, "timestamp_ms": 1, "latest": "9"}]),
             "partitions[0].commits[0].latest: must be an integer",
@@ -849,7 +854,8 @@ def test_the_issue_example_parses_and_evaluates() -> None:
     }
     out = evaluate_document(example)
     (partition,) = out["partitions"]
-    assert set(partition) == {"id", "status", "complete", "diagnosis", "reason"}
+    assert set(partition) == {"id", "status", "complete", "diagnosis", "reason", "retention_left_s"}
+    assert partition["retention_left_s"] is None  # no topic settings given: no forecast
     assert partition["status"] == STOP and partition["complete"] == pytest.approx(0.1)
     assert out["groups"][0] | {"partitions": None} == {
         "id": "g",
@@ -865,6 +871,27 @@ def test_evaluate_window_takes_the_tasks_in_flight_series() -> None:
     request = parse_request(doc(spout_pending=[4, 5], max_spout_pending=5))
     assert request.partitions[0].spout_pending == (4, 5)
     assert request.partitions[0].max_spout_pending == 5
+
+
+def test_a_document_forecasts_retention_as_the_status_job_does() -> None:
+    """The same inputs the status job hands over (the time lag, the topic's settings, the
+    horizon), the same forecast and RETENTION_RISK."""
+    out = evaluate_document(
+        {**doc(time_lag_s=240.5, retention_ms=300_000, cleanup_policy="delete", current_lag=5),
+         "config": {"retention_risk_s": 600}}
+    )  # fmt: skip
+    (partition,) = out["partitions"]
+    assert partition["retention_left_s"] == 59.5
+    assert [d["code"] for d in partition["diagnosis"]][-1] == "RETENTION_RISK"
+    assert partition["diagnosis"][-1]["evidence"]["threshold_s"] == 600
+
+
+def test_a_clusters_thresholds_do_not_take_the_retention_horizon() -> None:
+    """A cluster has its own ``retention_risk_s`` field; its evaluator thresholds may not
+    say it a second time. A document may."""
+    with pytest.raises(WindowInputError, match=r"evaluator\.retention_risk_s: unknown field"):
+        parse_config({"retention_risk_s": 60}, "evaluator")
+    assert parse_config({"retention_risk_s": 60}, document=True).retention_risk_s == 60
 
 
 def test_diagnoses_render_as_code_and_evidence() -> None:

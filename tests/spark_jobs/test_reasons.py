@@ -19,6 +19,7 @@ from spark_jobs.evaluator import (
     POISON_MESSAGE,
     REBALANCE_STORM,
     REBALANCING,
+    RETENTION_RISK,
     SKIPPED_DATA,
     SLOW_CONSUMER,
     SOURCE_UNREACHABLE,
@@ -99,6 +100,16 @@ SAYS: dict[str, tuple[str, ...]] = {
     "catching up": ("went down from 15 to 10",),
     "catching up, topology restarted": ("instance a-2 replaced a-1",),
     "catching up, two topics on a path": ("topics t1, t2 are written under one spout path",),
+    # RETENTION_RISK never ends a sentence: the sentences are those without it.
+    "retention soon, catching up": ("within the window: the consumer catches up.",),
+    "retention soon, lag rising": ("(from 1 to 40)", "so the lag never drains."),
+    "retention soon, topology restarted": ("catches up; a new topology instance a-2",),
+    "already past retention, stalled": ("All 5 commits in the window are at offset 100 with lag 10.",),
+    "retention a week off": ("the consumer catches up.",),
+    "retention soon, horizon 0 (off)": ("the consumer catches up.",),
+    "retention soon, source down": ("could not be reached;", "(lag 14), marked stale."),
+    "retention soon, nothing unread": ("Current lag 0 is within the allowed lag of 0.",),
+    "retention soon, compacted topic": ("the consumer catches up.",),
 }
 
 
@@ -150,8 +161,10 @@ def test_a_diagnosis_ends_the_sentence_with_its_main_figure(
     assert _sentence("Base", [Diagnosis(code, evidence)]) == f"Base; {clause}."
 
 
-@pytest.mark.parametrize("code", [SOURCE_UNREACHABLE, OUT_OF_RANGE, DEAD_CONSUMER])
+@pytest.mark.parametrize("code", [SOURCE_UNREACHABLE, OUT_OF_RANGE, DEAD_CONSUMER, RETENTION_RISK])
 def test_a_diagnosis_the_base_already_states_adds_nothing(code: str) -> None:
+    """RETENTION_RISK among them: the forecast is a figure of its own beside the status, and
+    the sentence stays the one the status was given for."""
     told = Diagnosis(code, {})
     assert _sentence("Base", [told]) == "Base."
     rebalancing = Diagnosis(REBALANCING, {"rebalancing": True})

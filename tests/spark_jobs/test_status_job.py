@@ -53,6 +53,7 @@ from spark_jobs.status import (
 )
 from spark_jobs.windows import (
     WINDOW_COLUMNS,
+    RetentionSettings,
     derive_commits,
     group_rebalances,
     partition_id,
@@ -798,7 +799,7 @@ def test_output_columns(spark: SparkSession) -> None:
     assert partitions.schema == PARTITION_VERDICT_SCHEMA
     assert partitions.columns == [
         "cluster", "source", "group", "topic", "partition", "status", "complete",
-        "diagnosis", "reason", "lag", "evaluated_at_ms",
+        "diagnosis", "reason", "lag", "retention_left_s", "evaluated_at_ms",
     ]  # fmt: skip
     assert groups.schema == GROUP_VERDICT_SCHEMA
 
@@ -1109,6 +1110,31 @@ def test_the_window_carries_the_times_of_its_polls_and_of_the_outage() -> None:
     assert window.polls == 9  # polls 5 to 13
     assert window.poll_times_ms == tuple(T0 + i * poll for i in range(4, 14))
     assert window.down_polls_ms == (T0 + 10 * poll, T0 + 11 * poll)  # since 900, at poll 9
+
+
+def test_the_retention_forecast_comes_from_the_last_time_lag_and_the_topics_settings(
+    spark: SparkSession,
+) -> None:
+    """The job hands the evaluator the last sample's time lag and the topic's stored settings
+    (the caller's ``retention``), the cluster's horizon with its config; the evaluator
+    forecasts and decides RETENTION_RISK, and the forecast's figure is a column of the run."""
+    rows = [sample(at(i), 100 + 10 * i, group="gt", topic=topic, earliest=0, latest=150 + 10 * i,
+                   time_lag_s=200.0 + i) for i in POLLS for topic in ("short", "week", "other")]  # fmt: skip
+    retention = {("c1", "short"): RetentionSettings(300_000, "delete"),
+                 ("c1", "week"): RetentionSettings(604_800_000, "delete")}  # fmt: skip
+    horizon = {"c1": dataclasses.replace(CONFIG, retention_risk_s=600)}
+    partitions, _ = evaluate_status(frame(spark, rows), NOW, CONFIG, horizon, retention=retention)
+    by_topic = {r["topic"]: r.asDict() for r in partitions.collect()}
+    assert by_topic["short"]["retention_left_s"] == 300 - 209.0
+    assert [d["code"] for d in json.loads(by_topic["short"]["diagnosis"])] == ["RETENTION_RISK"]
+    assert by_topic["week"]["retention_left_s"] == 604_800 - 209.0
+    assert json.loads(by_topic["week"]["diagnosis"]) == []
+    assert by_topic["other"]["retention_left_s"] is None  # settings never read: no forecast
+    # A stale last sample: its time lag is the last known, so no forecast at all.
+    stale = [*(r for r in rows if r["topic"] == "short"), sample(NOW, 190, group="gt",
+                                                                 topic="short", stale=True)]  # fmt: skip
+    out = evaluate_group_samples(columns(stale), horizon["c1"], NOW + SEC, retention=retention)
+    assert out["retention_left_s"] == [None] and out["status"] == [UNKNOWN]
 
 
 def test_commits_after_the_outage_are_judged_at_once() -> None:

@@ -123,9 +123,10 @@ class PartitionState(models.Model):
     complete = models.FloatField(null=True)
     evaluated_at = models.DateTimeField(null=True)
     status_since = models.DateTimeField(null=True)
-    # Set by the status job's apply step (spark_jobs/evaluator/retention.py): seconds before
-    # time-based retention may delete this partition's oldest unconsumed message; null when
-    # there is no such forecast (config unknown, infinite, compact, caught up).
+    # Set from the status run (the evaluator's forecast, spark_jobs/evaluator/retention.py):
+    # seconds before time-based retention may delete this partition's oldest unconsumed
+    # message; null when there is no such forecast (config unknown, infinite, compact, caught
+    # up, source down).
     retention_left_s = models.FloatField(null=True)
     stale = models.BooleanField(default=False)
     # A cycle rewrites a row only when one of its figures changed (100,000 rows rewritten
