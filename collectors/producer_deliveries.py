@@ -19,8 +19,9 @@ neither loses what was counted before it nor makes anything negative. A restart 
 grows within one instance).
 
 Pure functions, no Django: the ingest parses with :func:`parse_deliveries`, the store merges
-with :func:`accumulate`, readers build rows with :func:`producer_topics` and decide the
-``PRODUCER_EXPIRY`` diagnosis with :func:`expiry_in_window`.
+with :func:`accumulate`, readers build rows with :func:`producer_topics`. Figures only: the
+``PRODUCER_EXPIRY`` diagnosis is decided from these rows by the evaluator's per-topic rule
+(``spark_jobs/evaluator/producer_expiry.py``), where every other diagnosis is decided.
 """
 
 from __future__ import annotations
@@ -44,7 +45,6 @@ FIELD = "lagwatch_deliveries"
 TIMED_OUT = "_MSG_TIMED_OUT"  # librdkafka's error name for a record expired by its timeout
 DELIVERED = "delivered"
 UNKNOWN_PARTITION = -1  # a record that expired before the partitioner placed it
-PRODUCER_EXPIRY = "PRODUCER_EXPIRY"
 
 # (topic, partition, outcome) -> count; outcome is DELIVERED or a librdkafka error name.
 Counts = dict[tuple[str, int, str], int]
@@ -61,7 +61,8 @@ class PushedDeliveries:
 @dataclass
 class DeliveryState:
     """What the store keeps per client: see the module docstring. ``expired_grew_at_ms`` is,
-    per topic, the report time at which its expired total last grew: the diagnosis reads it.
+    per topic, the report time at which its expired total last grew: the PRODUCER_EXPIRY rule
+    reads it.
     """
 
     instance: str | None = None
@@ -297,25 +298,3 @@ def producer_topics(report: ClientReport, state: DeliveryState | None) -> list[P
             )
         )
     return rows
-
-
-def expiry_in_window(row: ProducerTopic, now_ms: int, window_ms: int) -> bool:
-    """PRODUCER_EXPIRY for this client and topic: its expired count grew within the window
-    before ``now_ms``. A report from a clock ahead of ours counts as within."""
-    if not row.expired or row.expired_grew_at_ms is None:
-        return False
-    return row.expired_grew_at_ms >= now_ms - window_ms
-
-
-def expiring_topics(rows: Iterable[ProducerTopic], now_ms: int, window_ms: int) -> dict[str, int]:
-    """Topics under PRODUCER_EXPIRY and, for each, the records expired in all of its
-    producers' counts (the figure the sentence gives)."""
-    rows = list(rows)
-    hit = {r.topic for r in rows if expiry_in_window(r, now_ms, window_ms)}
-    return {t: sum(r.expired or 0 for r in rows if r.topic == t) for t in sorted(hit)}
-
-
-def expiry_sentence(expired: int) -> str:
-    """What the pages say of a topic's expired records; lag alone cannot show them."""
-    noun = "record" if expired == 1 else "records"
-    return f"{expired} {noun} expired before reaching the broker: no consumer will ever see them"

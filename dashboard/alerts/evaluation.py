@@ -17,7 +17,6 @@ from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from collectors.producer_deliveries import PRODUCER_EXPIRY
 from dashboard.alerts import notify
 from dashboard.alerts.models import (
     OPEN_STATES,
@@ -41,6 +40,7 @@ from dashboard.alerts.rules import (
 from dashboard.ingest.store import stored_producers
 from dashboard.monitoring.models import PartitionState
 from dashboard.monitoring.producers import topic_expiry
+from spark_jobs.evaluator import PRODUCER_EXPIRY
 
 log = logging.getLogger(__name__)
 

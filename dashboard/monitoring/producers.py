@@ -1,12 +1,14 @@
 """Producers as the pages, the API, ``/metrics`` and ``lagwatch_status`` show them (DOMAIN §4).
 
-One reading of the stored producer rows (``dashboard.ingest.store.stored_producers``) for every
-reader, so they agree: per client and topic, records queued and in flight (librdkafka's statistics),
-delivered, failed and expired (the client's delivery-report counts, docs/INGEST.md). The
-``PRODUCER_EXPIRY`` diagnosis is decided here, once, by ``producer_deliveries.expiring_topics`` (a
-pure predicate): a topic whose expired count grew within ``LAGWATCH_PRODUCER_EXPIRY_WINDOW_S``. It
-is a topic's diagnosis, not a partition's verdict: the status job's evaluator judges consumers from
-offsets, and an expired record never reaches an offset.
+One reading of the stored producer rows (``dashboard.ingest.store.stored_producers``) for
+every reader, so they agree: per client and topic, records queued and in flight (librdkafka's
+statistics), delivered, failed and expired (the client's delivery-report counts,
+docs/INGEST.md). The ``PRODUCER_EXPIRY`` diagnosis is read here, once for every reader, from
+the evaluator's per-topic rule (``spark_jobs.evaluator.producer_expiry.expiring_topics``): a
+topic whose expired count grew within ``LAGWATCH_PRODUCER_EXPIRY_WINDOW_S``. It is a topic's
+diagnosis, not a partition's verdict: the status job judges consumers from offsets, and an
+expired record never reaches an offset, so it is decided where the counts are read, not in
+the status run.
 """
 
 from __future__ import annotations
@@ -18,8 +20,12 @@ from typing import Any
 from django.conf import settings
 from django.utils import timezone
 
-from collectors.producer_deliveries import PRODUCER_EXPIRY, expiring_topics, expiry_sentence
 from dashboard.ingest.store import StoredProducer, stored_producers
+from spark_jobs.evaluator.producer_expiry import (
+    PRODUCER_EXPIRY,
+    expiring_topics,
+    expiry_sentence,
+)
 
 
 def _iso_ms(ms: int | None) -> str | None:

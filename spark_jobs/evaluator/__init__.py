@@ -36,6 +36,8 @@ The package keeps one concern per module, in the order a verdict is made:
 - ``types``: the values in and out (windows, config, verdicts, status and diagnosis codes);
 - ``rules``: the predicates, each a small named pure function; ``rates`` serves one of them,
   ``retention`` is the forecast;
+- ``producer_expiry``: the one rule per topic, PRODUCER_EXPIRY (records a producer gave up on
+  reach no partition's window), which the dashboard's readers call;
 - ``diagnoses``: the findings that explain a status, with their evidence;
 - ``decide``: the facts of a window (every predicate's value, computed once) and the ordered
   table of (condition, status, rule id) that decides; no text;
@@ -69,6 +71,7 @@ from spark_jobs.evaluator.types import (
     OUT_OF_RANGE,
     PENDING_LEAK,
     POISON_MESSAGE,
+    PRODUCER_EXPIRY,
     REBALANCE_STORM,
     REBALANCING,
     RETENTION_RISK,
@@ -112,6 +115,7 @@ __all__ = [
     "OUT_OF_RANGE",
     "PENDING_LEAK",
     "POISON_MESSAGE",
+    "PRODUCER_EXPIRY",
     "REBALANCE_STORM",
     "REBALANCING",
     "RETENTION_RISK",

@@ -36,6 +36,8 @@ TOPOLOGY_RESTARTED = "TOPOLOGY_RESTARTED"
 SPOUT_ID_COLLISION = "SPOUT_ID_COLLISION"
 # A forecast on any status (spark_jobs/evaluator/retention.py, decided in decide).
 RETENTION_RISK = "RETENTION_RISK"
+# A topic's, never a partition's (spark_jobs/evaluator/producer_expiry.py).
+PRODUCER_EXPIRY = "PRODUCER_EXPIRY"
 
 # ---------------------------------------------------------------------------------------------
 # Inputs and outputs

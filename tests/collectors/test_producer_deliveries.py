@@ -1,6 +1,6 @@
 """Producer delivery counts (collectors/producer_deliveries.py): the pushed block's validation,
-merging pushes across client restarts, the per-topic rows and the PRODUCER_EXPIRY predicate,
-case by case."""
+merging pushes across client restarts and the per-topic rows, case by case: the figures the
+evaluator's PRODUCER_EXPIRY rule reads (tests/spark_jobs/test_producer_expiry.py)."""
 
 from __future__ import annotations
 
@@ -12,21 +12,19 @@ from hypothesis import strategies as st
 
 from collectors.ingest_parsing import IngestError, parse_librdkafka_stats
 from collectors.producer_deliveries import (
+    DELIVERED,
     TIMED_OUT,
     DeliveryState,
     ProducerPartition,
-    ProducerTopic,
     PushedDeliveries,
     accumulate,
-    expiring_topics,
-    expiry_in_window,
-    expiry_sentence,
     is_restart,
     parse_deliveries,
     producer_topics,
     state_from_dict,
     state_to_dict,
 )
+from spark_jobs.evaluator.producer_expiry import expiring_topics
 from tests.collectors.ingest_documents import RECEIVED_MS, producer_doc
 
 # --- parsing -----------------------------------------------------------------------------------
@@ -209,46 +207,15 @@ def test_producer_topics_without_counts_says_unknown() -> None:
     assert orders.queued == 73
 
 
-def row(topic: str = "t", expired: int | None = 3, grew: int | None = 1_000) -> ProducerTopic:
-    return ProducerTopic(
-        client_id="c", name="c#producer-1", host=None, topic=topic, queued=0, in_flight=0,
-        delivered=0, failed=0, expired=expired, failed_by_reason={}, as_of_ms=grew or 0,
-        expired_grew_at_ms=grew,
-    )  # fmt: skip
-
-
-WINDOW = 600_000
-EXPIRY = [
-    # (expired, grew at, now, diagnosis?)
-    (None, None, 1_000, False),  # no delivery counts pushed
-    (0, None, 1_000, False),  # counted, nothing expired
-    (3, 1_000, 1_000, True),  # just grew
-    (3, 1_000, 1_000 + WINDOW, True),  # exactly at the window's edge
-    (3, 1_000, 1_001 + WINDOW, False),  # grew before the window
-    (3, 5_000, 1_000, True),  # the client's clock ahead of ours
-    (3, None, 1_000, False),  # an old state with no growth time
-]
-
-
-@pytest.mark.parametrize(("expired", "grew", "now", "hit"), EXPIRY)
-def test_expiry_in_window(expired: int | None, grew: int | None, now: int, hit: bool) -> None:
-    assert expiry_in_window(row(expired=expired, grew=grew), now, WINDOW) is hit
-
-
-def test_expiring_topics_sums_every_producer_of_a_hit_topic() -> None:
-    rows = [row("a", 3, 1_000), row("a", 2, None), row("b", 5, -10 * WINDOW), row("c", 0, None)]
-    assert expiring_topics(rows, 2_000, WINDOW) == {"a": 5}
-
-
-@pytest.mark.parametrize(
-    ("n", "text"),
-    [
-        (1, "1 record expired before reaching the broker: no consumer will ever see them"),
-        (40, "40 records expired before reaching the broker: no consumer will ever see them"),
-    ],
-)
-def test_expiry_sentence(n: int, text: str) -> None:
-    assert expiry_sentence(n) == text
+def test_the_rows_are_what_the_evaluators_expiry_rule_reads() -> None:
+    """Figures only here: PRODUCER_EXPIRY is decided by the evaluator's per-topic rule
+    (tests/spark_jobs/test_producer_expiry.py has its table), on these very rows."""
+    report = parse_librdkafka_stats(producer_doc(), None, RECEIVED_MS)
+    pushed = PushedDeliveries({("orders", 0, TIMED_OUT): 4, ("orders", 1, DELIVERED): 9})
+    state = accumulate(accumulate(None, PushedDeliveries({}), 1_000), pushed, 2_000)
+    rows = producer_topics(report, state)
+    assert expiring_topics(rows, 2_000, 600_000) == {"orders": 4}
+    assert expiring_topics(rows, 2_001 + 600_000, 600_000) == {}
 
 
 # --- properties: any sequence of pushes, restarts included -------------------------------------
