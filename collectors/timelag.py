@@ -180,5 +180,7 @@ def time_lag(table: OffsetTimeTable, committed: int, now_ms: int) -> TimeLag:
 
 def lag_seconds(now_ms: int, from_ms: float) -> float:
     """The time lag at ``now_ms`` of a consumer whose position was the log's end at
-    ``from_ms``; the store's SQL repeats this formula (``store._age_time_lags``)."""
+    ``from_ms``. The store's SQL repeats this formula to age many rows in one UPDATE
+    (``dashboard/store/rows.py: aged_time_lag_sql``); ``tests/dashboard/test_time_lag_sql.py``
+    checks the two against each other row by row."""
     return max(0.0, (now_ms - from_ms) / 1000.0)

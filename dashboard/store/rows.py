@@ -5,6 +5,11 @@ rows. A source that could not be reached leaves its groups' last known figures i
 marked stale: nothing already stored is lost or overwritten with zeros. Which figures those
 are is decided once per cycle, for this store and the sample log alike
 (``collectors.cycle.stale``); the cycle reaches this module through ``dashboard.store.cycle``.
+
+Longer than 400 lines on purpose: one cycle is written in one transaction by the functions
+below (groups, partitions with the aging of their time lags and those that left, spouts,
+raw history, health), which share the rows remembered between cycles (``_Written``) and the
+raw SQL they write with; split, every module would need the others' private state.
 """
 
 from __future__ import annotations
@@ -352,6 +357,17 @@ def _only_aged(old: tuple, row: tuple, figures_ms: int | None) -> bool:
     )
 
 
+def aged_time_lag_sql(now_ms: str, from_ms: str) -> str:
+    """``collectors.timelag.lag_seconds`` as an SQL expression: the time lag at ``now_ms`` of
+    a row counting from ``from_ms`` (both SQL: a parameter, a column), in the same floating
+    point, for SQLite and PostgreSQL (``GREATEST`` there; SQLite's is a two-argument
+    ``MAX``). The formula lives twice, in Python for the collectors and here for one UPDATE of
+    many rows; ``tests/dashboard/test_time_lag_sql.py`` runs this on the test database against
+    the Python function row by row, so the two cannot drift apart."""
+    larger = "GREATEST" if connection.vendor == "postgresql" else "MAX"
+    return f"{larger}(0.0, ({now_ms} - {from_ms}) / 1000.0)"
+
+
 def _age_time_lags(groups: set[int], figures_ms: int, sampled_at: object) -> None:
     """The time lags of the groups' present, fresh rows that count from a moment
     (``time_lag_from_ms``) and were not written by this cycle (at ``sampled_at``),
@@ -361,14 +377,12 @@ def _age_time_lags(groups: set[int], figures_ms: int, sampled_at: object) -> Non
     ``collectors.timelag.lag_seconds``'s, in the same floating point; rows whose time lag it
     would not give were written as changed (``_only_aged``)."""
     table, col = _quoted(PartitionState._meta.db_table), _state_column
-    larger = "GREATEST" if connection.vendor == "postgresql" else "MAX"
     from_ms, ids = col("time_lag_from_ms"), sorted(groups)
     with connection.cursor() as cursor:
         for start in range(0, len(ids), _IDS_PER_STATEMENT):
             chunk = ids[start : start + _IDS_PER_STATEMENT]
             cursor.execute(
-                f"UPDATE {table} SET {col('time_lag_s')} = "
-                f"{larger}(0.0, (%s - {from_ms}) / 1000.0) "
+                f"UPDATE {table} SET {col('time_lag_s')} = {aged_time_lag_sql('%s', from_ms)} "
                 f"WHERE {col('group')} IN ({', '.join(['%s'] * len(chunk))}) "
                 f"AND {from_ms} IS NOT NULL AND {col('present')} AND NOT {col('stale')} "
                 f"AND {col('sampled_at')} < %s",
