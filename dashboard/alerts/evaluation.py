@@ -135,7 +135,8 @@ def read_partitions(
 
 
 def producer_topic_codes(now: datetime) -> dict[tuple[str, str], tuple[str, ...]]:
-    """PRODUCER_EXPIRY per (cluster, topic), decided once by ``monitoring.producers``."""
+    """PRODUCER_EXPIRY per (cluster, topic), as ``monitoring.producers`` reads it (the rule is
+    the evaluator's, ``spark_jobs/evaluator/producer_expiry.py``)."""
     expiry = topic_expiry(stored_producers(), now)
     return {key: (PRODUCER_EXPIRY,) for key in expiry}
 

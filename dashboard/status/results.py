@@ -35,7 +35,7 @@ from django.db import connection, models, transaction
 
 from dashboard.monitoring import group_totals
 from dashboard.monitoring.models import ConsumerGroup, PartitionState, Status, StatusChange
-from dashboard.store.rows import ms_to_dt
+from dashboard.times import ms_to_dt
 
 __all__ = ["ApplyReport", "apply_status_results", "open_results", "read_table"]
 
