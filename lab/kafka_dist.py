@@ -16,6 +16,11 @@ checkout on a machine, so an older cache (fetched before the agent was pinned) i
 *additively*: the agent is copied into a temporary folder and renamed into place, ``libs`` is
 never touched, and ``.complete`` (which lists what the folder holds) is replaced atomically.
 A concurrent reader of the old cache keeps working throughout.
+
+**Another broker version** (the compatibility run, ``scripts/test-compat``): with
+``$LAGWATCH_KAFKA_VERSION`` set (pytest's ``--kafka-version`` sets it) the lab's broker runs
+that version's jars, fetched by ``fetch_other`` into their own cache folder
+(``python -m lab.kafka_dist --other 3.9.1``); the JMX exporter agent stays the pinned one.
 """
 
 from __future__ import annotations
@@ -29,11 +34,17 @@ from pathlib import Path
 from lab import maven
 
 POM = Path(__file__).resolve().parent / "kafka" / "pom.xml"
+# The lab broker's version when it is not the pinned one (the compatibility run).
+VERSION_ENV = "LAGWATCH_KAFKA_VERSION"
 # Written last by ``fetch``: a folder without it is a copy cut short, fetched again.
 _COMPLETE = ".complete"
 
 
 AGENT_ARTIFACT = "jmx_prometheus_javaagent"
+# Kafka's command-line tools (``kafka-share-groups.sh`` is ShareGroupCommand in it): not on the
+# broker's class path, which Maven's kafka_2.13 does not bring it into; the lab's tests run
+# them to compare what Lagwatch reads with what Kafka's own tools say.
+TOOLS_ARTIFACT = "kafka-tools"
 
 
 def _pinned(prop: str) -> str:
@@ -48,6 +59,28 @@ def kafka_version() -> str:
 def agent_version() -> str:
     """The pinned JMX exporter agent version (the pom's ``jmx.exporter.version``)."""
     return _pinned("jmx.exporter.version")
+
+
+def broker_version() -> str:
+    """The version the lab's broker runs: ``$LAGWATCH_KAFKA_VERSION`` or the pinned one."""
+    return os.environ.get(VERSION_ENV, "").strip() or kafka_version()
+
+
+def version_at_least(minimum: str, version: str | None = None) -> bool:
+    """Whether ``version`` (default: the lab broker's) is ``minimum`` or newer, numerically
+    ("4.10.0" is newer than "4.4.0"); a suffix such as "-rc1" is ignored."""
+
+    def parts(text: str) -> tuple[int, ...]:
+        return tuple(int(p) for p in text.split("-")[0].split(".") if p.isdigit())
+
+    return parts(version or broker_version()) >= parts(minimum)
+
+
+def broker_libs() -> Path:
+    """The jars of the broker the lab runs (``broker_version``), or a FileNotFoundError that
+    says how to fetch them."""
+    version = broker_version()
+    return installed_libs(None if version == kafka_version() else version)
 
 
 def cache_root() -> Path:
@@ -73,8 +106,30 @@ def agent_jar(version: str | None = None) -> Path:
     )
 
 
+def tools_jar(version: str | None = None) -> Path:
+    """Where ``kafka-tools-<version>.jar`` is (or will be) in the cache: beside the broker's
+    ``libs``, whose jars are its dependencies."""
+    v = version or kafka_version()
+    return cache_root() / f"kafka-{v}" / "tools" / f"{TOOLS_ARTIFACT}-{v}.jar"
+
+
+def installed_tools(version: str | None = None) -> Path:
+    """The tools jar of the lab broker's version, or a FileNotFoundError saying how to get it."""
+    jar = tools_jar(version or broker_version())
+    if not jar.exists():
+        raise FileNotFoundError(
+            f"Kafka's tools are not in {jar.parent}: run scripts/setup (or "
+            "`python -m lab.kafka_dist`), which fetches them from Maven Central"
+        )
+    return jar
+
+
 def _marker_lines() -> list[str]:
-    return [kafka_version(), f"{AGENT_ARTIFACT} {agent_version()}"]
+    return [
+        kafka_version(),
+        f"{AGENT_ARTIFACT} {agent_version()}",
+        f"{TOOLS_ARTIFACT} {kafka_version()}",
+    ]
 
 
 def installed_agent() -> Path:
@@ -92,7 +147,7 @@ def installed_libs(version: str | None = None) -> Path:
     """The jars' folder, or a FileNotFoundError that says how to get them."""
     libs = libs_dir(version)
     if not (libs.parent / _COMPLETE).exists():
-        how = "`python -m lab.storm.dist`" if version else "`python -m lab.kafka_dist`"
+        how = "`python -m lab.kafka_dist" + (f" --other {version}`" if version else "`")
         raise FileNotFoundError(
             f"Apache Kafka {version or kafka_version()} is not in {libs.parent}: run "
             f"scripts/setup (or {how}), which fetches it from Maven Central"
@@ -131,15 +186,39 @@ def _fetch_agent(quiet: bool) -> Path:
     return jar
 
 
+def _fetch_tools(quiet: bool, version: str | None = None) -> Path:
+    """Kafka's tools jar into a temporary folder, renamed into place (additive, as the agent)."""
+    jar = tools_jar(version)
+    if jar.exists():
+        return jar
+    tmp = Path(tempfile.mkdtemp(prefix=".tools-", dir=jar.parent.parent))
+    try:
+        coordinates = f"org.apache.kafka:{TOOLS_ARTIFACT}:{version or kafka_version()}"
+        maven.copy_artifact(POM, coordinates, tmp, quiet)
+        if not (tmp / jar.name).exists():
+            raise RuntimeError(f"Maven did not bring {jar.name} into {tmp}")
+        tmp.chmod(0o755)
+        try:
+            tmp.rename(jar.parent)
+        except OSError:
+            if not jar.exists():
+                raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return jar
+
+
 def fetch(quiet: bool = True) -> Path:
-    """Copy the broker's jars and the agent into the cache (idempotent: what is complete is
-    kept; a cache from before the agent gets the agent added, ``libs`` untouched)."""
+    """Copy the broker's jars, the agent and Kafka's tools into the cache (idempotent: what is
+    complete is kept; a cache from before the agent or the tools gets them added, ``libs``
+    untouched)."""
     libs = libs_dir()
     done = libs.parent / _COMPLETE
     if (
         done.exists()
-        and done.read_text().split("\n")[:2] == _marker_lines()
+        and done.read_text().split("\n")[:3] == _marker_lines()
         and agent_jar().exists()
+        and tools_jar().exists()
     ):
         return libs
     if not done.exists():
@@ -149,6 +228,7 @@ def fetch(quiet: bool = True) -> Path:
         if not any(libs.glob(f"kafka_2.13-{kafka_version()}.jar")):
             raise RuntimeError(f"Maven did not bring kafka_2.13-{kafka_version()}.jar into {libs}")
     _fetch_agent(quiet)
+    _fetch_tools(quiet)
     tmp_marker = libs.parent / f"{_COMPLETE}.{os.getpid()}"
     tmp_marker.write_text("\n".join(_marker_lines()) + "\n")
     os.replace(tmp_marker, done)  # atomic: a reader sees the old marker or the new one
@@ -174,4 +254,9 @@ def fetch_other(version: str, quiet: bool = True) -> Path:
 
 
 if __name__ == "__main__":
-    print(fetch(quiet="-v" not in sys.argv[1:]))
+    _args = sys.argv[1:]
+    _quiet = "-v" not in _args
+    if "--other" in _args:  # python -m lab.kafka_dist --other 3.9.1
+        print(fetch_other(_args[_args.index("--other") + 1], _quiet))
+    else:
+        print(fetch(_quiet))

@@ -42,6 +42,21 @@ def copy_dependencies(
     subprocess.run(command, check=True, stdin=subprocess.DEVNULL)
 
 
+def copy_artifact(pom: Path, coordinates: str, into: Path, quiet: bool) -> None:
+    """``mvn dependency:copy`` of one artifact (``group:artifact:version``, no dependencies)
+    into ``into``: a tool jar whose dependencies a fetched folder already holds."""
+    mvn = shutil.which("mvn")
+    if mvn is None:
+        raise FileNotFoundError("mvn not found (apt-get install -y maven)")
+    command = [
+        mvn, "-B", "-Dstyle.color=never", "-f", str(pom), "dependency:copy",
+        f"-Dartifact={coordinates}", f"-DoutputDirectory={into}",
+    ]  # fmt: skip
+    if quiet:
+        command.insert(1, "-q")
+    subprocess.run(command, check=True, stdin=subprocess.DEVNULL)
+
+
 def fetch_libs(pom: Path, libs: Path, stamp: str, expected: Sequence[str], quiet: bool) -> None:
     """``libs`` filled with ``pom``'s runtime jars, unless its ``.fetched`` already says
     ``stamp``; each of ``expected`` (file names) must have come."""

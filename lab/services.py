@@ -242,7 +242,7 @@ def _kafka_reset(ctx: Context) -> None:
 
 
 def _kafka_java(ctx: Context) -> list[str]:
-    from lab.kafka_dist import installed_libs
+    from lab.kafka_dist import broker_libs
 
     kafka_dir = _kafka_dir(ctx)
     heap = os.environ.get("LAGWATCH_KAFKA_HEAP", "512m")
@@ -257,7 +257,7 @@ def _kafka_java(ctx: Context) -> list[str]:
         "-Djava.awt.headless=true",
         f"-Dlog4j2.configurationFile={kafka_dir / 'log4j2.properties'}",
         "-cp",
-        f"{installed_libs()}/*",
+        f"{broker_libs()}/*",
     ]
 
 
@@ -311,7 +311,10 @@ def _kafka_ready(ctx: Context, log: str) -> bool:
     product's own wire client, whose "not found" means a loaded coordinator. Not an
     AdminClient OffsetFetch: librdkafka 2.16 was seen to crash (in its OffsetFetch handler)
     when a short-lived client asks a coordinator that is still loading, and this check runs
-    inside the caller's process (pytest, the lab command).
+    inside the caller's process (pytest, the lab command). A broker without KIP-848 (before
+    Kafka 4.0: the compatibility run) does not offer ConsumerGroupDescribe; it is probed with
+    DescribeGroups instead, whose "Dead" without an error (v5) or "not found" (v6) says the
+    same.
     """
     if "Kafka Server started" not in log:
         return False
@@ -322,8 +325,12 @@ def _kafka_ready(ctx: Context, log: str) -> bool:
     admin = AdminClient({"bootstrap.servers": ctx.addr("kafka"), "socket.timeout.ms": 2000})
     if not admin.list_topics(timeout=2).brokers:
         return False
+    probe = "lagwatch-lab-ready"
     with EpochReader(ctx.addr("kafka")) as reader:
-        answer = reader.describe(["lagwatch-lab-ready"], timeout_s=5)["lagwatch-lab-ready"]
+        answer = reader.describe([probe], timeout_s=5)[probe]
+        if answer.error_name == "UNSUPPORTED_VERSION":
+            classic = reader.describe_classic([probe], timeout_s=5, retries=0)[probe]
+            return classic.error_name in {"NONE", "GROUP_ID_NOT_FOUND"}
     return answer.error_name == "GROUP_ID_NOT_FOUND"
 
 

@@ -135,12 +135,41 @@ def lab_services(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServic
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
+        "--kafka-version",
+        default=None,
+        help="the Apache Kafka version the lab broker runs (default: lab/kafka/pom.xml's; "
+        "another is fetched with `python -m lab.kafka_dist --other VERSION`): the "
+        "compatibility run, scripts/test-compat (docs/LAB.md)",
+    )
+    parser.addoption(
         "--database",
         choices=("sqlite", "postgresql"),
         default=os.environ.get("LAGWATCH_TEST_DATABASE", "sqlite"),
         help="the database the Django tests run on: SQLite (the embedded default) or a private "
         "PostgreSQL server this session starts (lab/postgres.py; scripts/test runs both)",
     )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """``--kafka-version`` reaches the lab through the environment, so that every stack this
+    process (or an xdist worker, which gets the same options) starts runs that broker."""
+    from lab.kafka_dist import VERSION_ENV
+
+    if version := config.getoption("--kafka-version"):
+        os.environ[VERSION_ENV] = version
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """``@pytest.mark.kafka_since("4.2", "share groups")``: skipped on an older lab broker
+    (the compatibility run), saying what that version lacks."""
+    from lab.kafka_dist import broker_version, version_at_least
+
+    for marker in item.iter_markers("kafka_since"):
+        minimum, *why = marker.args
+        if not version_at_least(minimum):
+            lacks = f": no {why[0]}" if why else ""
+            pytest.skip(f"Apache Kafka {broker_version()} < {minimum}{lacks}")
 
 
 @pytest.fixture(scope="session")

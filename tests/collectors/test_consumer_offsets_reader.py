@@ -188,6 +188,7 @@ def test_the_reader_is_not_a_group(
 
 
 @lab
+@pytest.mark.kafka_since("4.0", "the new group coordinator's group metadata records")
 def test_generation_changes_with_their_causes(
     kafka_bootstrap: str, admin: AdminClient, reader: ConsumerOffsetsReader
 ) -> None:
@@ -290,6 +291,7 @@ def test_offsets_altered_by_the_admin_client(
 
 
 @lab
+@pytest.mark.kafka_since("4.0", "the new group coordinator's group metadata records")
 def test_a_new_reader_rebuilds_the_same_state(
     kafka_bootstrap: str, admin: AdminClient, reader: ConsumerOffsetsReader
 ) -> None:
@@ -440,6 +442,7 @@ def test_broker_restarted_mid_poll(lab_services: Any, admin: AdminClient) -> Non
 
 
 @lab
+@pytest.mark.kafka_since("4.0", "KIP-848 consumer groups")
 def test_kip848_group_records_are_skipped_and_its_commits_decoded(
     kafka_bootstrap: str, admin: AdminClient, reader: ConsumerOffsetsReader
 ) -> None:

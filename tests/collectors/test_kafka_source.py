@@ -368,6 +368,7 @@ def test_live_member_and_rebalances(
 
 
 @lab
+@pytest.mark.kafka_since("4.0", "the new group coordinator's tombstones (one batch per deleted group)")
 def test_group_deleted_mid_cycle(
     kafka_bootstrap: str,
     admin: AdminClient,
@@ -818,6 +819,7 @@ def _settled(source: KafkaSource, group: str, members: int, partitions: int):  #
 
 
 @lab
+@pytest.mark.kafka_since("4.0", "KIP-848 consumer groups")
 def test_consumer_protocol_group_with_epochs_beside_a_classic_one_of_the_same_pattern(
     kafka_bootstrap: str, admin: AdminClient, source: KafkaSource
 ) -> None:

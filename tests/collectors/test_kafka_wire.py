@@ -913,6 +913,7 @@ def reader(kafka_bootstrap: str) -> Iterator[EpochReader]:
 
 
 @lab
+@pytest.mark.kafka_since("4.0", "KIP-848 consumer groups")
 def test_epochs_of_a_kip848_group(
     kafka_bootstrap: str, admin: AdminClient, reader: EpochReader
 ) -> None:
@@ -979,6 +980,7 @@ def test_epochs_of_a_kip848_group(
 
 
 @lab
+@pytest.mark.kafka_since("4.0", "ConsumerGroupDescribe (KIP-848)")
 def test_classic_and_unknown_groups_are_answered_not_raised(
     kafka_bootstrap: str, admin: AdminClient, reader: EpochReader
 ) -> None:
@@ -1007,6 +1009,7 @@ def test_classic_and_unknown_groups_are_answered_not_raised(
 
 
 @lab
+@pytest.mark.kafka_since("4.0", "ConsumerGroupDescribe (KIP-848)")
 def test_describe_is_quick_and_keeps_its_connection(
     kafka_bootstrap: str, reader: EpochReader
 ) -> None:

@@ -721,6 +721,7 @@ def _consumers(bootstrap: str, group_id: str, topic_name: str, assignor: str,
 
 
 @lab
+@pytest.mark.kafka_since("4.0", "DescribeGroups v6 (KIP-1043)")
 def test_broker_speaks_describe_groups_v6(client: GroupClient) -> None:
     client.describe_classic([_name("g")], timeout_s=10)
     (conn,) = client._brokers.open.values()
@@ -765,6 +766,7 @@ def test_classic_group_as_confluent_describes_it(
 
 
 @lab
+@pytest.mark.kafka_since("4.0", "KIP-848 consumer groups")
 def test_empty_deleted_unknown_and_kip848_groups(
     kafka_bootstrap: str, admin: AdminClient, client: GroupClient
 ) -> None:
