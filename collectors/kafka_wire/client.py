@@ -1,6 +1,6 @@
 """Group coordinators asked over Kafka's own protocol (the socket side of ``codec``).
 
-Three questions confluent-kafka 2.16 cannot be trusted with:
+Questions confluent-kafka 2.16 cannot be trusted with, or cannot ask:
 
 * KIP-848 epochs (``GroupClient.describe``). confluent-kafka describes "consumer" protocol
   groups but drops the group epoch, the assignment epoch and the member epochs, which are what
@@ -13,8 +13,10 @@ Three questions confluent-kafka 2.16 cannot be trusted with:
   eonce->refcnt > 0 failed`` in ``rd_kafka_enq_once_del_source_return``, librdkafka issues
   #4605/#3663, fix in PR #5397, unreleased) when the connection to the coordinator drops
   mid-call, as it does whenever a broker restarts during a collection cycle.
+* Share groups (KIP-932: ``GroupClient.list_share_groups``, ``describe_share``,
+  ``fetch_share_offsets``): the AdminClient has no call for them at all.
 
-All ask the coordinators directly, the same way::
+All but the listing ask the coordinators directly, the same way::
 
     FindCoordinator (every group, one request) ─► ConsumerGroupDescribe / OffsetFetch /
                                                   DescribeGroups (per coordinator, all sent
@@ -55,6 +57,8 @@ from collectors.kafka_wire.codec import (
     ConsumerGroupEpochs,
     Coordinator,
     GroupOffsets,
+    ShareGroupDescription,
+    ShareGroupOffsets,
     choose_version,
     decode_find_coordinator_response,
     encode_find_coordinator_request,
@@ -69,6 +73,8 @@ from collectors.kafka_wire.connection import (
 )
 from collectors.kafka_wire.group_apis import (
     DESCRIBE,
+    SHARE_DESCRIBE,
+    SHARE_OFFSETS,
     Failure,
     GroupApi,
     R,
@@ -78,14 +84,9 @@ from collectors.kafka_wire.group_apis import (
     offset_fetch,
     unsupported,
 )
+from collectors.kafka_wire.listing import GroupListing, list_groups
 
-__all__ = [
-    "EpochReader",
-    "GroupClient",
-    "describe_classic_groups",
-    "describe_consumer_group_epochs",
-    "fetch_committed_offsets",
-]
+__all__ = ["EpochReader", "GroupClient"]
 
 # Requests sent to one connection and not answered yet (as Kafka's clients'
 # max.in.flight.requests.per.connection): see GroupClient._ask_coordinators.
@@ -197,6 +198,31 @@ class GroupClient:
         if retries < 0:
             raise ValueError("retries must be >= 0")
         return self._per_group(describe_classic(), groups, timeout_s, retries)
+
+    def list_share_groups(self, brokers: Sequence[Address], timeout_s: float) -> GroupListing:
+        """The share groups of the cluster whose brokers are ``brokers`` ((host, port) as its
+        metadata names them): ListGroups v5 with the type filter "share", asked of every
+        broker at once. A broker too old for the filter (before Kafka 3.7) is in
+        ``unsupported``: it has no share groups, which came with Kafka 4.1."""
+        deadline = time.monotonic() + timeout_s
+        return list_groups(self._brokers, brokers, deadline, types=("share",))
+
+    def describe_share(
+        self, groups: Sequence[str], timeout_s: float, *, retries: int = 3
+    ) -> dict[str, ShareGroupDescription]:
+        """Every share group's members, assignments and epochs (ShareGroupDescribe v1), in the
+        order asked; retried and failing per group as ``describe_classic``. A group that is
+        not a share group answers GROUP_ID_NOT_FOUND."""
+        return self._per_group(SHARE_DESCRIBE, groups, timeout_s, retries)
+
+    def fetch_share_offsets(
+        self, groups: Sequence[str], timeout_s: float, *, retries: int = 3
+    ) -> dict[str, ShareGroupOffsets]:
+        """Every share group's start offset per partition, with the broker's lag where it
+        reports one (DescribeShareGroupOffsets v1, KIP-1226, Kafka 4.2+; v0 has none), for
+        every partition the group has state for; retried and failing per group as
+        ``fetch_committed``."""
+        return self._per_group(SHARE_OFFSETS, groups, timeout_s, retries)
 
     # --- one call ---------------------------------------------------------------------------
 
@@ -361,39 +387,3 @@ class GroupClient:
 
 # The name the Kafka adapter and the lab know the client by, from when it only read epochs.
 EpochReader = GroupClient
-
-
-def describe_consumer_group_epochs(
-    bootstrap_servers: str,
-    groups: Sequence[str],
-    *,
-    config: Mapping[str, Any] | None = None,
-    timeout_s: float,
-) -> dict[str, ConsumerGroupEpochs]:
-    """One-off ``GroupClient.describe`` (connects, describes, closes)."""
-    with GroupClient(bootstrap_servers, config) as client:
-        return client.describe(groups, timeout_s)
-
-
-def fetch_committed_offsets(
-    bootstrap_servers: str,
-    groups: Sequence[str],
-    *,
-    config: Mapping[str, Any] | None = None,
-    timeout_s: float,
-) -> dict[str, GroupOffsets]:
-    """One-off ``GroupClient.fetch_committed`` (connects, fetches, closes)."""
-    with GroupClient(bootstrap_servers, config) as client:
-        return client.fetch_committed(groups, timeout_s)
-
-
-def describe_classic_groups(
-    bootstrap_servers: str,
-    groups: Sequence[str],
-    *,
-    config: Mapping[str, Any] | None = None,
-    timeout_s: float,
-) -> dict[str, ClassicGroup]:
-    """One-off ``GroupClient.describe_classic`` (connects, describes, closes)."""
-    with GroupClient(bootstrap_servers, config) as client:
-        return client.describe_classic(groups, timeout_s)

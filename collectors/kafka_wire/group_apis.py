@@ -1,9 +1,10 @@
 """What differs between the per-group APIs asked of coordinators, and how each group's result
 is made; ``client`` does the rest.
 
-ConsumerGroupDescribe, OffsetFetch and DescribeGroups are asked the same way (find each
+ConsumerGroupDescribe, OffsetFetch, DescribeGroups, ShareGroupDescribe and
+DescribeShareGroupOffsets are asked the same way (find each
 group's coordinator, send it its groups, read one result per group), so the client has one
-path for all three and each API is a row of this table: its codec functions, its batch size,
+path for all of them and each API is a row of this table: its codec functions, its batch size,
 how a group's failure is written, what is said of a broker without it.
 """
 
@@ -17,19 +18,27 @@ from typing import Any, Generic, TypeVar
 from collectors.kafka_wire.codec import (
     CONSUMER_GROUP_DESCRIBE,
     DESCRIBE_GROUPS,
+    DESCRIBE_SHARE_GROUP_OFFSETS,
     OFFSET_FETCH,
     OUR_VERSIONS,
+    SHARE_GROUP_DESCRIBE,
     UNKNOWN_SERVER_ERROR,
     ClassicGroup,
     ConsumerGroupEpochs,
     Coordinator,
     GroupOffsets,
+    ShareGroupDescription,
+    ShareGroupOffsets,
     decode_consumer_group_describe_response,
     decode_describe_groups_response,
+    decode_describe_share_group_offsets_response,
     decode_offset_fetch_response,
+    decode_share_group_describe_response,
     encode_consumer_group_describe_request,
     encode_describe_groups_request,
+    encode_describe_share_group_offsets_request,
     encode_offset_fetch_request,
+    encode_share_group_describe_request,
     error_name,
 )
 from collectors.kafka_wire.connection import Connection
@@ -38,6 +47,8 @@ __all__ = [
     "DESCRIBE",
     "DESCRIBE_GROUPS_BATCH",
     "OFFSET_FETCH_BATCH",
+    "SHARE_DESCRIBE",
+    "SHARE_OFFSETS",
     "Failure",
     "GroupApi",
     "R",
@@ -48,7 +59,9 @@ __all__ = [
     "unsupported",
 ]
 
-R = TypeVar("R", ConsumerGroupEpochs, GroupOffsets, ClassicGroup)
+R = TypeVar(
+    "R", ConsumerGroupEpochs, GroupOffsets, ClassicGroup, ShareGroupDescription, ShareGroupOffsets
+)
 # A group's error code and why, where no coordinator could be asked about it.
 Failure = tuple[int, str]
 
@@ -145,6 +158,44 @@ def describe_classic() -> GroupApi[ClassicGroup]:
         absent="",
         annotate=_name_the_coordinator,
     )
+
+
+def _share_describe_body(version: int, groups: list[str]) -> bytes:
+    return encode_share_group_describe_request(version, groups)
+
+
+def _share_described(body: bytes, version: int) -> Sequence[ShareGroupDescription]:
+    return decode_share_group_describe_response(body, version).groups
+
+
+def _share_offsets_body(version: int, groups: list[str]) -> bytes:
+    return encode_describe_share_group_offsets_request(version, groups, None)
+
+
+def _share_offsets(body: bytes, version: int) -> Sequence[ShareGroupOffsets]:
+    return decode_describe_share_group_offsets_response(body, version).groups
+
+
+# Share groups (KIP-932): their coordinator is the group coordinator, found as any group's.
+SHARE_DESCRIBE = GroupApi(
+    api_key=SHARE_GROUP_DESCRIBE,
+    name="ShareGroupDescribe",
+    encode=_share_describe_body,
+    decode=_share_described,
+    failed=ShareGroupDescription.failed,
+    batch=DESCRIBE_GROUPS_BATCH,
+    absent=": no share groups there (Kafka 4.1+)",
+)
+SHARE_OFFSETS = GroupApi(
+    api_key=DESCRIBE_SHARE_GROUP_OFFSETS,
+    name="DescribeShareGroupOffsets",
+    encode=_share_offsets_body,
+    decode=_share_offsets,
+    failed=ShareGroupOffsets.failed,
+    batch=OFFSET_FETCH_BATCH,
+    absent=": no share groups there (Kafka 4.1+)",
+    annotate=_name_the_coordinator,
+)
 
 
 def coordinator_or_error(found: Coordinator | None, asked: str) -> Coordinator | Failure:

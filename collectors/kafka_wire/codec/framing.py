@@ -4,11 +4,13 @@ A request is spoken only in versions whose layout this package implements, chose
 the broker's ApiVersions answer (``choose_version``), because a broker answers exactly the
 version asked and a misread version is a silent misreading. "Flexible" versions
 (ConsumerGroupDescribe 0+, FindCoordinator 3+, ApiVersions 3+, OffsetFetch 6+, DescribeGroups
-5+) use compact strings and arrays (unsigned-varint length + 1, 0 meaning null) and end every
-struct with tagged fields; the header versions follow from that, with the one exception the
-schemas make for ApiVersions.
+5+, ListGroups 3+, ShareGroupDescribe and DescribeShareGroupOffsets 0+) use compact strings
+and arrays (unsigned-varint length + 1, 0 meaning null) and end every struct with tagged
+fields; the header versions follow from that, with the one exception the schemas make for
+ApiVersions.
 
-From ``RequestHeader.json`` and ``ResponseHeader.json`` of Kafka 4.1.1 (see ``codec``).
+From ``RequestHeader.json`` and ``ResponseHeader.json`` of Kafka 4.1.1, unchanged in 4.4.0
+(see ``codec``).
 """
 
 from __future__ import annotations
@@ -23,12 +25,15 @@ __all__ = [
     "CONSUMER_GROUP_DESCRIBE",
     "COORDINATOR_NOT_AVAILABLE",
     "DESCRIBE_GROUPS",
+    "DESCRIBE_SHARE_GROUP_OFFSETS",
     "ERROR_NAMES",
     "FIND_COORDINATOR",
+    "LIST_GROUPS",
     "NO_TAGGED_FIELDS",
     "OFFSET_FETCH",
     "OUR_VERSIONS",
     "REQUEST_TIMED_OUT",
+    "SHARE_GROUP_DESCRIBE",
     "UNKNOWN_SERVER_ERROR",
     "UNSUPPORTED_VERSION",
     "check_version",
@@ -49,16 +54,24 @@ API_VERSIONS = 18
 FIND_COORDINATOR = 10
 CONSUMER_GROUP_DESCRIBE = 69
 DESCRIBE_GROUPS = 15
+LIST_GROUPS = 16
+SHARE_GROUP_DESCRIBE = 77  # KIP-932
+DESCRIBE_SHARE_GROUP_OFFSETS = 90  # KIP-932; v1 adds Lag (KIP-1226)
 
 # The versions this package can write and read, per API key. FindCoordinator starts at 4, the
 # first that batches keys; 5 and 6 only add error codes and key types, same layout.
 # ApiVersions 4 is laid out as 3 (it only lifts a restriction on feature versions).
+# ListGroups from 3, the first flexible version (4 adds the state, 5 the type and its filter).
+# ShareGroupDescribe 1 only: 0 was Kafka 4.0's early access, removed in 4.1.
 OUR_VERSIONS: dict[int, tuple[int, int]] = {
     API_VERSIONS: (0, 4),
     FIND_COORDINATOR: (4, 6),
     CONSUMER_GROUP_DESCRIBE: (0, 1),
     OFFSET_FETCH: (8, 9),
     DESCRIBE_GROUPS: (5, 6),
+    LIST_GROUPS: (3, 5),
+    SHARE_GROUP_DESCRIBE: (1, 1),
+    DESCRIBE_SHARE_GROUP_OFFSETS: (0, 1),
 }
 # First flexible version of each API (the schemas' "flexibleVersions").
 _FIRST_FLEXIBLE = {
@@ -67,6 +80,9 @@ _FIRST_FLEXIBLE = {
     CONSUMER_GROUP_DESCRIBE: 0,
     OFFSET_FETCH: 6,
     DESCRIBE_GROUPS: 5,
+    LIST_GROUPS: 3,
+    SHARE_GROUP_DESCRIBE: 0,
+    DESCRIBE_SHARE_GROUP_OFFSETS: 0,
 }
 
 # Kafka's error names (org.apache.kafka.common.protocol.Errors) for the codes these APIs answer.

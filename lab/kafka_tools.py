@@ -1,0 +1,90 @@
+"""Kafka's own command-line tools, run against the lab broker, and their tables read back.
+
+The lab's tests compare what Lagwatch reads over the wire with what Kafka's tools print at
+the same moment: ``kafka-share-groups.sh`` is ``ShareGroupCommand`` (kafka-tools), run here
+as the script runs it (the broker's jars and the tools jar on the class path), so no Kafka
+distribution is needed. Not part of the product.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Sequence
+
+from lab.kafka_dist import broker_libs, installed_tools
+
+__all__ = ["run_tool", "share_group_members", "share_group_offsets", "table"]
+
+SHARE_GROUP_COMMAND = "org.apache.kafka.tools.consumer.group.ShareGroupCommand"
+
+
+def run_tool(main_class: str, args: Sequence[str], timeout_s: float = 90) -> str:
+    """The tool's standard output; a failed run raises with its standard error."""
+    from lab.services import java
+
+    class_path = f"{broker_libs()}/*:{installed_tools()}"
+    done = subprocess.run(
+        [java(), "-Xmx256m", "-XX:TieredStopAtLevel=1", "-cp", class_path, main_class, *args],
+        capture_output=True, text=True, timeout=timeout_s, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    if done.returncode != 0:
+        raise RuntimeError(f"{main_class} {' '.join(args)}: exit {done.returncode}: {done.stderr}")
+    return done.stdout
+
+
+def table(text: str, first_column: str = "GROUP") -> list[dict[str, str]]:
+    """Rows of a tool's whitespace-aligned table (the line starting with ``first_column`` is
+    its header); a value Kafka leaves unknown is "-"."""
+    rows: list[dict[str, str]] = []
+    header: list[str] | None = None
+    for line in text.splitlines():
+        cells = line.split()
+        if not cells:
+            continue
+        if cells[0] == first_column:
+            header = cells
+        elif header is not None and len(cells) == len(header):
+            rows.append(dict(zip(header, cells, strict=True)))
+    return rows
+
+
+def _number(cell: str) -> int | None:
+    return None if cell == "-" else int(cell)
+
+
+def share_group_offsets(bootstrap: str, group: str) -> dict[tuple[str, int], tuple]:
+    """``kafka-share-groups.sh --describe --offsets``: (topic, partition) -> (start offset,
+    lag), None where the tool prints "-"."""
+    out = run_tool(
+        SHARE_GROUP_COMMAND,
+        ["--bootstrap-server", bootstrap, "--describe", "--offsets", "--group", group],
+    )
+    return {
+        (row["TOPIC"], int(row["PARTITION"])): (
+            _number(row["START-OFFSET"]),
+            _number(row["LAG"]),
+        )
+        for row in table(out)
+    }
+
+
+def share_group_members(bootstrap: str, group: str) -> dict[str, dict]:
+    """``kafka-share-groups.sh --describe --members``: member id -> host, client id and the
+    sorted (topic, partition) pairs of its assignment ("jobs:0,1,2;mail:0" as printed)."""
+    out = run_tool(
+        SHARE_GROUP_COMMAND,
+        ["--bootstrap-server", bootstrap, "--describe", "--members", "--group", group],
+    )
+    members = {}
+    for row in table(out):
+        pairs = []
+        for part in row["ASSIGNMENT"].split(";"):
+            if ":" in part:
+                topic, partitions = part.rsplit(":", 1)
+                pairs.extend((topic, int(p)) for p in partitions.split(",") if p)
+        members[row["CONSUMER-ID"]] = {
+            "host": row["HOST"],
+            "client_id": row["CLIENT-ID"],
+            "assignment": tuple(sorted(pairs)),
+        }
+    return members
