@@ -22,7 +22,7 @@ Liveness = tuple[str | None, bool | None, SpoutFigures | None]
 class PartitionFigure:
     """One partition of one group at one cycle. Built once and never changed afterwards
     (``dataclasses.replace`` makes another), but not declared frozen: a frozen dataclass's
-    ``__init__`` sets each of these 26 fields through ``object.__setattr__``: with it, a
+    ``__init__`` sets each of these 27 fields through ``object.__setattr__``: with it, a
     100,000-partition cycle's assembly took 1.6 s, without it 0.9-1.1 s (benchmarks/RESULTS.md,
     "Rows written only where a figure changed, figures built without `frozen`"). It hashes as
     the frozen class did."""
@@ -57,6 +57,10 @@ class PartitionFigure:
     spout_pending: int | None = None
     # Where a growing time lag counts from (``TimeLag.from_ms``); None when it does not grow.
     time_lag_from_ms: float | None = None
+    # A share group's lag computed from its start offset because the broker reported none
+    # (before KIP-1226): the real lag is at most this (acknowledged records above the start
+    # offset are counted too). False for every other figure, exact or unknown.
+    lag_upper_bound: bool = False
 
 
 def lag_of(
@@ -118,6 +122,13 @@ def partition_figures(
         earliest = broker.earliest if broker else None
         latest = broker.latest if broker else None
         lag, out_of_range = lag_of(c.offset, earliest, latest)
+        upper_bound = False
+        if c.share:
+            # The broker's own count wins; without it, start offset to log end bounds it.
+            if c.reported_lag is not None:
+                lag, out_of_range = c.reported_lag, None
+            else:
+                upper_bound = lag is not None
         if lag is None:
             seconds, kind, from_ms = None, "unknown", None
         else:
@@ -142,6 +153,7 @@ def partition_figures(
                 where=c.where,
                 alive=alive,
                 time_lag_from_ms=from_ms,
+                lag_upper_bound=upper_bound,
                 **(_spout_fields(spout) if spout is not None else {}),
             )
         )

@@ -51,6 +51,13 @@ class CommittedOffset:
     topology_id: str | None = None
     broker: str | None = None  # "host:port" a Storm spout recorded
     where: str = ""  # znode path or object, for error messages and evidence
+    # A share group's partition (KIP-932): ``offset`` is its share-partition start offset
+    # (every record below it delivered and acknowledged, or given up), and ``reported_lag``
+    # the lag its coordinator counts itself (KIP-1226, Kafka 4.2+). Records above the start
+    # offset may be acknowledged already, so without a reported lag the lag computed from the
+    # log end is an upper bound, and said to be one (``PartitionFigure.lag_upper_bound``).
+    share: bool = False
+    reported_lag: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,7 +121,9 @@ class GroupSnapshot:
     generation: int | None = None
     assignor: str | None = None
     coordinator: str | None = None
-    protocol_type: str | None = None  # Kafka's group type: "classic" or "consumer" (KIP-848)
+    # Kafka's group type: "classic", "consumer" (KIP-848) or "share" (KIP-932: a queue; its
+    # members share partitions, and its progress is a start offset, not a commit).
+    protocol_type: str | None = None
     assignment_epoch: int | None = None  # KIP-848: the epoch of the target assignment
     members: tuple[GroupMember, ...] = ()
     members_known: bool = True  # False when the broker did not report members (LAB.md)

@@ -6,7 +6,9 @@ the dependency chain is long, whatever the number of groups and partitions::
 
     ListGroups ─┬─ DescribeGroups (batches)      ─┬─ ListOffsets earliest (one batch)
     Metadata  ──┤  OffsetFetch (every group)      ├─ ListOffsets latest   (one batch)
-                └─ ConsumerGroupDescribe (KIP-848 groups: epochs) ┘
+                ├─ ConsumerGroupDescribe (KIP-848 groups: epochs) ┤
+                └─ ListGroups "share" (every broker) ─ ShareGroupDescribe,
+                   DescribeShareGroupOffsets (share groups, KIP-932) ┘
                                                   └─ DescribeConfigs (consumed topics due
                                                      for a re-read, every few minutes each)
 
@@ -22,11 +24,12 @@ on; a cluster that cannot be reached gives ``reachable=False``, never an excepti
 ``timeout_s``.
 
 The package follows that chain: ``admin`` holds the AdminClient's requests, ``wire_groups``
-the coordinator requests of the wire client, ``offsets_topic`` what the ``__consumer_offsets``
-reader adds, ``to_records`` what every answer becomes, ``cycle`` the budget they share. This
-module is the source object: its clients, kept across cycles, and the order of the stages.
+the coordinator requests of the wire client, ``share_groups`` the share groups' (listing
+included), ``offsets_topic`` what the ``__consumer_offsets`` reader adds, ``to_records`` what
+every answer becomes, ``cycle`` the budget they share. This module is the source object: its
+clients, kept across cycles, and the order of the stages.
 
-Written for Apache Kafka (the lab runs 4.1, docs/LAB.md).
+Written for Apache Kafka 3.9 and newer (the lab runs 4.4; docs/LAB.md, "Compatibility run").
 """
 
 from __future__ import annotations
@@ -49,6 +52,7 @@ from collectors.kafka.admin import (
 )
 from collectors.kafka.cycle import Cycle, describe_exc
 from collectors.kafka.offsets_topic import apply_offsets_topic
+from collectors.kafka.share_groups import read_share_groups
 from collectors.kafka.to_records import commits_of, group_outcome, with_epochs
 from collectors.kafka.topic_configs import DEFAULT_REFRESH_S, TopicConfigCache
 from collectors.kafka.wire_groups import committed_offsets, consumer_group_epochs, wire_descriptions
@@ -267,15 +271,52 @@ class KafkaSource:
         result.partition_counts.update((name, len(ps)) for name, ps in partitions_of.items())
 
         listed = listed_groups(groups_future, cycle, admin)
-        if listed is None:
-            return
-        group_ids = sorted(listed)
-        if not group_ids:
+        # Share groups (KIP-932), which the AdminClient neither lists nor describes: through
+        # the wire client, every broker the metadata names asked for its own.
+        brokers = [(b.host, b.port) for b in metadata.brokers.values()]
+        share_snapshots, share_commits = read_share_groups(self._groups, brokers, cycle)
+        group_ids = sorted(listed) if listed is not None else []
+        if not group_ids and not share_snapshots:
             return
 
         # Stage 2: every group's description and committed offsets. Through the wire
         # client where it speaks the cluster's security; the AdminClient's describes (all
         # batches in flight at once) only where it does not.
+        committed: dict[str, list[TopicPartition]] = {}
+        snapshots: list[GroupSnapshot] = []
+        if listed is not None and group_ids:
+            snapshots, committed = self._describe_groups(admin, listed, group_ids, cycle)
+        result.groups.extend(snapshots)
+        result.commits.extend(commits_of(snapshots, committed))
+        result.groups.extend(share_snapshots)
+        result.commits.extend(share_commits)
+        snapshots = snapshots + share_snapshots
+
+        # Stage 3: log start and end of every partition of every consumed topic, two batches.
+        wanted: set[tuple[str, int]] = set()
+        for snap in snapshots:
+            for topic in snap.topics:
+                wanted.update((topic, p) for p in partitions_of.get(topic, ()))
+            wanted.update(tp for m in snap.members for tp in m.assignment)
+        for tps in committed.values():
+            wanted.update((tp.topic, tp.partition) for tp in tps)
+        wanted.update((c.topic, c.partition) for c in share_commits)
+        # With them, the retention settings of the consumed topics that are due (one request).
+        due = self._topic_configs.due({t for t, _ in wanted if t in partitions_of}, cycle.now_ms)
+        configs = self._topic_configs.submit(admin, due, cycle)
+        if wanted:
+            result.offsets.extend(log_offsets(admin, sorted(wanted), cycle))
+        cycle.gather(configs.values())
+        result.topic_configs.extend(self._topic_configs.collect(configs, cycle))
+
+    def _describe_groups(
+        self,
+        admin: AdminClient,
+        listed: dict[str, tuple[str | None, str | None]],
+        group_ids: list[str],
+        cycle: Cycle,
+    ) -> tuple[list[GroupSnapshot], dict[str, list[TopicPartition]]]:
+        """Stage 2 for the classic and KIP-848 groups: each group's snapshot and commits."""
         groups = self._groups
         kip848 = [g for g in group_ids if listed[g][1] == "consumer"]
         if groups is None:
@@ -302,21 +343,4 @@ class KafkaSource:
                 snapshot = with_epochs(snapshot, epochs[group])
             snapshots.append(snapshot)
             committed[group] = tps
-        result.groups.extend(snapshots)
-        result.commits.extend(commits_of(snapshots, committed))
-
-        # Stage 3: log start and end of every partition of every consumed topic, two batches.
-        wanted: set[tuple[str, int]] = set()
-        for snap in snapshots:
-            for topic in snap.topics:
-                wanted.update((topic, p) for p in partitions_of.get(topic, ()))
-            wanted.update(tp for m in snap.members for tp in m.assignment)
-        for tps in committed.values():
-            wanted.update((tp.topic, tp.partition) for tp in tps)
-        # With them, the retention settings of the consumed topics that are due (one request).
-        due = self._topic_configs.due({t for t, _ in wanted if t in partitions_of}, cycle.now_ms)
-        configs = self._topic_configs.submit(admin, due, cycle)
-        if wanted:
-            result.offsets.extend(log_offsets(admin, sorted(wanted), cycle))
-        cycle.gather(configs.values())
-        result.topic_configs.extend(self._topic_configs.collect(configs, cycle))
+        return snapshots, committed

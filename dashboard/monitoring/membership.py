@@ -18,13 +18,15 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-# Kafka's group types (ListGroups' GroupType): the classic protocol and KIP-848's.
-GROUP_TYPES = ("classic", "consumer")
+# Kafka's group types (ListGroups' GroupType): the classic protocol, KIP-848's, and share
+# groups (KIP-932: queues, whose members share partitions).
+GROUP_TYPES = ("classic", "consumer", "share")
 
 
 def group_type(source: str, stored: str | None) -> str | None:
-    """``"classic"``, ``"consumer"``, or None where the group is not Kafka's or its type is
-    unknown: a stored value outside Kafka's names is not passed on as if it were one."""
+    """``"classic"``, ``"consumer"``, ``"share"``, or None where the group is not Kafka's or
+    its type is unknown: a stored value outside Kafka's names is not passed on as if it were
+    one."""
     if source != "kafka" or stored not in GROUP_TYPES:
         return None
     return stored

@@ -56,8 +56,9 @@ def status_document(
         "group__cluster__name", "group__source", "group__name", "topic", "partition"
     ).values(
         "group_id", "topic", "partition", "committed", "earliest", "latest", "lag",
-        "time_lag_s", "owner", "alive", "pending", "failed", "acked", "status", "diagnosis",
-        "last_commit_at", "stale", "reason", "complete", "evaluated_at", "retention_left_s",
+        "lag_upper_bound", "time_lag_s", "owner", "alive", "pending", "failed", "acked",
+        "status", "diagnosis", "last_commit_at", "stale", "reason", "complete", "evaluated_at",
+        "retention_left_s",
     )  # fmt: skip
     errors = CollectionError.objects.select_related("cluster").order_by(
         "cluster__name", "source", "where"
@@ -100,6 +101,10 @@ def status_document(
                 "earliest": p["earliest"],
                 "latest": p["latest"],
                 "lag": p["lag"],
+                # A share group's progress is its start offset (also ``committed``, where the
+                # store keeps it), and its lag from a broker before KIP-1226 an upper bound.
+                "start_offset": p["committed"] if group.group_type == "share" else None,
+                "lag_upper_bound": p["lag_upper_bound"],
                 "time_lag_s": p["time_lag_s"],
                 "owner": p["owner"] or None,
                 "status": p["status"],

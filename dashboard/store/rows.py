@@ -65,6 +65,7 @@ PARTITION_FIELDS = [
     "earliest",
     "latest",
     "lag",
+    "lag_upper_bound",
     "time_lag_s",
     "time_lag_kind",
     "time_lag_from_ms",
@@ -80,7 +81,10 @@ PARTITION_FIELDS = [
     "present",
 ]
 # A partition whose broker offsets could not be read this cycle keeps its last known ones.
-BROKER_FIELDS = {"earliest", "latest", "lag", "time_lag_s", "time_lag_kind", "time_lag_from_ms"}
+BROKER_FIELDS = {
+    "earliest", "latest", "lag", "lag_upper_bound", "time_lag_s", "time_lag_kind",
+    "time_lag_from_ms",
+}  # fmt: skip
 
 
 def member_document(member: GroupMember) -> dict:
@@ -252,9 +256,9 @@ def _upsert_groups(
 
 
 PARTITION_COLUMNS = [
-    "group", "topic", "partition", "committed", "earliest", "latest", "lag", "time_lag_kind",
-    "time_lag_from_ms", "owner", "alive", "last_commit_at", "commit_version", "pending",
-    "failed", "acked", "time_lag_s", "stale", "sampled_at", "present",
+    "group", "topic", "partition", "committed", "earliest", "latest", "lag", "lag_upper_bound",
+    "time_lag_kind", "time_lag_from_ms", "owner", "alive", "last_commit_at", "commit_version",
+    "pending", "failed", "acked", "time_lag_s", "stale", "sampled_at", "present",
 ]  # fmt: skip
 # Where a row's figures are in it: what tells whether a partition changed; and its figures
 # but the time lag, the last of them: a row that differs in the time lag alone, grown from
@@ -305,8 +309,8 @@ def _upsert_partitions(
         # A repeated figure replaces the one before it, as the upsert of both did.
         rows[(gid, fig.topic, fig.partition)] = (
             gid, fig.topic, fig.partition, fig.committed, fig.earliest, fig.latest, fig.lag,
-            fig.time_lag_kind, fig.time_lag_from_ms, fig.owner or "", fig.alive,
-            commit_times[ms], fig.commit_version, fig.pending, fig.failed, fig.acked,
+            fig.lag_upper_bound, fig.time_lag_kind, fig.time_lag_from_ms, fig.owner or "",
+            fig.alive, commit_times[ms], fig.commit_version, fig.pending, fig.failed, fig.acked,
             fig.time_lag_s, gone, sampled_at, True,
         ) + defaults  # fmt: skip
         if gone:

@@ -34,7 +34,9 @@ class ConsumerGroup(models.Model):
     source = models.CharField(max_length=16, choices=SourceKind.choices)
     name = models.CharField(max_length=255)
     state = models.CharField(max_length=32, blank=True)
-    # Kafka's group type: "classic" or "consumer" (KIP-848); blank where not Kafka or unknown.
+    # Kafka's group type: "classic", "consumer" (KIP-848) or "share" (KIP-932: a queue, whose
+    # partitions' ``committed`` is the share-partition start offset); blank where not Kafka or
+    # unknown.
     group_type = models.CharField(max_length=16, blank=True, default="", db_default="")
     generation = models.BigIntegerField(null=True)
     assignment_epoch = models.BigIntegerField(null=True)  # KIP-848 groups only
@@ -102,6 +104,9 @@ class PartitionState(models.Model):
     earliest = models.BigIntegerField(null=True)
     latest = models.BigIntegerField(null=True)
     lag = models.BigIntegerField(null=True)
+    # A share group's lag computed from its start offset because its broker reports none
+    # (before KIP-1226): the real lag is at most ``lag``. db_default: see ``reason``.
+    lag_upper_bound = models.BooleanField(default=False, db_default=False)
     time_lag_s = models.FloatField(null=True)
     time_lag_kind = models.CharField(max_length=16, blank=True)
     # When the latest offset was at ``committed`` (ms), for a time lag that grows with the

@@ -33,7 +33,7 @@ LIGHT_COLUMNS = ("id", "topic", "partition", "lag", "time_lag_s", "status", "sta
 # The rows of the table's page only, in full (dates and JSON cost to decode: not 1,000 of them).
 FULL_COLUMNS = (
     "id", "committed", "latest", "time_lag_kind", "alive", "diagnosis", "last_commit_at",
-    "complete", "present",
+    "complete", "present", "lag_upper_bound",
 )  # fmt: skip
 REBALANCES_SHOWN = 200
 CHANGES_SHOWN = 30
