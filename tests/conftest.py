@@ -162,14 +162,14 @@ def pytest_configure(config: pytest.Config) -> None:
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
     """``@pytest.mark.kafka_since("4.2", "share groups")``: skipped on an older lab broker
-    (the compatibility run), saying what that version lacks."""
+    (the compatibility run), saying what needs the newer one."""
     from lab.kafka_dist import broker_version, version_at_least
 
     for marker in item.iter_markers("kafka_since"):
         minimum, *why = marker.args
         if not version_at_least(minimum):
-            lacks = f": no {why[0]}" if why else ""
-            pytest.skip(f"Apache Kafka {broker_version()} < {minimum}{lacks}")
+            needed = f", needed for {why[0]}" if why else ""
+            pytest.skip(f"Apache Kafka {broker_version()} < {minimum}{needed}")
 
 
 @pytest.fixture(scope="session")
