@@ -124,6 +124,7 @@ PER_PAGE = (25, 50, 100, 200)
 GROUP_TYPE_FILTERS = {
     "classic": "classic",
     "consumer": "consumer (KIP-848)",
+    "share": "share (KIP-932)",
     "none": "none (not Kafka, or unknown)",
 }
 

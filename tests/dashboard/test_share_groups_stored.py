@@ -23,6 +23,7 @@ from collectors.kafka_wire import (
 )
 from collectors.rebalance import RebalanceTracker
 from collectors.records import CollectionResult, PartitionOffsets, Source
+from dashboard.monitoring.membership import ALL_GROUP_TYPES, group_type
 from dashboard.monitoring.models import Cluster, ConsumerGroup, PartitionState
 from dashboard.store.rows import store_cycle
 
@@ -107,3 +108,11 @@ def test_the_group_page_and_metrics(cluster: Cluster, admin_client: Client) -> N
     generation = [v for (name, lab), v in samples.items()
                   if name == "lagwatch_group_generation" and ("type", "share") in lab]  # fmt: skip
     assert generation == [4]
+
+
+def test_share_is_a_type_where_readers_show_it_and_not_yet_in_api_v1() -> None:
+    """/api/v1's schemas name "classic" and "consumer" only: its readers keep the default,
+    so a share group's ``type`` is null there rather than an answer its schema refuses."""
+    assert group_type("kafka", "share") is None
+    assert group_type("kafka", "share", ALL_GROUP_TYPES) == "share"
+    assert group_type("zookeeper", "share", ALL_GROUP_TYPES) is None

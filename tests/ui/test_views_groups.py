@@ -184,8 +184,16 @@ def test_type_filter(web: Client, typed, gtype: str, expected: list[str]) -> Non
 
 
 def test_bad_type_is_a_400_naming_it(web: Client) -> None:
-    response = web.get(URL_() + "?type=share")
+    response = web.get(URL_() + "?type=streams")  # a Kafka group type Lagwatch does not read
     assert response.status_code == 400 and b"'type'" in response.content
+
+
+def test_share_groups_filtered_by_type(web: Client) -> None:
+    c = world.cluster()
+    world.group(c, "jobs-workers", group_type="share")
+    world.group(c, "billing", group_type="classic")
+    page = web.get(URL_() + "?type=share").content.decode()
+    assert "jobs-workers" in page and "billing" not in page
 
 
 def test_query_count_does_not_grow_with_groups(web: Client) -> None:
