@@ -4,7 +4,7 @@ Descriptions only: starting, tracking and stopping the processes is ``lab.stack`
 function takes a ``Context`` holding the stack's ports and paths, so the same description
 gives the same command line on a restart, and so on the same port.
 
-**Why one module of some 690 lines**: the core services' descriptions side by side (42 small
+**Why one module of some 700 lines**: the core services' descriptions side by side (42 small
 functions, one per service and aspect), so ports, paths and readiness checks read alike; the
 optional stacks (Storm, Spark, PostgreSQL) have their own modules.
 """
@@ -307,15 +307,11 @@ def _kafka_ready(ctx: Context, log: str) -> bool:
     NOT_COORDINATOR or COORDINATOR_LOAD_IN_PROGRESS. Tests and the workload start right after
     ``up``, so "ready" means ready for groups too.
 
-    The group probe is a ConsumerGroupDescribe of a group that does not exist, through the
-    product's own wire client, whose "not found" means a loaded coordinator. Not an
-    AdminClient OffsetFetch: librdkafka 2.16 was seen to crash (in its OffsetFetch handler)
-    when a short-lived client asks a coordinator that is still loading, and this check runs
-    inside the caller's process (pytest, the lab command). A broker without KIP-848 (before
-    Kafka 4.0: the compatibility run) does not offer ConsumerGroupDescribe; it is probed with
-    DescribeGroups instead, whose "Dead" without an error (v5) or "not found" (v6) says the
-    same.
-    """
+    The probe: ConsumerGroupDescribe (DescribeGroups before Kafka 4.0) of a group that does
+    not exist, by the product's wire client; "not found" (or "Dead") means a loaded coordinator.
+    Not an AdminClient OffsetFetch: librdkafka 2.16 was seen to crash (in its OffsetFetch
+    handler) when a short-lived client asks a coordinator still loading, and this check runs
+    inside the caller's process (pytest, the lab command)."""
     if "Kafka Server started" not in log:
         return False
     from confluent_kafka.admin import AdminClient
@@ -325,13 +321,11 @@ def _kafka_ready(ctx: Context, log: str) -> bool:
     admin = AdminClient({"bootstrap.servers": ctx.addr("kafka"), "socket.timeout.ms": 2000})
     if not admin.list_topics(timeout=2).brokers:
         return False
-    probe = "lagwatch-lab-ready"
     with EpochReader(ctx.addr("kafka")) as reader:
-        answer = reader.describe([probe], timeout_s=5)[probe]
-        if answer.error_name == "UNSUPPORTED_VERSION":
-            classic = reader.describe_classic([probe], timeout_s=5, retries=0)[probe]
-            return classic.error_name in {"NONE", "GROUP_ID_NOT_FOUND"}
-    return answer.error_name == "GROUP_ID_NOT_FOUND"
+        answer = reader.describe(["lagwatch-lab-ready"], timeout_s=5)["lagwatch-lab-ready"]
+        if answer.error_name == "UNSUPPORTED_VERSION":  # no KIP-848: Kafka 3.x
+            answer = reader.describe_classic([answer.group], timeout_s=5)[answer.group]
+    return answer.error_name in {"GROUP_ID_NOT_FOUND", "NONE"}
 
 
 # --- Redis -----------------------------------------------------------------------------------
