@@ -18,22 +18,15 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-# Kafka's group types (ListGroups' GroupType) that /api/v1's schemas name: the classic
-# protocol and KIP-848's.
-GROUP_TYPES = ("classic", "consumer")
-# With share groups (KIP-932: queues, whose members share partitions), which the pages,
-# ``lagwatch_status`` and ``/metrics`` show; /api/v1 names them once its schemas do (its
-# ``type`` is one of GROUP_TYPES: a share group's reads null there until then).
-ALL_GROUP_TYPES = (*GROUP_TYPES, "share")
+# Kafka's group types (ListGroups' GroupType): the classic protocol, KIP-848's consumer
+# protocol, and KIP-932's share groups (queues, whose members share partitions).
+GROUP_TYPES = ("classic", "consumer", "share")
 
 
-def group_type(
-    source: str, stored: str | None, known: tuple[str, ...] = GROUP_TYPES
-) -> str | None:
-    """One of ``known`` (``GROUP_TYPES`` unless the reader shows share groups:
-    ``ALL_GROUP_TYPES``), or None where the group is not Kafka's or its type is unknown: a
+def group_type(source: str, stored: str | None) -> str | None:
+    """One of ``GROUP_TYPES``, or None where the group is not Kafka's or its type is unknown: a
     stored value outside those names is not passed on as if it were one."""
-    if source != "kafka" or stored not in known:
+    if source != "kafka" or stored not in GROUP_TYPES:
         return None
     return stored
 

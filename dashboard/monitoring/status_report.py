@@ -26,7 +26,7 @@ from typing import Any
 
 from django.utils import timezone
 
-from dashboard.monitoring.membership import ALL_GROUP_TYPES, group_type, member_details
+from dashboard.monitoring.membership import group_type, member_details
 from dashboard.monitoring.models import (
     BrokerPurgatory,
     CollectionError,
@@ -126,7 +126,7 @@ def status_document(
             "cluster": g.cluster.name,
             "source": g.source,
             "group": g.name,
-            "type": group_type(g.source, g.group_type, ALL_GROUP_TYPES),
+            "type": group_type(g.source, g.group_type),
             "state": g.state or None,
             "generation": g.generation,
             "assignment_epoch": g.assignment_epoch,

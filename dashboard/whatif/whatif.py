@@ -280,7 +280,7 @@ def assignment_report(
     members_known: bool,
     rows: Iterable[Mapping[str, Any]],
 ) -> dict[str, Any]:
-    """``balance``, ``what_if`` (``None`` where not a Kafka group with known members) and
+    """``balance``, ``what_if`` (``None`` where not a Kafka consumer group with known members) and
     ``what_if_subscriptions`` for one group. ``rows``: each partition's ``topic``,
     ``partition``, ``lag``, ``time_lag_s`` and ``owner``."""
     with _collector_paused():
@@ -293,8 +293,10 @@ def assignment_report(
             "what_if": None,
             "what_if_subscriptions": None,
         }
-        if source == "kafka" and members_known and isinstance(members, list):
-            kip848 = group_type(source, group_type_stored) == "consumer"
+        kind = group_type(source, group_type_stored)
+        # A share group's members share partitions (KIP-932): no assignor's answer applies.
+        if source == "kafka" and kind != "share" and members_known and isinstance(members, list):
+            kip848 = kind == "consumer"
             report["what_if"], report["what_if_subscriptions"] = what_if(
                 members, details, held, rows, kip848
             )

@@ -116,7 +116,7 @@ def test_types_and_unknown_members_read_as_null(api, world: World) -> None:
         first_seen_at=world.now, last_seen_at=world.now,
     )  # fmt: skip
     blind = ConsumerGroup.objects.create(
-        cluster=prod, source="kafka", name="blind", group_type="share", members_known=False,
+        cluster=prod, source="kafka", name="blind", group_type="streams", members_known=False,
         first_seen_at=world.now, last_seen_at=world.now,
     )  # fmt: skip
     got = api.get(f"/api/v1/groups/{classic.pk}/")
@@ -126,10 +126,15 @@ def test_types_and_unknown_members_read_as_null(api, world: World) -> None:
          "member_epoch": None, "assignment": {"t": [0]}, "target_assignment": None},
     ]  # fmt: skip
     got = api.get(f"/api/v1/groups/{blind.pk}/")
-    assert got["type"] is None  # not one of Kafka's classic / consumer
+    assert got["type"] is None  # not one of the types Lagwatch reads: classic, consumer, share
     assert got["member_details"] is None  # the source did not report members
     zk = api.get("/api/v1/groups/", name="legacy-zk")["results"][0]
     assert zk["type"] is None and zk["member_details"] == []
+    queue = ConsumerGroup.objects.create(
+        cluster=prod, source="kafka", name="jobs-queue", group_type="share", members=[],
+        first_seen_at=world.now, last_seen_at=world.now,
+    )  # fmt: skip
+    assert api.get(f"/api/v1/groups/{queue.pk}/")["type"] == "share"
 
 
 # --- /metrics ------------------------------------------------------------------------------

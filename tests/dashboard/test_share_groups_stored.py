@@ -23,7 +23,7 @@ from collectors.kafka_wire import (
 )
 from collectors.rebalance import RebalanceTracker
 from collectors.records import CollectionResult, PartitionOffsets, Source
-from dashboard.monitoring.membership import ALL_GROUP_TYPES, group_type
+from dashboard.monitoring.membership import group_type
 from dashboard.monitoring.models import Cluster, ConsumerGroup, PartitionState
 from dashboard.store.rows import store_cycle
 
@@ -110,9 +110,9 @@ def test_the_group_page_and_metrics(cluster: Cluster, admin_client: Client) -> N
     assert generation == [4]
 
 
-def test_share_is_a_type_where_readers_show_it_and_not_yet_in_api_v1() -> None:
-    """/api/v1's schemas name "classic" and "consumer" only: its readers keep the default,
-    so a share group's ``type`` is null there rather than an answer its schema refuses."""
-    assert group_type("kafka", "share") is None
-    assert group_type("kafka", "share", ALL_GROUP_TYPES) == "share"
-    assert group_type("zookeeper", "share", ALL_GROUP_TYPES) is None
+def test_share_is_a_group_type_every_reader_shows() -> None:
+    """A Kafka group's stored type "share" is passed on to every reader (/api/v1 too); a
+    non-Kafka group has no type, and an unknown stored value is not passed on."""
+    assert group_type("kafka", "share") == "share"
+    assert group_type("zookeeper", "share") is None
+    assert group_type("kafka", "queue") is None

@@ -54,7 +54,7 @@ from prometheus_client.core import (
 from collectors.rebalance import LIFECYCLE_CAUSES
 from dashboard.ingest.store import stored_producers
 from dashboard.monitoring import trends
-from dashboard.monitoring.membership import ALL_GROUP_TYPES, group_type
+from dashboard.monitoring.membership import group_type
 from dashboard.monitoring.models import (
     BrokerPurgatory,
     Cluster,
@@ -323,7 +323,7 @@ class LagwatchCollector:
         for group_id, (labels, *_, gen, gtype, first_seen) in groups.items():
             labels = list(labels)
             if gen is not None:
-                kind = group_type(labels[1], gtype, ALL_GROUP_TYPES) or ""
+                kind = group_type(labels[1], gtype) or ""
                 generation.add_metric([*labels, kind], gen)
             if (at := commits.get(group_id)) is not None:
                 last_commit.add_metric(labels, at.timestamp())

@@ -15,7 +15,7 @@ from pydantic import Field, WithJsonSchema
 
 from dashboard.api.schemas.common import Closed, Number, Time, TimeText, one_of, page_of
 from dashboard.api.schemas.documents import Balance, SpoutFigures, WhatIfEntry
-from dashboard.monitoring.membership import group_type, member_details
+from dashboard.monitoring.membership import GROUP_TYPES, group_type, member_details
 from dashboard.monitoring.models import SourceKind, Status, seen_at
 from dashboard.monitoring.trends import retention_dict
 
@@ -113,7 +113,7 @@ class Group(Closed):
     partitions: int | None
     total_lag: int | None
     max_time_lag_s: Number | None
-    type: one_of(("classic", "consumer")) | None
+    type: one_of(GROUP_TYPES) | None
     state: str
     generation: int | None
     assignment_epoch: int | None
@@ -184,10 +184,15 @@ class PartitionRef(GroupRow):
 
 
 class Partition(PartitionRef):
-    committed: int | None
+    committed: int | None = Field(
+        description="The committed offset; a share group's start offset (KIP-932)."
+    )
     earliest: int | None
     latest: int | None
     lag: int | None
+    lag_upper_bound: bool = Field(
+        description="The lag is an upper bound (a share group on a broker before KIP-1226)."
+    )
     time_lag_s: Number | None
     time_lag_kind: str
     owner: str

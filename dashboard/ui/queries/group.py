@@ -16,7 +16,6 @@ from django.urls import reverse
 
 from dashboard.monitoring import trends
 from dashboard.monitoring.membership import (
-    ALL_GROUP_TYPES,
     group_type,
     member_details,
     reconciling,
@@ -68,7 +67,7 @@ def membership(g: ConsumerGroup) -> dict[str, Any]:
     """What the head says of the group's protocol: Kafka's group type (None where not Kafka or
     unknown) and how many members are still converging on their KIP-848 target."""
     return {
-        "type": group_type(g.source, g.group_type, ALL_GROUP_TYPES),
+        "type": group_type(g.source, g.group_type),
         "reconciling": reconciling_count(member_details(g.members)),
     }
 

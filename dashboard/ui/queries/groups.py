@@ -10,7 +10,7 @@ from django.core.paginator import Page, Paginator
 from django.db.models import Count, F
 
 from dashboard.monitoring import trends
-from dashboard.monitoring.membership import ALL_GROUP_TYPES
+from dashboard.monitoring.membership import GROUP_TYPES
 from dashboard.monitoring.models import ConsumerGroup, GroupSample, LagRollup
 from dashboard.ui.params import GroupFilter
 from dashboard.ui.queries.common import JsonArrayLength, severity
@@ -41,10 +41,10 @@ def filtered(f: GroupFilter):
         qs = qs.filter(source=f.source)
     if f.cluster:
         qs = qs.filter(cluster__name=f.cluster)
-    if f.group_type in ALL_GROUP_TYPES:
+    if f.group_type in GROUP_TYPES:
         qs = qs.filter(source="kafka", group_type=f.group_type)
     elif f.group_type == "none":
-        qs = qs.exclude(source="kafka", group_type__in=ALL_GROUP_TYPES)
+        qs = qs.exclude(source="kafka", group_type__in=GROUP_TYPES)
     return qs
 
 

@@ -6,7 +6,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from dashboard.monitoring.membership import ALL_GROUP_TYPES, group_type
+from dashboard.monitoring.membership import group_type
 from dashboard.monitoring.models import Cluster, SourceKind
 from dashboard.ui import charts
 from dashboard.ui.params import (
@@ -34,7 +34,7 @@ def _context(f) -> dict:
             "group": g,
             "url": group_url(g.pk),
             "spark": charts.sparkline_points(lines.get(g.id, [])),
-            "type": group_type(g.source, g.group_type, ALL_GROUP_TYPES),
+            "type": group_type(g.source, g.group_type),
             "trend": trend_of.get(g.id),
             "retention_risk": at_risk(g.retention_left, g.cluster.retention_risk_s),
         }
