@@ -12,7 +12,7 @@ log end and marked as an upper bound (``collectors/figures.py``).
 
 A cluster whose security the wire client does not speak (SASL) has no share groups read,
 silently: the AdminClient cannot read them either, and a warning every cycle would say
-nothing new (README "Choices made").
+nothing new (docs/DESIGN_CHOICES.md).
 """
 
 from __future__ import annotations
