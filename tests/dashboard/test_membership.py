@@ -20,7 +20,8 @@ from dashboard.store.rows import member_document
         ("kafka", "classic", "classic"),
         ("kafka", "consumer", "consumer"),
         ("kafka", "", None),  # unknown, or written before types were stored
-        ("kafka", "share", None),  # not a type Lagwatch reads members of
+        ("kafka", "share", "share"),  # KIP-932's share groups (queues)
+        ("kafka", "streams", None),  # not a type Lagwatch reads
         ("zookeeper", "consumer", None),
         ("storm", "", None),
     ],

@@ -110,6 +110,10 @@ SAYS: dict[str, tuple[str, ...]] = {
     "retention soon, source down": ("could not be reached;", "(lag 14), marked stale."),
     "retention soon, nothing unread": ("Current lag 0 is within the allowed lag of 0.",),
     "retention soon, compacted topic": ("the consumer catches up.",),
+    "share: queue drained": ("Current lag 0 is within the allowed lag of 0.",),
+    "share: filling while members fetch": ("(from 5 to 17)", "so the lag never drains."),
+    "share: records waiting, no member": ("Nobody owns the partition", "10 messages wait"),
+    "share: start offset held, members on": ("at offset 100 with lag 10", "alive (it owns"),
 }
 
 
