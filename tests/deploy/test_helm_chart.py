@@ -2,7 +2,8 @@
 
 There is no Kubernetes here, so, as tests/test_docker_compose.py does for compose, the chart is
 checked by what it renders (``helm template``, helm built from its Go module:
-tests/deploy/tools.py): every Lagwatch container gets every variable the production settings
+tests/deploy/tools.py), each manifest decoded strictly into its Kubernetes type (client-go,
+tests/deploy/kubecheck): every Lagwatch container gets every variable the production settings
 require, exactly the variables compose gives its Django services (plus the extra settings asked
 for), none the code does not read, and every secret from a Secret, never a ConfigMap; the
 environment it renders loads the production settings (``check --deploy``); the processes are
@@ -24,7 +25,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.deploy.tools import helm_binary
+from tests.deploy.tools import helm_binary, kubecheck_binary
 from tests.test_docker_compose import (
     COMPOSE,
     DEPLOYMENT_NEEDS,
@@ -46,6 +47,12 @@ LAGWATCH_WORKLOADS = {"web", *(f"worker-{w}" for w in WORKERS), "beat", "migrate
 EXTRA = {"LAGWATCH_OPEN_ENDPOINTS_AUTH"}
 # Secret by what they hold, though their names do not say so.
 SECRET_URLS = {"DATABASE_URL", "REDIS_URL"}
+# The settings without which nothing renders, for a render without the test values.
+REQUIRED_SETTINGS = (
+    "settings.allowedHosts={lagwatch.example.com}",
+    "settings.email.host=smtp.example.com",
+    "settings.email.from=lagwatch@example.com",
+)
 
 
 @pytest.fixture(scope="module")
@@ -60,7 +67,7 @@ def run_helm(helm: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )  # fmt: skip
 
 
-def render(helm: Path, *sets: str, values: Path | None = TEST_VALUES) -> list[dict]:
+def render_text(helm: Path, *sets: str, values: Path | None = TEST_VALUES) -> str:
     args = ["template", RELEASE, str(CHART), "--namespace", NAMESPACE]
     if values:
         args += ["-f", str(values)]
@@ -68,7 +75,11 @@ def render(helm: Path, *sets: str, values: Path | None = TEST_VALUES) -> list[di
         args += ["--set", item]
     result = run_helm(helm, *args)
     assert result.returncode == 0, result.stderr
-    return [doc for doc in yaml.safe_load_all(result.stdout) if doc]
+    return result.stdout
+
+
+def render(helm: Path, *sets: str, values: Path | None = TEST_VALUES) -> list[dict]:
+    return [doc for doc in yaml.safe_load_all(render_text(helm, *sets, values=values)) if doc]
 
 
 @pytest.fixture(scope="module")
@@ -159,6 +170,24 @@ def test_a_value_a_deployment_needs_stops_the_render(helm: Path, unset: str, nam
 def test_the_default_values_name_what_to_fill_in(helm: Path) -> None:
     result = run_helm(helm, "template", RELEASE, str(CHART))
     assert result.returncode != 0 and "settings.allowedHosts" in result.stderr
+
+
+@pytest.mark.parametrize("variant", ["test values", "existing secret, external services"])
+def test_every_manifest_decodes_strictly_into_its_kubernetes_type(helm: Path, variant: str) -> None:
+    """What the API server would refuse (a misspelt field, a string for a number) and helm
+    renders without a word: tests/deploy/kubecheck decodes each document with client-go."""
+    if variant == "test values":
+        text = render_text(helm, "persistence.storageClass=nfs", "postgresql.storageClass=ssd")
+    else:
+        text = render_text(helm, *REQUIRED_SETTINGS, "secrets.existingSecret=lagwatch-prod",
+                           "postgresql.enabled=false", "redis.enabled=false",
+                           "persistence.enabled=false", values=None)  # fmt: skip
+    result = subprocess.run(
+        [str(kubecheck_binary())], input=text, capture_output=True, text=True, check=False,
+        timeout=60,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.count("ok ") == text.count("\nkind: "), result.stdout
 
 
 # --- The processes ------------------------------------------------------------------------
@@ -266,14 +295,6 @@ def test_secrets_come_from_a_secret_never_a_config_map(manifests: list[dict]) ->
     postgres = container(manifests, "postgresql")["env"]
     (password,) = [v for v in postgres if v["name"] == "POSTGRES_PASSWORD"]
     assert password["valueFrom"]["secretKeyRef"]["name"] == f"{NAME}-secrets"
-
-
-# The settings without which nothing renders, for a render without the test values.
-REQUIRED_SETTINGS = (
-    "settings.allowedHosts={lagwatch.example.com}",
-    "settings.email.host=smtp.example.com",
-    "settings.email.from=lagwatch@example.com",
-)
 
 
 def test_an_existing_secret_and_external_services(helm: Path) -> None:
