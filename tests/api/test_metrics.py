@@ -153,11 +153,12 @@ def test_query_count_does_not_grow_with_partitions(
         for g in groups
         for n in range(40)
     )
-    # 19 whatever the number of partitions: groups, partitions, last commits, rebalances, source
+    # 21 whatever the number of partitions: groups, partitions, last commits, rebalances, source
     # health, collection errors, four for the Spark jobs, heartbeats; the clusters' retention
     # thresholds and two per level of trends (groups, partitions: each cluster's newest
-    # bucket, then its rows); spouts, brokers and producers, one each.
-    with django_assert_max_num_queries(19):
+    # bucket, then its rows); spouts, brokers and producers, one each; the clusters' poll
+    # intervals and newest cycles.
+    with django_assert_max_num_queries(21):
         m = scrape(client)
     assert len(m["lagwatch_partition_lag"]) == 2000 + 6
     assert len(m["lagwatch_partition_eta_seconds"]) == 2000

@@ -32,7 +32,7 @@ which start again when a worker restarts: a reset to ``rate()``),
 ``lagwatch_spout_pending`` (the tuples in flight) and ``lagwatch_spout_max_pending`` (their
 cap): BACKPRESSURE is the first sitting at the second.
 
-**Why one module of some 550 lines**: one collector class whose families all read the same
+**Why one module of some 580 lines**: one collector class whose families all read the same
 few queries of a scrape; split, each part would run its own queries or pass the rows around.
 """
 
@@ -58,6 +58,7 @@ from dashboard.monitoring.membership import group_type
 from dashboard.monitoring.models import (
     BrokerPurgatory,
     Cluster,
+    CollectedCycle,
     CollectionError,
     ConsumerGroup,
     PartitionState,
@@ -121,8 +122,9 @@ class LagwatchCollector:
 
     def live(self, now, started: float, exposition_age_s: float = 0.0) -> Iterator[Metric]:
         """The small families, read at each scrape: ages run with the clock, and sources,
-        spouts, producers and jobs change between cycles."""
+        clusters, spouts, producers and jobs change between cycles."""
         yield from self._spouts(now)
+        yield from self._clusters()
         yield from self._sources(now)
         yield from self._brokers()
         yield from self._spark_jobs(now)
@@ -361,6 +363,36 @@ class LagwatchCollector:
                 if row[key] is not None:
                     family.add_metric(labels, row[key])
         yield from (*counters.values(), latency, pending, cap)
+
+    @staticmethod
+    def _clusters() -> Iterator[Metric]:
+        """When each cluster's newest cycle was stored, beside its poll interval: collection
+        that stopped altogether (collectors, beat or Redis down) leaves no failure on any
+        source's row, since nobody is there to record one, and shows only as a stored cycle
+        growing old in poll intervals (the sources page's "collection stopped"). Two grouped
+        queries; a disabled cluster, which is not collected, has no poll interval here."""
+        interval = _gauge(
+            "lagwatch_cluster_poll_interval_seconds",
+            "How often an enabled cluster is collected (its poll_interval_s).", ["cluster"],
+        )  # fmt: skip
+        last = _gauge(
+            "lagwatch_cluster_last_cycle_timestamp_seconds",
+            "When the cluster's newest stored cycle was due (its poll slot, Unix time).",
+            ["cluster"],
+        )
+        for name, seconds in (
+            Cluster.objects.filter(enabled=True).order_by("name").values_list(
+                "name", "poll_interval_s"
+            )
+        ):  # fmt: skip
+            interval.add_metric([name], seconds)
+        for name, at in (
+            CollectedCycle.objects.order_by("cluster__name")
+            .values_list("cluster__name")
+            .annotate(at=Max("at"))
+        ):
+            last.add_metric([name], at.timestamp())
+        yield from (interval, last)
 
     def _sources(self, now) -> Iterator[Metric]:
         up = _gauge("lagwatch_source_up", "1 if the source answered at its last poll.", SOURCE)
