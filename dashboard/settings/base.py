@@ -312,6 +312,16 @@ LAGWATCH_ALERTS_MAX_ATTEMPTS = env_int("LAGWATCH_ALERTS_MAX_ATTEMPTS", 6)
 LAGWATCH_ALERTS_RETRY_BASE_S = env_int("LAGWATCH_ALERTS_RETRY_BASE_S", 10)
 LAGWATCH_ALERTS_RETRY_MAX_S = env_int("LAGWATCH_ALERTS_RETRY_MAX_S", 600)
 CELERY_TASK_ROUTES["dashboard.alerts.tasks.deliver"] = {"queue": "celery"}
+# Alertmanager expects its clients to re-send firing alerts (every 30 s to 3 min): beat re-posts
+# every open alert to each Alertmanager channel this often; an alert not re-sent ends in
+# Alertmanager after 4 intervals (docs/ALERTS.md, "Prometheus Alertmanager").
+LAGWATCH_ALERTMANAGER_RESEND_S = env_int("LAGWATCH_ALERTMANAGER_RESEND_S", 60)
+CELERY_BEAT_SCHEDULE["resend-to-alertmanager"] = {
+    "task": "dashboard.alerts.tasks.resend_to_alertmanager",
+    "schedule": float(LAGWATCH_ALERTMANAGER_RESEND_S),
+    "options": {"expires": LAGWATCH_ALERTMANAGER_RESEND_S},
+}
+CELERY_TASK_ROUTES["dashboard.alerts.tasks.resend_to_alertmanager"] = {"queue": "celery"}
 
 # --- API, Burrow-compatible /v3 and /metrics (SPEC §9, docs/API.md) ----------------------------
 # /metrics and /v3 are open by default, like Burrow's API and Prometheus exporters. "token":

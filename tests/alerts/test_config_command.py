@@ -78,7 +78,7 @@ def test_import_creates_and_updates_by_name(tmp_path):
         ("rules: [{name: x, statuses: [BOGUS]}]", "rules[0] (x): statuses:"),
         ("rules: [{name: x, statuses: [STOP], channels: [nope]}]", "channels: unknown nope"),
         ("rules: [{name: x, statuses: [STOP], min_evaluations: zero}]", "min_evaluations:"),
-        ("channels: [{name: h, kind: webhook}]", "channels[0] (h): url: A webhook needs a URL"),
+        ("channels: [{name: h, kind: webhook}]", "channels[0] (h): url: This kind of channel needs a URL"),
         ("channels: [{name: h, kind: carrier-pigeon}]", "kind:"),
         ("channels: [{name: m, kind: email, recipients: [not-an-address]}]", "Not an email"),
         ("silences: [{group_pattern: x}]", "silences[0]: until: Give a duration"),
