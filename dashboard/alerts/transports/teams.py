@@ -26,14 +26,19 @@ COLOURS = {"firing": "Attention", "resolved": "Good"}
 # Markdown that Teams renders inside a card: emphasis, code, links; at a text's start, lists,
 # headings and quotes. Escaped with a backslash (CommonMark's escape).
 _INLINE = re.compile(r"([\\`*_~\[\]()<>])")
-_LEADING = re.compile(r"^(\s*)([-+#>]|\d+[.)])")
+_LEADING = re.compile(r"^([-+#>]|\d+(?=[.)]))")
 
 
 def escape(text: object) -> str:
     """``text`` on one line with the Markdown Teams renders escaped, so it shows as written."""
     flat = " ".join(str(text).split())
     flat = _INLINE.sub(r"\\\1", flat)
-    return _LEADING.sub(lambda m: m.group(1) + "\\" + m.group(2), flat)
+    # "- x" → "\- x"; "1. x" → "1\. x" (a backslash escapes punctuation only).
+    leading = _LEADING.match(flat)
+    if leading is None:
+        return flat
+    head = leading.group(1)
+    return f"{head}\\{flat[len(head) :]}" if head[0].isdigit() else f"\\{flat}"
 
 
 def facts(notice: str, doc: dict[str, Any]) -> list[dict[str, str]]:
