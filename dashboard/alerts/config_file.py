@@ -148,8 +148,8 @@ def _channel_key(where: str, entry: dict[str, Any]) -> dict[str, Any]:
     mine = KEY_NAMES.get(entry.get("kind"))  # type: ignore[arg-type]
     for name in KEY_NAMES.values():
         if name in entry and name != mine:
-            raise AlertsConfigError(f"{where}: {name}: not a field of a {entry.get('kind')} "
-                                    "channel")  # fmt: skip
+            raise AlertsConfigError(f"{where}: {name}: not a field of a channel of kind "
+                                    f"{entry.get('kind')}")  # fmt: skip
     if mine and mine in entry:
         entry["secret"] = entry.pop(mine)
     return entry
