@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from pathlib import Path
 from typing import IO
 
@@ -134,7 +135,7 @@ class ReportSchedule(models.Model):
         parts = self.recipients.replace("\n", ",").replace(";", ",").split(",")
         return [p.strip() for p in parts if p.strip()]
 
-    def spec_at(self, due_at) -> ReportSpec:  # noqa: ANN001 - an aware datetime
+    def spec_at(self, due_at: datetime) -> ReportSpec:
         """The report of the run due at ``due_at``: ``range`` ending then."""
         return parse_spec(
             {
