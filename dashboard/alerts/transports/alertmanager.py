@@ -18,7 +18,7 @@ from typing import Any
 from django.conf import settings
 
 from dashboard.alerts import messages
-from dashboard.alerts.transports.base import HttpTransport, Post, is_absolute
+from dashboard.alerts.transports.base import HttpTransport, Post, is_absolute, post_json
 
 API_PATH = "/api/v2/alerts"
 SOURCE_LABEL = "lagwatch"  # every alert carries source="lagwatch", for routes to match
@@ -119,8 +119,6 @@ class AlertmanagerTransport(HttpTransport):
 
     def post_batch(self, docs: list[dict[str, Any]], now: datetime) -> None:
         """Re-send these firing alerts in one request (beat's re-send)."""
-        from dashboard.alerts.transports.base import post_json
-
         resend_s = settings.LAGWATCH_ALERTMANAGER_RESEND_S
         body = [alert(doc, "firing", now, resend_s) for doc in docs]
         post_json(Post(api_url(self.channel.url), body), self.channel.kind)
