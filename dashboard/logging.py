@@ -85,8 +85,9 @@ class RedactSecretsFilter(logging.Filter):
 
 def known_secrets() -> list[str]:
     """Every secret this deployment holds, as text: clusters' secret librdkafka values, alert
-    webhook URLs (and their path and query alone), the secret settings. For error reports,
-    which are rare enough to afford the queries; empty when the database cannot answer."""
+    channel URLs (and their path and query alone) and keys, the secret settings. For error
+    reports, which are rare enough to afford the queries; empty when the database cannot
+    answer."""
     from urllib.parse import urlsplit
 
     from django.conf import settings
@@ -107,6 +108,7 @@ def known_secrets() -> list[str]:
         for url in Channel.objects.exclude(url="").values_list("url", flat=True):
             parts = urlsplit(url)
             found.extend([url, parts.path + (f"?{parts.query}" if parts.query else "")])
+        found.extend(Channel.objects.exclude(secret="").values_list("secret", flat=True))
     except Exception:  # noqa: BLE001 - the report of an error must not fail on another
         pass
     return [s for s in found if s]

@@ -2,11 +2,13 @@
 
 Pure (no Django). Secrets are: librdkafka settings whose key names a password, a secret or a
 private key (``sasl.password``, ``ssl.key.password``, ``ssl.keystore.password``,
-``sasl.oauthbearer.client.secret``, ``ssl.key.pem``, ``sasl.jaas.config``…), alert webhook
-URLs (Slack's carry their token in the path) and the SMTP password (``EMAIL_HOST_PASSWORD``,
-an environment variable only). They are never shown in full: pages, the admin and the API
-show :data:`MASK`; exports write a reference to an environment variable (``{env: NAME}``) or
-leave the value out; error reports and logs redact them (dashboard/logging.py).
+``sasl.oauthbearer.client.secret``, ``ssl.key.pem``, ``sasl.jaas.config``…), alert channel
+URLs (Slack's carry their token in the path, a Teams workflow's its signature, an
+Alertmanager's maybe credentials), channel keys (PagerDuty's routing key, Opsgenie's API key)
+and the SMTP password (``EMAIL_HOST_PASSWORD``, an environment variable only). They are never
+shown in full: pages, the admin and the API show :data:`MASK`; exports write a reference to an
+environment variable (``{env: NAME}``) or leave the value out; error reports and logs redact
+them (dashboard/logging.py).
 """
 
 from __future__ import annotations

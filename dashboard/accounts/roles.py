@@ -4,7 +4,8 @@ Three roles, each one the one before plus more (docs/DASHBOARD.md "Roles"):
 
 - **viewer** reads everything: pages, the API's documents, reports already built, exports
   streamed on the fly (they store nothing);
-- **operator** also acts on alerts (acknowledge, silence) and builds stored reports;
+- **operator** also acts on alerts (acknowledge, silence), builds stored reports and
+  schedules them (report schedules, mailed);
 - **admin** also changes what Lagwatch watches and tells: rules, channels, clusters, API
   tokens and users.
 
@@ -83,7 +84,7 @@ _VIEW_MODELS = {
                    "collectionerror", "sparkjobrun", "serviceheartbeat"),
     "alerts": ("rule", "channel", "silence", "alert", "alertevent", "delivery",
                "deliveryattempt", "candidate"),
-    "reports": ("report",),
+    "reports": ("report", "reportschedule", "scheduledrun"),
 }  # fmt: skip
 
 
@@ -95,7 +96,12 @@ ACTION_PERMISSIONS: dict[Action, tuple[str, ...]] = {
     Action.VIEW: tuple(f"{app}.view_{m}" for app, ms in _VIEW_MODELS.items() for m in ms),
     Action.ACKNOWLEDGE: ("alerts.change_alert",),
     Action.SILENCE: ("alerts.add_silence", "alerts.change_silence", "alerts.delete_silence"),
-    Action.BUILD_REPORT: ("reports.add_report",),
+    Action.BUILD_REPORT: (
+        "reports.add_report",
+        "reports.add_reportschedule",
+        "reports.change_reportschedule",
+        "reports.delete_reportschedule",
+    ),  # fmt: skip
     Action.EDIT_RULES: ("alerts.add_rule", "alerts.change_rule", "alerts.delete_rule"),
     Action.EDIT_CHANNELS: (
         "alerts.add_channel",

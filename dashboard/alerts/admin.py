@@ -1,6 +1,6 @@
-"""The Django admin for every alerts model. Channel URLs are masked in lists and never
-rendered back in forms (the channel form keeps the stored URL when left blank); a role that
-may only read a channel sees the masked URL. Permissions follow the roles (RoleAdmin)."""
+"""The Django admin for every alerts model. Channel URLs and keys are masked in lists and never
+rendered back in forms (the channel form keeps the stored ones when left blank); a role that
+may only read a channel sees the masked target. Permissions follow the roles (RoleAdmin)."""
 
 from django.contrib import admin
 
@@ -42,7 +42,7 @@ class ChannelAdmin(RoleAdmin):
         shown masked instead."""
         fields = list(super().get_fields(request, obj))
         if obj is not None and not self.has_change_permission(request, obj):
-            fields = ["masked_target" if f == "url" else f for f in fields]
+            fields = ["masked_target" if f == "url" else f for f in fields if f != "secret"]
         return fields
 
     def get_readonly_fields(self, request, obj=None):  # noqa: ANN001, ANN201

@@ -5,6 +5,7 @@ the whole file is applied in one transaction: one bad entry changes nothing.
     channels:
       - {name: ops-hook, kind: webhook, url: "https://…"}
       - {name: ops-mail, kind: email, recipients: [ops@example.com], smtp_host: relay}
+      - {name: oncall, kind: pagerduty, routing_key: {env: PD_KEY}, region: eu}
     rules:
       - {name: orders stuck, group_pattern: "orders-*", statuses: [STALL, STOP, ERR],
          min_evaluations: 2, severity: critical, channels: [ops-hook, ops-mail]}
@@ -13,10 +14,12 @@ the whole file is applied in one transaction: one bad entry changes nothing.
 
 Channels and rules are matched by name (created or updated); silences are always added.
 
-A webhook URL is a secret (Slack's carry their token): an export writes
-``url: {env: LAGWATCH_CHANNEL_<NAME>_URL}`` (or nothing, ``secrets="omit"``) with a masked hint
-``url_masked``; an import reads ``{env: NAME}`` from the environment, and a channel entry
-without ``url`` keeps the stored one.
+A channel URL is a secret (Slack's carry their token, a Teams workflow's its signature), and
+so is a channel's key (PagerDuty's ``routing_key``, Opsgenie's ``api_key``): an export writes
+``url: {env: LAGWATCH_CHANNEL_<NAME>_URL}`` (``routing_key: {env: …_ROUTING_KEY}``…), or
+nothing (``secrets="omit"``), with a masked hint (``url_masked``, ``routing_key_masked``); an
+import reads ``{env: NAME}`` from the environment, and a channel entry without the value keeps
+the stored one.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ import yaml
 from django.db import transaction
 
 from dashboard.alerts.forms import ChannelForm, RuleForm, SilenceForm
-from dashboard.alerts.models import Channel, Rule, Silence
+from dashboard.alerts.models import KEY_KINDS, KEY_NAMES, Channel, Rule, Silence
 from dashboard.secrecy import env_ref, env_var_name, is_env_ref
 
 SECTIONS = ("channels", "rules", "silences")
@@ -38,7 +41,9 @@ RULE_DEFAULTS = {
     "statuses": [], "diagnoses": [], "level": "partition", "min_evaluations": 2,
     "min_duration_s": 0, "severity": "warning", "notify_resolved": True, "channels": [],
 }  # fmt: skip
-CHANNEL_DEFAULTS = {"enabled": True, "send_resolved": True, "recipients": "", "url": ""}
+CHANNEL_DEFAULTS = {"enabled": True, "send_resolved": True, "recipients": "", "url": "",
+                    "secret": "", "region": ""}  # fmt: skip
+SECRET_FIELDS = ("url", *KEY_NAMES.values())
 SILENCE_DEFAULTS = {"cluster_pattern": "*", "group_pattern": "*", "topic_pattern": "*"}
 CREATED_BY_MAX = Silence._meta.get_field("created_by").max_length
 
@@ -118,14 +123,36 @@ def _errors(where: str, form: Any) -> str:
     return f"{where}: {'; '.join(parts)}"
 
 
-def _env_url(where: str, entry: dict[str, Any], environ: Mapping[str, str]) -> dict[str, Any]:
-    """The entry with ``url: {env: NAME}`` read from the environment."""
-    url = entry.get("url")
-    if not is_env_ref(url):
-        return entry
-    if url["env"] not in environ:
-        raise AlertsConfigError(f"{where}: url: environment variable {url['env']} is not set")
-    return {**entry, "url": environ[url["env"]]}
+def _env_values(where: str, entry: dict[str, Any], environ: Mapping[str, str]) -> dict[str, Any]:
+    """The entry with each secret given as ``{env: NAME}`` read from the environment."""
+    entry = dict(entry)
+    for key in SECRET_FIELDS:
+        value = entry.get(key)
+        if not is_env_ref(value):
+            continue
+        if value["env"] not in environ:
+            raise AlertsConfigError(
+                f"{where}: {key}: environment variable {value['env']} is not set"
+            )
+        entry[key] = environ[value["env"]]
+    return entry
+
+
+def _channel_key(where: str, entry: dict[str, Any]) -> dict[str, Any]:
+    """A PagerDuty ``routing_key`` or an Opsgenie ``api_key`` as the channel's ``secret``; the
+    other kind's name, or the field's own, is refused (a key must not land on the wrong kind)."""
+    entry = dict(entry)
+    if "secret" in entry:
+        raise AlertsConfigError(f"{where}: secret: write routing_key (pagerduty) or api_key "
+                                "(opsgenie)")  # fmt: skip
+    mine = KEY_NAMES.get(entry.get("kind"))  # type: ignore[arg-type]
+    for name in KEY_NAMES.values():
+        if name in entry and name != mine:
+            raise AlertsConfigError(f"{where}: {name}: not a field of a channel of kind "
+                                    f"{entry.get('kind')}")  # fmt: skip
+    if mine and mine in entry:
+        entry["secret"] = entry.pop(mine)
+    return entry
 
 
 def apply(
@@ -140,7 +167,7 @@ def apply(
     with transaction.atomic():
         for i, entry in enumerate(config["channels"]):
             where = f"channels[{i}] ({entry.get('name', '?')})"
-            entry = _env_url(where, entry, environ)
+            entry = _channel_key(where, _env_values(where, entry, environ))
             data = _form_data(entry, CHANNEL_DEFAULTS)
             if isinstance(entry.get("recipients"), list):
                 data["recipients"] = "\n".join(map(str, entry["recipients"]))
@@ -199,21 +226,38 @@ def apply(
 def _url_entry(channel: Channel, secrets: str) -> dict[str, Any]:
     if not channel.url:
         return {}
-    hint = {"url_masked": channel.masked_target}
+    from dashboard.alerts.masking import mask_url
+
+    hint = {"url_masked": mask_url(channel.url)}
     if secrets == "omit":
         return hint
     return {"url": env_ref(env_var_name("channel", channel.name, "url")), **hint}
 
 
+def _key_entry(channel: Channel, secrets: str) -> dict[str, Any]:
+    """A PagerDuty or Opsgenie channel's key (as a reference, or left out) and region."""
+    if channel.kind not in KEY_KINDS:
+        return {}
+    name = KEY_NAMES[channel.kind]
+    found: dict[str, Any] = {"region": channel.region or "us"}
+    if channel.secret:
+        if secrets != "omit":
+            found[name] = env_ref(env_var_name("channel", channel.name, name))
+        found[f"{name}_masked"] = channel.masked_secret
+    return found
+
+
 def export(secrets: Literal["env", "omit"] = "env") -> dict[str, list[dict[str, Any]]]:
-    """The configuration; an export never carries a secret: a webhook URL is a reference to
-    an environment variable (``env``) or left out (``omit``), with its masked form."""
+    """The configuration; an export never carries a secret: a channel's URL or key is a
+    reference to an environment variable (``env``) or left out (``omit``), with its masked
+    form."""
     channels = [
         {
             "name": c.name,
             "kind": c.kind,
             "enabled": c.enabled,
             **_url_entry(c, secrets),
+            **_key_entry(c, secrets),
             **({"recipients": c.recipient_list()} if c.recipients else {}),
             **({"smtp_host": c.smtp_host} if c.smtp_host else {}),
             **({"smtp_port": c.smtp_port} if c.smtp_port else {}),

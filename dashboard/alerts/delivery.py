@@ -30,6 +30,7 @@ from dashboard.alerts.models import (
     DeliveryState,
 )
 from dashboard.alerts.transports import DeliveryError, transport_for
+from dashboard.secrecy import redact
 
 log = logging.getLogger(__name__)
 
@@ -72,6 +73,11 @@ class Sent:
     verdict: Verdict = TRANSIENT  # of a failure: permanent, or worth a retry (and when)
 
 
+def scrub(text: str, channel: Channel) -> str:
+    """An error about ``channel`` without its secrets: the URL masked, the key redacted."""
+    return redact(scrub_url(text, channel.url), [channel.secret] if channel.secret else [])
+
+
 def send_now(channel: Channel, notice: str, doc: dict) -> Sent:
     """Send once. Never raises for a channel's failure."""
     t0 = time.perf_counter()
@@ -79,7 +85,7 @@ def send_now(channel: Channel, notice: str, doc: dict) -> Sent:
         transport_for(channel).notify(notice, doc)
         sent = Sent(ok=True)
     except DeliveryError as exc:
-        sent = Sent(ok=False, error=scrub_url(str(exc), channel.url), verdict=exc.verdict)
+        sent = Sent(ok=False, error=scrub(str(exc), channel), verdict=exc.verdict)
         log.warning(
             "alert delivery failed",
             extra={"channel": channel.name, "target": channel.masked_target, "notice": notice,

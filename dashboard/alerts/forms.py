@@ -11,7 +11,15 @@ from django.core.exceptions import ValidationError
 from django.core.validators import validate_email
 from django.utils import timezone
 
-from dashboard.alerts.models import Channel, ChannelKind, Rule, Silence
+from dashboard.alerts.models import (
+    KEY_KINDS,
+    URL_KINDS,
+    Channel,
+    ChannelKind,
+    Region,
+    Rule,
+    Silence,
+)
 from dashboard.alerts.rules import ALERTABLE_STATUSES, SOURCE_UNREACHABLE
 
 # The evaluator's diagnosis codes (spark_jobs/evaluator/types.py), but SOURCE_UNREACHABLE: an
@@ -90,14 +98,31 @@ def _validate_hook_url(url: str) -> None:
 
 
 class ChannelForm(forms.ModelForm):
-    """The URL is never rendered back (it may carry a secret): left blank on edit, it stays."""
+    """The URL and the key are never rendered back (either may be the secret): left blank on
+    edit, they stay. Which fields a kind needs: ``URL_KINDS`` a URL; PagerDuty and Opsgenie a
+    key, a region and optionally a URL (a proxy); email its recipients."""
 
     url = forms.CharField(
         label="URL",
         max_length=2000,
         required=False,
         widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "off"}),
-        help_text="Webhook or Slack incoming-webhook URL. Never shown again once saved.",
+        help_text="Webhook, Slack or Teams workflow URL; the Alertmanager's URL "
+        "(http://alertmanager:9093); for PagerDuty and Opsgenie only to replace the "
+        "region's endpoint. Never shown again once saved.",
+    )
+    secret = forms.CharField(
+        label="Routing key / API key",
+        max_length=500,
+        required=False,
+        widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "off"}),
+        help_text="PagerDuty: the Events API v2 integration (routing) key. Opsgenie: the API "
+        "integration's key. Never shown again once saved.",
+    )
+    region = forms.ChoiceField(
+        choices=Region.choices,
+        required=False,
+        help_text="PagerDuty and Opsgenie: the service region of the account.",
     )
     recipients = forms.CharField(
         required=False,
@@ -107,8 +132,8 @@ class ChannelForm(forms.ModelForm):
 
     class Meta:
         model = Channel
-        fields = ["name", "kind", "enabled", "url", "recipients", "smtp_host", "smtp_port",
-                  "send_resolved"]  # fmt: skip
+        fields = ["name", "kind", "enabled", "url", "secret", "region", "recipients",
+                  "smtp_host", "smtp_port", "send_resolved"]  # fmt: skip
         help_texts = {"smtp_host": "Email only. Blank: the server in EMAIL_HOST/EMAIL_PORT."}
 
     def __init__(self, *args: object, **kwargs: object) -> None:
@@ -117,23 +142,47 @@ class ChannelForm(forms.ModelForm):
             self.fields[
                 "url"
             ].help_text = f"Current: {self.instance.masked_target}. Leave blank to keep it."
+        if self.instance.pk and self.instance.secret:
+            self.fields[
+                "secret"
+            ].help_text = f"Current: {self.instance.masked_secret}. Leave blank to keep it."
+
+    def _kept(self, data: dict, name: str) -> str:
+        """The typed value, else (editing, same kind) the stored one."""
+        value = (data.get(name) or "").strip()
+        same_kind = self.instance.pk and self.instance.kind == data.get("kind")
+        if not value and same_kind:
+            value = getattr(self.instance, name)
+        return value
+
+    def _check_url(self, url: str) -> None:
+        try:
+            _validate_hook_url(url)
+        except ValidationError as exc:
+            self.add_error("url", exc)
 
     def clean(self) -> dict:
         data = super().clean()
         kind = data.get("kind")
-        url = (data.get("url") or "").strip()
-        if kind in (ChannelKind.WEBHOOK, ChannelKind.SLACK):
-            if not url and self.instance.pk and self.instance.url:
-                url = self.instance.url  # kept
+        if kind in URL_KINDS:
+            url = (data.get("url") or "").strip()
+            if not url and self.instance.pk and self.instance.kind in URL_KINDS:
+                url = self.instance.url  # kept (a webhook may become a Slack channel)
             if not url:
-                self.add_error("url", "A webhook needs a URL.")
+                self.add_error("url", "This kind of channel needs a URL.")
             else:
-                try:
-                    _validate_hook_url(url)
-                except ValidationError as exc:
-                    self.add_error("url", exc)
-            data["url"] = url
-            data["recipients"] = ""
+                self._check_url(url)
+            data.update(url=url, recipients="", secret="", region="")
+        elif kind in KEY_KINDS:
+            url = self._kept(data, "url")
+            if url:
+                self._check_url(url)
+            secret = self._kept(data, "secret")
+            if not secret:
+                self.add_error("secret", "This kind of channel needs its key.")
+            elif len(secret.split()) != 1 or len(secret) > 500:
+                self.add_error("secret", "A key is one word, without spaces.")
+            data.update(url=url, secret=secret, recipients="", region=data.get("region") or "us")
         elif kind == ChannelKind.EMAIL:
             recipients = Channel(recipients=data.get("recipients") or "").recipient_list()
             if not recipients:
@@ -143,8 +192,7 @@ class ChannelForm(forms.ModelForm):
                     validate_email(address)
                 except ValidationError:
                     self.add_error("recipients", f"Not an email address: {address}")
-            data["recipients"] = "\n".join(recipients)
-            data["url"] = ""
+            data.update(recipients="\n".join(recipients), url="", secret="", region="")
         return data
 
 

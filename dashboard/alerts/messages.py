@@ -8,6 +8,7 @@ subject kept on one line.
 
 from __future__ import annotations
 
+import hashlib
 from datetime import datetime
 from typing import Any
 
@@ -130,3 +131,50 @@ def slack_payload(notice: str, doc: dict[str, Any]) -> dict[str, Any]:
             }
         )
     return {"text": title, "blocks": blocks, "attachments": [{"color": colour, "fallback": title}]}
+
+
+def incident_key(doc: dict[str, Any]) -> str:
+    """The key an incident service knows this alert by (PagerDuty's ``dedup_key``, Opsgenie's
+    ``alias``): the rule and the subject, hashed, so the trigger and the resolve of one alert
+    meet, a re-send is the same incident, and no name (hostile, long) reaches a URL or a key.
+    Two Lagwatch alerts of the same rule and subject (the fault came back) share it: by then
+    the first is resolved, and the services open a new incident."""
+    raw = "\x1f".join(
+        str(doc.get(k) if doc.get(k) is not None else "")
+        for k in ("rule", "level", "cluster", "source", "group", "topic", "partition")
+    )
+    return "lagwatch-" + hashlib.sha256(raw.encode("utf-8", "surrogatepass")).hexdigest()[:40]
+
+
+def where(doc: dict[str, Any]) -> str:
+    """``group topic/partition``, or the group alone for a group alert."""
+    if doc["topic"] is None:
+        return str(doc["group"])
+    return f"{doc['group']} {doc['topic']}/{doc['partition']}"
+
+
+def detail_fields(doc: dict[str, Any]) -> dict[str, str]:
+    """The alert's facts as text, for the services that take a flat map of strings (Opsgenie's
+    ``details``, PagerDuty's ``custom_details``, Alertmanager's annotations); empty ones left
+    out."""
+    partitions = ", ".join(f"{p['topic']}/{p['partition']}" for p in doc["partitions"][:50])
+    if len(doc["partitions"]) > 50:
+        partitions += f" (+{len(doc['partitions']) - 50} more)"
+    values = {
+        "rule": doc["rule"],
+        "cluster": doc["cluster"],
+        "source": doc["source"],
+        "group": doc["group"],
+        "topic": doc["topic"],
+        "partition": doc["partition"],
+        "status": doc["status"],
+        "diagnosis": ", ".join(doc["diagnosis"]),
+        "lag": doc["lag"],
+        "time_lag_s": None if doc["time_lag_s"] is None else f"{doc['time_lag_s']:.0f}",
+        "partitions": partitions,
+        "reason": doc["reason"],
+        "started_at": doc["started_at"],
+        "acknowledged_by": doc["acknowledged_by"],
+        "url": doc["url"],
+    }
+    return {k: str(v) for k, v in values.items() if v is not None and str(v) != ""}

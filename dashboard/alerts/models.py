@@ -34,6 +34,23 @@ class ChannelKind(models.TextChoices):
     EMAIL = "email", "Email"
     WEBHOOK = "webhook", "Webhook (JSON)"
     SLACK = "slack", "Slack-compatible webhook"
+    ALERTMANAGER = "alertmanager", "Prometheus Alertmanager"
+    PAGERDUTY = "pagerduty", "PagerDuty (Events API v2)"
+    OPSGENIE = "opsgenie", "Opsgenie"
+    TEAMS = "teams", "Microsoft Teams (Workflows webhook)"
+
+
+# The kinds whose URL is required (and is the secret: it carries a token or a signature),
+# and the kinds whose secret is a key of their own (the URL then optional: a proxy).
+URL_KINDS = (ChannelKind.WEBHOOK, ChannelKind.SLACK, ChannelKind.ALERTMANAGER, ChannelKind.TEAMS)
+KEY_KINDS = (ChannelKind.PAGERDUTY, ChannelKind.OPSGENIE)
+# What a kind's key is called, in forms, files and messages.
+KEY_NAMES = {ChannelKind.PAGERDUTY: "routing_key", ChannelKind.OPSGENIE: "api_key"}
+
+
+class Region(models.TextChoices):
+    US = "us", "US (default)"
+    EU = "eu", "EU"
 
 
 class Rule(models.Model):
@@ -68,12 +85,15 @@ class Rule(models.Model):
 
 
 class Channel(models.Model):
-    """Where notifications go. A URL may carry a secret: shown masked everywhere."""
+    """Where notifications go. A URL may carry a secret, and ``secret`` is one (PagerDuty's
+    routing key, Opsgenie's API key): both shown masked everywhere."""
 
     name = models.CharField(max_length=100, unique=True)
     kind = models.CharField(max_length=16, choices=ChannelKind.choices)
     enabled = models.BooleanField(default=True)
-    url = models.CharField(max_length=2000, blank=True)  # webhook / slack
+    url = models.CharField(max_length=2000, blank=True)  # URL_KINDS; KEY_KINDS: an override
+    secret = models.CharField(max_length=500, blank=True)  # KEY_KINDS: the key
+    region = models.CharField(max_length=2, choices=Region.choices, blank=True)  # KEY_KINDS
     recipients = models.TextField(blank=True)  # email: comma or newline separated
     # Email only, blank = the EMAIL_* settings (a per-channel SMTP server, e.g. a relay).
     smtp_host = models.CharField(max_length=255, blank=True)
@@ -93,7 +113,17 @@ class Channel(models.Model):
 
         if self.kind == ChannelKind.EMAIL:
             return self.recipients.replace("\n", ", ")
+        if self.kind in KEY_KINDS:
+            where = mask_url(self.url) if self.url else f"region {self.region or 'us'}"
+            return f"{where}, {KEY_NAMES[self.kind]} {self.masked_secret}"
         return mask_url(self.url)
+
+    @property
+    def masked_secret(self) -> str:
+        """``…1a2b``: enough to tell two keys apart, not to use one."""
+        if not self.secret:
+            return ""
+        return f"…{self.secret[-4:]}" if len(self.secret) > 12 else "…"
 
     def recipient_list(self) -> list[str]:
         parts = self.recipients.replace("\n", ",").replace(";", ",").split(",")

@@ -1,4 +1,5 @@
-"""Celery tasks of the alerts: one per delivery (queue "celery"), retried with back-off."""
+"""Celery tasks of the alerts: one per delivery (queue "celery"), retried with back-off; and
+beat's re-send of open alerts to Alertmanager."""
 
 from __future__ import annotations
 
@@ -15,3 +16,12 @@ def deliver(self, delivery_id: int) -> bool:  # noqa: ANN001 - Celery's bound ta
     if outcome.retry_in_s is not None:
         raise self.retry(countdown=outcome.retry_in_s)
     return outcome.ok
+
+
+@shared_task(name="dashboard.alerts.tasks.resend_to_alertmanager", ignore_result=True)
+def resend_to_alertmanager() -> dict[str, int]:
+    """Repeat the open alerts to each Alertmanager channel, as Alertmanager expects of its
+    clients (:mod:`dashboard.alerts.resend`)."""
+    from dashboard.alerts.resend import resend_open_alerts
+
+    return resend_open_alerts()

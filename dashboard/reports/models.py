@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from pathlib import Path
 from typing import IO
 
@@ -101,3 +102,84 @@ class Report(models.Model):
             "size_bytes": self.size_bytes,
             "downloadable": self.downloadable,
         }
+
+
+class ReportSchedule(models.Model):
+    """A lag report built and mailed on a schedule: its scope and format as a report's, its
+    range relative to each due time (``range`` ending at the due time), its recipients and
+    its cron expression (UTC). Each due time is one :class:`ScheduledRun`."""
+
+    name = models.CharField(max_length=100, unique=True)
+    enabled = models.BooleanField(default=True)
+    cluster = models.CharField(max_length=255)
+    groups = models.JSONField(default=list, blank=True)  # names or patterns; empty = all
+    topics = models.JSONField(default=list, blank=True)
+    sources = models.JSONField(default=list, blank=True)
+    range = models.CharField(max_length=16, default="24h")  # a spec's ``since``
+    resolution = models.CharField(max_length=16, default="1h")
+    fmt = models.CharField(max_length=16, default="csv")
+    recipients = models.TextField()  # comma or newline separated
+    cron = models.CharField(max_length=100)
+    created_by = models.CharField(max_length=150, blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+    # A due time before the last change is not run (a new cron must not send at once).
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def recipient_list(self) -> list[str]:
+        parts = self.recipients.replace("\n", ",").replace(";", ",").split(",")
+        return [p.strip() for p in parts if p.strip()]
+
+    def spec_at(self, due_at: datetime) -> ReportSpec:
+        """The report of the run due at ``due_at``: ``range`` ending then."""
+        return parse_spec(
+            {
+                "cluster": self.cluster,
+                "groups": list(self.groups),
+                "topics": list(self.topics),
+                "sources": list(self.sources),
+                "since": self.range,
+                "resolution": self.resolution,
+            },
+            now=due_at,
+        )
+
+
+class RunState(models.TextChoices):
+    QUEUED = "queued"
+    RUNNING = "running"
+    RETRYING = "retrying"  # built; the mail is to be tried again
+    SENT = "sent"
+    FAILED = "failed"
+
+
+class ScheduledRun(models.Model):
+    """One due time of a schedule: when it ran, what it came to. Unique per (schedule, due
+    time), which is what makes a due time sent once, whichever beat or retry gets there."""
+
+    schedule = models.ForeignKey(ReportSchedule, on_delete=models.CASCADE, related_name="runs")
+    due_at = models.DateTimeField()
+    state = models.CharField(max_length=16, choices=RunState.choices, default=RunState.QUEUED)
+    report = models.ForeignKey(Report, null=True, blank=True, on_delete=models.SET_NULL)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    rows = models.BigIntegerField(null=True, blank=True)
+    size_bytes = models.BigIntegerField(null=True, blank=True)
+    delivered_as = models.CharField(max_length=16, blank=True, default="")  # attachment, link
+    attempts = models.PositiveIntegerField(default=0)  # mail attempts
+    error = models.TextField(blank=True, default="")
+
+    class Meta:
+        ordering = ["-due_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(fields=["schedule", "due_at"], name="uniq_run_per_due_time")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.schedule_id} due {self.due_at:%Y-%m-%d %H:%M}: {self.state}"

@@ -19,3 +19,24 @@ def prune_reports() -> int:
     from dashboard.reports.build import prune_old_reports
 
     return prune_old_reports()
+
+
+@shared_task(
+    bind=True, name="dashboard.reports.tasks.send_scheduled_report", max_retries=None,
+    ignore_result=True,
+)  # fmt: skip
+def send_scheduled_report(self, run_id: int) -> None:  # noqa: ANN001 - Celery's bound task
+    """Build and mail one scheduled run; a mail refused for now is tried again later."""
+    from dashboard.reports.scheduled import send_run
+
+    retry_in = send_run(run_id)
+    if retry_in is not None:
+        raise self.retry(countdown=retry_in)
+
+
+@shared_task(name="dashboard.reports.tasks.run_report_schedules", ignore_result=True)
+def run_report_schedules() -> int:
+    """Beat's pass over the schedules: a run, and its task, for each new due time."""
+    from dashboard.reports.scheduled import run_due_schedules
+
+    return len(run_due_schedules())

@@ -279,6 +279,18 @@ CELERY_BEAT_SCHEDULE["prune-reports"] = {
     "task": "dashboard.reports.tasks.prune_reports",
     "schedule": float(LAGWATCH_REPORTS_PRUNE_S),
 }
+# Scheduled reports (docs/REPORTS.md, "Scheduled reports"): beat looks for due schedules every
+# CHECK_S; a report up to MAIL_MAX_BYTES is attached, a larger one linked; a mail refused for now
+# is tried MAIL_ATTEMPTS times, RETRY_S, 2x, 4x... apart.
+LAGWATCH_REPORT_SCHEDULES_CHECK_S = env_int("LAGWATCH_REPORT_SCHEDULES_CHECK_S", 60)
+LAGWATCH_REPORT_MAIL_MAX_BYTES = env_int("LAGWATCH_REPORT_MAIL_MAX_BYTES", 10 * 1024 * 1024)
+LAGWATCH_REPORT_MAIL_ATTEMPTS = env_int("LAGWATCH_REPORT_MAIL_ATTEMPTS", 3)
+LAGWATCH_REPORT_MAIL_RETRY_S = env_int("LAGWATCH_REPORT_MAIL_RETRY_S", 60)
+CELERY_BEAT_SCHEDULE["run-report-schedules"] = {
+    "task": "dashboard.reports.tasks.run_report_schedules",
+    "schedule": float(LAGWATCH_REPORT_SCHEDULES_CHECK_S),
+    "options": {"expires": LAGWATCH_REPORT_SCHEDULES_CHECK_S},
+}
 
 # --- Dashboard pages (dashboard/ui, docs/DASHBOARD.md) -----------------------------------------
 # Plotly's JavaScript is served from the installed plotly package (no CDN, no vendored copy):
@@ -305,6 +317,7 @@ EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", False)
 EMAIL_USE_SSL = env_bool("EMAIL_USE_SSL", False)
 EMAIL_TIMEOUT = env_int("EMAIL_TIMEOUT", 10)
 LAGWATCH_ALERTS_EMAIL_FROM = env_str("LAGWATCH_ALERTS_EMAIL_FROM", "lagwatch@localhost")
+LAGWATCH_REPORTS_EMAIL_FROM = env_str("LAGWATCH_REPORTS_EMAIL_FROM", LAGWATCH_ALERTS_EMAIL_FROM)
 # Links in notices: the dashboard's public address (empty: paths only).
 LAGWATCH_BASE_URL = env_str("LAGWATCH_BASE_URL", "")
 LAGWATCH_ALERTS_HTTP_TIMEOUT_S = env_int("LAGWATCH_ALERTS_HTTP_TIMEOUT_S", 10)
@@ -312,6 +325,16 @@ LAGWATCH_ALERTS_MAX_ATTEMPTS = env_int("LAGWATCH_ALERTS_MAX_ATTEMPTS", 6)
 LAGWATCH_ALERTS_RETRY_BASE_S = env_int("LAGWATCH_ALERTS_RETRY_BASE_S", 10)
 LAGWATCH_ALERTS_RETRY_MAX_S = env_int("LAGWATCH_ALERTS_RETRY_MAX_S", 600)
 CELERY_TASK_ROUTES["dashboard.alerts.tasks.deliver"] = {"queue": "celery"}
+# Alertmanager expects its clients to re-send firing alerts (every 30 s to 3 min): beat re-posts
+# every open alert to each Alertmanager channel this often; an alert not re-sent ends in
+# Alertmanager after 4 intervals (docs/ALERTS.md, "Prometheus Alertmanager").
+LAGWATCH_ALERTMANAGER_RESEND_S = env_int("LAGWATCH_ALERTMANAGER_RESEND_S", 60)
+CELERY_BEAT_SCHEDULE["resend-to-alertmanager"] = {
+    "task": "dashboard.alerts.tasks.resend_to_alertmanager",
+    "schedule": float(LAGWATCH_ALERTMANAGER_RESEND_S),
+    "options": {"expires": LAGWATCH_ALERTMANAGER_RESEND_S},
+}
+CELERY_TASK_ROUTES["dashboard.alerts.tasks.resend_to_alertmanager"] = {"queue": "celery"}
 
 # --- API, Burrow-compatible /v3 and /metrics (SPEC §9, docs/API.md) ----------------------------
 # /metrics and /v3 are open by default, like Burrow's API and Prometheus exporters. "token":

@@ -33,7 +33,13 @@ PEM = "-----BEGIN PRIVATE KEY-----pemSecret-3b7d9f1a"
 HOOK_TOKEN = "T0AB12CD/B0EF34GH/hookToken9c8d7e6f"
 HOOK_URL = f"https://hooks.example.com/services/{HOOK_TOKEN}"
 SMTP_PW = "smtpPw-2e4a6c8b"
-SECRETS = (KAFKA_PW, OAUTH, "pemSecret-3b7d9f1a", HOOK_TOKEN, SMTP_PW)
+PD_KEY = "pdRoutingKey0123456789abcdef0f1e"
+GENIE_KEY = "genieKey-7f3e2d1c-aaaa-bbbb-cccc"
+TEAMS_SIG = "teamsSig9a8b7c6d5e4f3a2b1c0d"
+TEAMS_URL = ("https://prod-00.westeurope.logic.azure.com/workflows/abc/triggers/manual/paths/"
+             f"invoke?api-version=2016-06-01&sp=%2Ftriggers&sv=1.0&sig={TEAMS_SIG}")
+SECRETS = (KAFKA_PW, OAUTH, "pemSecret-3b7d9f1a", HOOK_TOKEN, SMTP_PW, PD_KEY, GENIE_KEY,
+           TEAMS_SIG[:-4])
 
 
 def assert_no_secret(text: str | bytes, where: str) -> None:
@@ -54,6 +60,9 @@ def world(settings):
                       "sasl.oauthbearer.client.secret": OAUTH, "ssl.key.pem": PEM},
     )  # fmt: skip
     channel = Channel.objects.create(name="ops-hook", kind="webhook", url=HOOK_URL)
+    Channel.objects.create(name="pd-oncall", kind="pagerduty", secret=PD_KEY, region="eu")
+    Channel.objects.create(name="responders", kind="opsgenie", secret=GENIE_KEY, region="us")
+    Channel.objects.create(name="teams-ops", kind="teams", url=TEAMS_URL)
     now = timezone.now()
     alert = Alert.objects.create(
         rule_name="r", subject_key="k", level="partition", cluster="prod-eu", group="g",
@@ -99,11 +108,11 @@ def test_mask_config_and_key_value_redaction() -> None:
 @pytest.mark.parametrize("role", list(Role))
 def test_admin_pages_never_show_a_secret(world, role: Role) -> None:
     client = as_role(role)
-    cluster, channel = world["cluster"], world["channel"]
+    cluster = world["cluster"]
     for url in (
         f"/admin/monitoring/cluster/{cluster.pk}/change/",
         "/admin/monitoring/cluster/",
-        f"/admin/alerts/channel/{channel.pk}/change/",
+        *[f"/admin/alerts/channel/{pk}/change/" for pk in Channel.objects.values_list("pk", flat=True)],
         "/admin/alerts/channel/",
     ):
         response = client.get(url)
@@ -159,7 +168,7 @@ def failing_delivery(world, monkeypatch) -> Delivery:
     def refuse(request, timeout=None):
         raise urllib.error.URLError(f"proxy refused CONNECT for {request.full_url}")
 
-    monkeypatch.setattr("dashboard.alerts.transports.urllib.request.urlopen", refuse)
+    monkeypatch.setattr("dashboard.alerts.transports.base.urllib.request.urlopen", refuse)
     delivery = Delivery.objects.create(
         alert=world["alert"], channel=world["channel"], channel_name="ops-hook", notice="firing"
     )
@@ -195,8 +204,8 @@ def test_pages_and_api_never_show_a_secret(world, monkeypatch, role: Role) -> No
              "/api/v1/", "/api/v1/clusters/", "/api/v1/clusters/prod-eu/", "/api/v1/alerts/",
              f"/api/v1/alerts/{world['alert'].pk}/", "/api/v1/openapi.json", "/v3/kafka",
              "/metrics"]  # fmt: skip
-    if role is Role.ADMIN:
-        pages.append(f"/alerts/channels/{world['channel'].pk}/")  # the edit form
+    if role is Role.ADMIN:  # the edit forms
+        pages.extend(f"/alerts/channels/{pk}/" for pk in Channel.objects.values_list("pk", flat=True))
     for url in pages:
         response = client.get(url)
         assert response.status_code == 200, url
@@ -207,6 +216,25 @@ def test_pages_and_api_never_show_a_secret(world, monkeypatch, role: Role) -> No
 def test_channels_page_shows_the_masked_url(world) -> None:
     body = as_role(Role.VIEWER).get("/alerts/channels/").content.decode()
     assert "https://hooks.example.com/…7e6f" in body
+    assert "region eu, routing_key …0f1e" in body and "region us, api_key …cccc" in body
+    assert "https://prod-00.westeurope.logic.azure.com/…1c0d" in body
+
+
+def test_a_channel_key_is_redacted_from_a_delivery_error(world, monkeypatch) -> None:
+    """A service that quotes the key back (a proxy's refusal) does not put it on the page."""
+
+    def refuse(request, timeout=None):
+        raise urllib.error.URLError(f"refused {request.data.decode()}")
+
+    monkeypatch.setattr("dashboard.alerts.transports.base.urllib.request.urlopen", refuse)
+    delivery = Delivery.objects.create(
+        alert=world["alert"], channel=Channel.objects.get(name="pd-oncall"),
+        channel_name="pd-oncall", notice="firing",
+    )  # fmt: skip
+    attempt(delivery.pk)
+    delivery.refresh_from_db()
+    assert "refused" in delivery.last_error and MASK in delivery.last_error
+    assert_no_secret(delivery.last_error, "Delivery.last_error")
 
 
 # --- exports and imports ------------------------------------------------------------------------
@@ -310,8 +338,21 @@ def test_alerts_export_writes_env_references_and_import_keeps_the_url(world, mon
         run("alerts_config", "import", "-", stdin=text)
     assert Channel.objects.get(name="ops-hook").url == HOOK_URL
     monkeypatch.setenv("LAGWATCH_CHANNEL_OPS_HOOK_URL", "https://hooks.example.com/new/abcd")
+    with pytest.raises(CommandError, match="routing_key: environment variable "
+                       "LAGWATCH_CHANNEL_PD_ONCALL_ROUTING_KEY is not set"):  # fmt: skip
+        run("alerts_config", "import", "-", stdin=text)
+    monkeypatch.setenv("LAGWATCH_CHANNEL_PD_ONCALL_ROUTING_KEY", "pd-new-key-0123456789")
+    monkeypatch.setenv("LAGWATCH_CHANNEL_RESPONDERS_API_KEY", GENIE_KEY)
+    monkeypatch.setenv("LAGWATCH_CHANNEL_TEAMS_OPS_URL", TEAMS_URL)
     run("alerts_config", "import", "-", stdin=text)
     assert Channel.objects.get(name="ops-hook").url == "https://hooks.example.com/new/abcd"
+    pd = Channel.objects.get(name="pd-oncall")
+    assert (pd.secret, pd.region) == ("pd-new-key-0123456789", "eu")
+    exported = {c["name"]: c for c in yaml.safe_load(text)["channels"]}
+    assert exported["pd-oncall"]["routing_key"] == {"env": "LAGWATCH_CHANNEL_PD_ONCALL_ROUTING_KEY"}
+    assert exported["pd-oncall"]["routing_key_masked"] == "…0f1e"
+    assert exported["responders"]["api_key"] == {"env": "LAGWATCH_CHANNEL_RESPONDERS_API_KEY"}
+    assert "api_key" not in yaml.safe_load(omitted)["channels"][2]
 
 
 # --- logs and error reports ---------------------------------------------------------------------
@@ -334,7 +375,7 @@ def test_a_500_error_report_shows_no_secret(world, monkeypatch, settings, capsys
     def crash(request, timeout=None):
         raise RuntimeError(f"unexpected failure for {request.full_url}")
 
-    monkeypatch.setattr("dashboard.alerts.transports.urllib.request.urlopen", crash)
+    monkeypatch.setattr("dashboard.alerts.transports.base.urllib.request.urlopen", crash)
     settings.DEBUG = True
     client = Client(raise_request_exception=False)
     client.force_login(user_with_role("root", Role.ADMIN))

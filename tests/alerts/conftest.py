@@ -13,6 +13,7 @@ from django.utils import timezone
 from dashboard.celery import app as celery_app
 from dashboard.monitoring.models import Cluster, ConsumerGroup, PartitionState, SparkJobRun
 from dashboard.signals import status_applied
+from tests.alerts.alertmanager_server import Alertmanager
 from tests.alerts.receivers import HookReceiver, SmtpReceiver
 
 
@@ -109,3 +110,19 @@ def smtp_settings(settings, smtp):
     settings.EMAIL_HOST = smtp.host
     settings.EMAIL_PORT = smtp.port
     return settings
+
+
+@pytest.fixture
+def am_hook() -> Iterator[HookReceiver]:
+    """Where the test Alertmanager notifies (its webhook receiver)."""
+    receiver = HookReceiver()
+    yield receiver
+    receiver.close()
+
+
+@pytest.fixture
+def alertmanager(tmp_path, am_hook) -> Iterator[Alertmanager]:
+    """A real Alertmanager on a free port, routing ``source="lagwatch"`` to ``am_hook``."""
+    server = Alertmanager(tmp_path / "alertmanager", am_hook.url)
+    yield server
+    server.stop()

@@ -50,7 +50,8 @@ class HookReceiver:
                 pass
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hooks/T000/SECRETTOKEN123"
+        self.base = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.url = f"{self.base}/hooks/T000/SECRETTOKEN123"
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
         self.thread.start()
 

@@ -78,9 +78,17 @@ def test_import_creates_and_updates_by_name(tmp_path):
         ("rules: [{name: x, statuses: [BOGUS]}]", "rules[0] (x): statuses:"),
         ("rules: [{name: x, statuses: [STOP], channels: [nope]}]", "channels: unknown nope"),
         ("rules: [{name: x, statuses: [STOP], min_evaluations: zero}]", "min_evaluations:"),
-        ("channels: [{name: h, kind: webhook}]", "channels[0] (h): url: A webhook needs a URL"),
+        ("channels: [{name: h, kind: webhook}]", "channels[0] (h): url: This kind of channel needs a URL"),
         ("channels: [{name: h, kind: carrier-pigeon}]", "kind:"),
         ("channels: [{name: m, kind: email, recipients: [not-an-address]}]", "Not an email"),
+        ("channels: [{name: p, kind: pagerduty}]", "channels[0] (p): secret: This kind of channel needs its key"),
+        ("channels: [{name: p, kind: pagerduty, api_key: k}]", "channels[0] (p): api_key: not a field of a channel of kind pagerduty"),
+        ("channels: [{name: o, kind: opsgenie, routing_key: k}]", "routing_key: not a field of a channel of kind opsgenie"),
+        ("channels: [{name: o, kind: opsgenie, secret: k}]", "secret: write routing_key (pagerduty) or api_key (opsgenie)"),
+        ("channels: [{name: o, kind: opsgenie, api_key: 'two words'}]", "secret: A key is one word"),
+        ("channels: [{name: o, kind: opsgenie, api_key: k, region: mars}]", "region: Select a valid choice"),
+        ("channels: [{name: t, kind: teams, url: 'ftp://x'}]", "url: Enter an http:// or https:// URL"),
+        ("channels: [{name: a, kind: alertmanager}]", "channels[0] (a): url: This kind of channel needs a URL"),
         ("silences: [{group_pattern: x}]", "silences[0]: until: Give a duration"),
         ("silences: [{hours: 1, rule: nope}]", "rule: unknown nope"),
         ("bogus: []", "unknown section(s): bogus"),
@@ -131,3 +139,31 @@ def test_alerts_listing_and_evaluate(mworld):
     assert alert["group"] == "g" and alert["silenced"] is False
     assert [e["kind"] for e in alert["events"]] == ["fired"]
     assert "firing" in run("alerts")
+
+
+SRE = """
+channels:
+  - {name: am, kind: alertmanager, url: "http://alertmanager:9093"}
+  - {name: pd, kind: pagerduty, routing_key: R0123456789abcdef0123456789abcd, region: eu}
+  - {name: og, kind: opsgenie, api_key: 11111111-2222-3333-4444-555555555555}
+  - {name: teams, kind: teams, url: "https://x.logic.azure.com/workflows/1/invoke?sig=abcdef123"}
+"""
+
+
+def test_import_and_export_the_sre_channels():
+    run("import", "-", stdin=SRE)
+    pd, og = Channel.objects.get(name="pd"), Channel.objects.get(name="og")
+    assert (pd.kind, pd.secret, pd.region, pd.url) == (
+        "pagerduty", "R0123456789abcdef0123456789abcd", "eu", "",
+    )  # fmt: skip
+    assert (og.secret, og.region) == ("11111111-2222-3333-4444-555555555555", "us")
+    exported = {c["name"]: c for c in yaml.safe_load(run("export"))["channels"]}
+    assert exported["am"]["url"] == {"env": "LAGWATCH_CHANNEL_AM_URL"}
+    assert exported["pd"]["routing_key"] == {"env": "LAGWATCH_CHANNEL_PD_ROUTING_KEY"}
+    assert (exported["pd"]["routing_key_masked"], exported["pd"]["region"]) == ("…abcd", "eu")
+    assert exported["og"]["api_key"] == {"env": "LAGWATCH_CHANNEL_OG_API_KEY"}
+    assert "url" not in exported["pd"] and "api_key" not in exported["pd"]
+    # Edited without the key: the stored one stays.
+    run("import", "-", stdin="channels: [{name: pd, kind: pagerduty, region: us}]")
+    pd.refresh_from_db()
+    assert (pd.secret, pd.region) == ("R0123456789abcdef0123456789abcd", "us")
