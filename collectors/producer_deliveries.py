@@ -3,8 +3,8 @@
 librdkafka's statistics say how many records a producer holds (queued, in flight) but count
 no expired ones: a batch not acknowledged within ``delivery.timeout.ms`` (librdkafka's
 ``message.timeout.ms``) only surfaces to the application as a delivery report with the error
-``_MSG_TIMED_OUT``. So the producer counts its delivery reports itself (the snippet in
-docs/INGEST.md, ``lab/workload/delivery_counts.py``) and pushes the counts inside its
+``_MSG_TIMED_OUT``. So the producer counts its delivery reports itself (the client package's
+``DeliveryCounts``, ``clients/python``, docs/INGEST.md) and pushes the counts inside its
 statistics document, under ``lagwatch_deliveries``::
 
     {"instance": "5f0c…",                       # optional: one id per producer instance

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from lagwatch_client import IngestSender, StatsForwarder
 
 from lab.__main__ import manage_exports
 from lab.services import (
@@ -22,7 +23,6 @@ from lab.services import (
 )
 from lab.stack import Stack
 from lab.workload.__main__ import parse_args
-from lab.workload.stats import StatsPoster
 from tests.alerts.receivers import HookReceiver
 from tests.waiting import wait_for
 
@@ -93,13 +93,13 @@ def test_the_workload_pushes_through_the_pretend_tls_front(tmp_path: Path) -> No
 
 def test_a_push_carries_the_extra_headers() -> None:
     hook = HookReceiver()
-    poster = StatsPoster(hook.url, "tok", headers={"X-Forwarded-Proto": "https"})
-    poster.start()
+    sender = IngestSender(hook.url, "tok", headers={"X-Forwarded-Proto": "https"})
     try:
-        poster.submit(json.dumps({"name": "c#consumer-1"}), group="g")
+        StatsForwarder(sender, group="g")(json.dumps({"name": "c#consumer-1"}))
+        sender.flush()
         (request,) = wait_for(lambda: hook.requests, 10, "the push")
     finally:
-        poster.stop()
+        sender.close()
         hook.close()
     assert request["headers"]["X-Forwarded-Proto"] == "https"
     assert request["headers"]["Authorization"] == "Bearer tok"

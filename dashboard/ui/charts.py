@@ -28,6 +28,10 @@ COLORS = {
 }
 LINE_COLORS = ("#1565c0", "#c62828", "#2e7d32", "#6a1b9a", "#ef6c00")
 HEIGHT = 260
+# A chart with a legend is taller by the legend's row, below the axis title (``_layout``).
+LEGEND_HEIGHT = 300
+LEGEND_MARGIN_B = 80
+LEGEND_Y = -0.33
 
 
 def t(at: datetime) -> str:
@@ -52,6 +56,15 @@ def _layout(title: str, y_title: str = "", **extra: Any) -> dict[str, Any]:
     return layout
 
 
+def _time_legend(layout: dict[str, Any]) -> dict[str, Any]:
+    """A time series' legend goes under its x axis's two-line dates and "UTC", not on them:
+    the chart grows by the legend's row."""
+    layout["height"] = LEGEND_HEIGHT
+    layout["margin"] = {**layout["margin"], "b": LEGEND_MARGIN_B}
+    layout["legend"] = {"orientation": "h", "x": 0, "y": LEGEND_Y, "yanchor": "top"}
+    return layout
+
+
 def _dict(fig: go.Figure) -> dict[str, Any]:
     return fig.to_plotly_json()
 
@@ -66,7 +79,10 @@ def series_figure(
     """Lines over time sharing one axis; stale points (a source was unreachable) are marked
     with hollow grey markers on the first line, so old figures are not read as fresh."""
     xs = [t(a) for a in x]
-    fig = go.Figure(layout=_layout(escape(title), escape(y_title)))
+    layout = _layout(escape(title), escape(y_title))
+    if len(lines) > 1 or (stale and any(stale) and lines):
+        _time_legend(layout)
+    fig = go.Figure(layout=layout)
     for i, (name, ys) in enumerate(lines.items()):
         fig.add_trace(
             go.Scatter(
@@ -99,7 +115,10 @@ def _lines_figure(
 ) -> dict[str, Any]:
     """Lines with x values of their own; ``dash`` per line ("solid", "dash", ...). Names are
     escaped here, as in ``series_figure``."""
-    fig = go.Figure(layout=_layout(escape(title), escape(y_title)))
+    layout = _layout(escape(title), escape(y_title))
+    if len(lines) > 1:
+        _time_legend(layout)
+    fig = go.Figure(layout=layout)
     for i, (name, x, ys, dash) in enumerate(lines):
         fig.add_trace(
             go.Scatter(
@@ -111,6 +130,51 @@ def _lines_figure(
                 connectgaps=False,
             )
         )
+    return _dict(fig)
+
+
+def spout_counts_figure(
+    title: str,
+    x: Sequence[datetime],
+    acked_per_s: Sequence[float | None],
+    failed_per_s: Sequence[float | None],
+    pending: Sequence[float | None],
+) -> dict[str, Any] | None:
+    """A spout's pushed counts read as what they are: acked and failed are counters since the
+    spout started (thousands, growing for ever), so they are drawn as rates per second on the
+    left axis; pending is a gauge (a handful of tuples), drawn on its own right-hand axis, so
+    neither flattens the other. None when nothing is known."""
+    lines = [("acked/s", acked_per_s, "y", "solid", LINE_COLORS[2]),
+             ("failed/s", failed_per_s, "y", "solid", LINE_COLORS[1]),
+             ("pending (right axis)", pending, "y2", "dot", LINE_COLORS[0])]  # fmt: skip
+    if not any(v is not None for _, ys, *_ in lines for v in ys):
+        return None
+    layout = _layout(
+        escape(title),
+        "tuples/s",
+        yaxis2={
+            "title": {"text": "pending (tuples)"},
+            "overlaying": "y",
+            "side": "right",
+            "rangemode": "tozero",
+            "showgrid": False,
+        },
+    )
+    _time_legend(layout)
+    layout["margin"] = {**layout["margin"], "r": 60}
+    known = [v for v in pending if v is not None]
+    if not known or max(known) < 5:
+        # A gauge at 0 or a few tuples: whole numbers on the axis, not 0.363 of a tuple.
+        layout["yaxis2"].update(range=[0, 5], dtick=1, autorange=False)
+    xs = [t(a) for a in x]
+    fig = go.Figure(layout=layout)
+    for name, ys, axis, dash, color in lines:
+        fig.add_trace(
+            go.Scatter(
+                x=xs, y=list(ys), name=name, mode="lines", yaxis=axis, connectgaps=False,
+                line={"color": color, "width": 2, "dash": dash},
+            )
+        )  # fmt: skip
     return _dict(fig)
 
 

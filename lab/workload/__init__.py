@@ -8,7 +8,8 @@ Run it with ``python -m lab.workload`` (see ``__main__``); scenarios are listed 
   ``zk_consumer``, ``topologies``) and its topic keeper;
 - ``scenarios`` / ``params`` / ``runner``: the faults, their parameters, which are active;
 - ``server`` / ``control``: the HTTP control endpoint and its client;
-- ``stats`` / ``spout_stats``: librdkafka statistics and the spouts' per-partition figures
-  pushed to Lagwatch's ingest endpoint;
+- ``spout_stats``: the spouts' per-partition figures as reports; they and every client's
+  librdkafka statistics reach Lagwatch's ingest endpoint through the client package
+  (``clients/python``, ``lagwatch_client``);
 - ``probes``: reading back what the services hold (tests, debugging).
 """

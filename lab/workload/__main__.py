@@ -19,12 +19,13 @@ import threading
 from collections.abc import Sequence
 from pathlib import Path
 
+from lagwatch_client import IngestSender, SpoutPusher
+
 from lab.storm.ui_api import StormUIServer, TopologyRegistry
 from lab.workload.demo import DEMO_WORLD
 from lab.workload.runner import ScenarioRunner
 from lab.workload.server import ControlServer
-from lab.workload.spout_stats import SpoutStatsPoster
-from lab.workload.stats import StatsPoster
+from lab.workload.spout_stats import spout_pusher
 from lab.workload.world import World
 
 log = logging.getLogger("lab.workload")
@@ -68,6 +69,14 @@ def _header(text: str) -> tuple[str, str]:
     return name.strip(), value.strip()
 
 
+def _spout_status(ingest: IngestSender, spouts: SpoutPusher) -> dict[str, object]:
+    status = ingest.status()
+    by_endpoint = status["posted_by_endpoint"]
+    assert isinstance(by_endpoint, dict)
+    return {"url": f"{ingest.url}/spout", "posted": by_endpoint["spout"],
+            "sampled": spouts.sampled, "dropped": spouts.dropped}  # fmt: skip
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     logging.basicConfig(
@@ -79,9 +88,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
 
-    headers = dict(args.ingest_header)
-    poster = (
-        StatsPoster(args.ingest_url, args.ingest_token, headers=headers)
+    # One sender for every client's statistics and the spouts' figures (lagwatch_client).
+    ingest = (
+        IngestSender(args.ingest_url, args.ingest_token, headers=dict(args.ingest_header))
         if args.ingest_url
         else None
     )
@@ -91,34 +100,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.bootstrap,
         args.zk,
         run_dir=args.run_dir,
-        stats_sink=poster.submit if poster else None,
+        ingest=ingest,
         registry=registry,
     )
     runner = ScenarioRunner(world)
-    spout_poster = (
-        SpoutStatsPoster(
-            args.ingest_url, args.ingest_token, world.topologies.spouts, headers=headers
-        )
-        if args.ingest_url
-        else None
-    )
+    spouts = spout_pusher(ingest, world.topologies.spouts) if ingest else None
     storm_ui = StormUIServer("127.0.0.1", args.storm_ui_port, registry)
     control = ControlServer(
         runner,
         args.control_port,
         extra_status=lambda: {
             "storm_ui": storm_ui.url,
-            "ingest": poster.status() if poster else None,
-            "spout_ingest": spout_poster.status() if spout_poster else None,
+            "ingest": ingest.status() if ingest else None,
+            "spout_ingest": _spout_status(ingest, spouts) if ingest and spouts else None,
         },
     )
-    if poster:
-        poster.start()
     try:
         world.start()
         runner.start_always_on()
-        if spout_poster:
-            spout_poster.start()
+        if spouts:
+            spouts.start()
         storm_ui.start()
         control.start()
         log.info("workload running (storm ui %s, control %s)", storm_ui.url, control.url)
@@ -127,13 +128,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         log.info("shutting down")
     finally:
         control.stop()
-        if spout_poster:
-            spout_poster.stop()
+        if spouts:
+            spouts.close()
         runner.stop_all()
         world.stop()
         storm_ui.stop()
-        if poster:
-            poster.stop()
+        if ingest:
+            ingest.close(timeout_s=5)
     log.info("bye")
     return 0
 

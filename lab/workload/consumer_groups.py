@@ -22,9 +22,9 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Protocol
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+from lagwatch_client import IngestSender, StatsForwarder
 
 from lab.workload.clients import (
     FetchWatchdog,
@@ -44,13 +44,6 @@ _POISON_RETRY_S = 0.5
 # row, and takes that one up again after the pause below (see ``_take_turns``).
 _TURN_RECORDS = 20
 _TURN_PAUSE_S = 0.5
-
-
-class StatsSink(Protocol):
-    """Takes a librdkafka statistics document, and the group of the consumer that wrote it
-    (librdkafka's document does not name it). Must not block: it runs inside poll()."""
-
-    def __call__(self, stats_json: str, group: str | None = None) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -113,7 +106,7 @@ class GroupMember:
         bootstrap: str,
         settings: MemberSettings,
         faults: _Faults,
-        stats_sink: StatsSink | None,
+        ingest: IngestSender | None,
         group_owns_partitions: Callable[[], bool] = lambda: False,
     ) -> None:
         self.spec = spec
@@ -121,7 +114,8 @@ class GroupMember:
         self._bootstrap = bootstrap
         self._settings = settings
         self._faults = faults
-        self._stats_sink = stats_sink
+        # The consumer's statistics to Lagwatch, with its group (lagwatch_client).
+        self._forward = StatsForwarder(ingest, group=spec.name) if ingest is not None else None
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self._assigned: set[int] = set()
@@ -457,8 +451,8 @@ class GroupMember:
             log.debug("%s: async commit failed: %s", self.client_id, err)
 
     def _on_stats(self, stats_json: str) -> None:
-        if self._stats_sink is not None:
-            self._stats_sink(stats_json, self.spec.name)
+        if self._forward is not None:
+            self._forward(stats_json)
         try:
             self.cgrp = json.loads(stats_json).get("cgrp", {})
         except ValueError:
@@ -474,12 +468,12 @@ class ConsumerGroup:
         spec: GroupSpec,
         bootstrap: str,
         settings: MemberSettings | None = None,
-        stats_sink: StatsSink | None = None,
+        ingest: IngestSender | None = None,
     ) -> None:
         self.spec = spec
         self._bootstrap = bootstrap
         self._settings = settings or MemberSettings()
-        self._stats_sink = stats_sink
+        self._ingest = ingest
         self._lock = threading.Lock()
         self._members: list[GroupMember] = []
         self._next_index = 0
@@ -546,7 +540,7 @@ class ConsumerGroup:
                 self._bootstrap,
                 self._settings,
                 self._faults,
-                self._stats_sink,
+                self._ingest,
                 self._owns_partitions,
             )
             self._members.append(member)

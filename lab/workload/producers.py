@@ -6,13 +6,13 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from confluent_kafka import KafkaError, Producer
+from lagwatch_client import DeliveryCounts, IngestSender, StatsForwarder
 
 from lab.workload.clients import base_config
-from lab.workload.delivery_counts import DeliveryCounts
 from lab.workload.spec import TopicSpec
 
 log = logging.getLogger(__name__)
@@ -42,21 +42,20 @@ class Producers:
         self,
         bootstrap: str,
         topics: Iterable[TopicSpec],
-        stats_sink: Callable[[str], None] | None = None,
+        ingest: IngestSender | None = None,
         statistics_interval_ms: int = 5000,
     ) -> None:
         conf = base_config(bootstrap, "lab-workload-producer")
-        # Delivery-report counts (docs/INGEST.md's snippet): the expired records librdkafka's
-        # statistics do not count (DOMAIN §4).
+        # Delivery-report counts (lagwatch_client, docs/INGEST.md): the expired records
+        # librdkafka's statistics do not count (DOMAIN §4).
         self.deliveries = DeliveryCounts()
-        if stats_sink is not None:
+        if ingest is not None:
             # Producer statistics carry queued and in-flight records; with the counts attached
             # they go to the same ingest endpoint as the consumers'.
-            sink = stats_sink
             conf.update(
                 {
                     "statistics.interval.ms": statistics_interval_ms,
-                    "stats_cb": lambda stats: sink(self.deliveries.attach(stats)),
+                    "stats_cb": StatsForwarder(ingest, deliveries=self.deliveries),
                 }
             )
         conf.update(

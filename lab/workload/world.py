@@ -14,9 +14,10 @@ from pathlib import Path
 from typing import Any
 
 from confluent_kafka import KafkaException
+from lagwatch_client import IngestSender
 
 from lab.storm.ui_api import TopologyRegistry
-from lab.workload.consumer_groups import ConsumerGroup, MemberSettings, StatsSink
+from lab.workload.consumer_groups import ConsumerGroup, MemberSettings
 from lab.workload.params import ScenarioError
 from lab.workload.producers import Producers
 from lab.workload.spec import TopicSpec, WorldSpec
@@ -35,7 +36,7 @@ class World:
         zk_hosts: str,
         *,
         run_dir: Path | None = None,
-        stats_sink: StatsSink | None = None,
+        ingest: IngestSender | None = None,
         member_settings: MemberSettings | None = None,
         spout_defaults: dict[str, Any] | None = None,
         keeper_interval_s: float = 2.0,
@@ -45,11 +46,12 @@ class World:
         self.bootstrap = bootstrap
         self.zk_hosts = zk_hosts
         self.run_dir = run_dir
-        self.stats_sink = stats_sink
+        # Where the clients push their statistics (lagwatch_client), if anywhere.
+        self.ingest = ingest
         self.admin = TopicAdmin(bootstrap)
-        self.producers = Producers(bootstrap, spec.topics, stats_sink)
+        self.producers = Producers(bootstrap, spec.topics, ingest)
         self.groups = {
-            g.name: ConsumerGroup(g, bootstrap, member_settings, stats_sink) for g in spec.groups
+            g.name: ConsumerGroup(g, bootstrap, member_settings, ingest) for g in spec.groups
         }
         self.zk_consumers = {
             z.group: ZkGroupConsumer(z, bootstrap, zk_hosts) for z in spec.zk_consumers

@@ -2,7 +2,7 @@
 
 Checks run in the order a push meets them: method, token, declared size, cluster, body. The
 last tests run a live server and push from a real consumer and a real simulated spout through
-the lab's own posters.
+the client package (``lagwatch_client``), as the lab's workload does.
 """
 
 from __future__ import annotations
@@ -322,18 +322,17 @@ def _wait(predicate: Any, timeout_s: float, what: str) -> Any:
 def test_a_real_consumer_pushes_its_assignment_through_the_lab_poster(
     kafka_bootstrap: str, admin: AdminClient, live_cluster: tuple[str, Cluster]
 ) -> None:
-    from lab.workload.stats import StatsPoster
+    from lagwatch_client import IngestSender, StatsForwarder
 
     url, cluster = live_cluster
     topic, group = _uid("t"), _uid("g")
     admin.create_topics([NewTopic(topic, 3, 1)])[topic].result(10)
-    poster = StatsPoster(url, TOKEN)
-    poster.start()
+    poster = IngestSender(url, TOKEN, flush_interval_s=0.2, backoff_s=0.2)
     consumer = Consumer(
         {
             "bootstrap.servers": kafka_bootstrap, "group.id": group, "client.id": "ing-client",
             "session.timeout.ms": 6000, "statistics.interval.ms": 300,
-            "stats_cb": lambda doc: poster.submit(doc, group),
+            "stats_cb": StatsForwarder(poster, group=group),
         }
     )  # fmt: skip
     try:
@@ -350,22 +349,24 @@ def test_a_real_consumer_pushes_its_assignment_through_the_lab_poster(
         assert report.assignment == tuple(
             sorted((tp.topic, tp.partition) for tp in consumer.assignment())
         )
-        assert poster.posted >= 1
+        assert poster.status()["posted"] >= 1
         (filled,) = apply_client_reports(
             [GroupSnapshot(Source.KAFKA, group, "Stable", members_known=False)], [report]
         )
         assert [m.assignment for m in filled.members] == [report.assignment]
     finally:
         leave_and_close(consumer)
-        poster.stop()
+        poster.close(timeout_s=2)
 
 
 @pytest.mark.lab
 def test_a_real_spout_pushes_its_partition_figures(
     kafka_bootstrap: str, zk_hosts: str, admin: AdminClient, live_cluster: tuple[str, Cluster]
 ) -> None:
+    from lagwatch_client import IngestSender
+
     from lab.storm.spout import BoltPolicy, KafkaSpoutSim
-    from lab.workload.spout_stats import SpoutStatsPoster
+    from lab.workload.spout_stats import spout_pusher
 
     url, cluster = live_cluster
     topic = _uid("t")
@@ -385,7 +386,8 @@ def test_a_real_spout_pushes_its_partition_figures(
         state_update_interval_ms=200, max_spout_pending=4, max_offset_behind=1000,
         policy=BoltPolicy(process_ms=5, poison=frozenset({(1, 3)})), seed=3,
     )  # fmt: skip
-    poster = SpoutStatsPoster(url, TOKEN, lambda: [spout], interval_s=0.2)
+    sender = IngestSender(url, TOKEN, flush_interval_s=0.2, backoff_s=0.2)
+    poster = spout_pusher(sender, lambda: [spout], interval_s=0.2)
     spout.start()
     poster.start()
     try:
@@ -416,7 +418,8 @@ def test_a_real_spout_pushes_its_partition_figures(
         first = by_partition[0]
         assert (first.acked, first.emitted, first.failed) == (per_partition, per_partition, 0)
         assert (first.pending, first.smallest_failed_offset) == (0, None)
-        assert poster.status()["posted"] > poster.status()["failed"]
+        assert sender.status()["posted_by_endpoint"]["spout"] >= 1
     finally:
-        poster.stop()
+        poster.close()
+        sender.close(timeout_s=2)
         spout.stop()

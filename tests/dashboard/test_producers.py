@@ -2,13 +2,13 @@
 client restart, refused with a 400 naming the field (nothing stored lost), and shown alike by
 ``lagwatch_status``, ``/api/v1/producers/``, ``/metrics``, the producers page, a group page
 and the alert rules (PRODUCER_EXPIRY). Last, a real librdkafka producer whose records expire
-(its broker address answers nothing) pushes through the snippet of docs/INGEST.md."""
+(its broker address answers nothing) pushes the counts of the client package's
+``DeliveryCounts`` (docs/INGEST.md)."""
 
 from __future__ import annotations
 
 import io
 import json
-import re
 import socket
 from datetime import timedelta
 from pathlib import Path
@@ -19,11 +19,11 @@ from confluent_kafka import Producer
 from django.core.management import call_command
 from django.test import Client
 from django.utils import timezone
+from lagwatch_client import DeliveryCounts
 
 from dashboard.alerts.evaluation import producer_topic_codes, read_partitions
 from dashboard.api.tokens import create_token
 from dashboard.monitoring.models import Cluster, ConsumerGroup, PartitionState
-from lab.workload.delivery_counts import DeliveryCounts
 from tests.collectors.ingest_documents import producer_doc
 
 pytestmark = pytest.mark.django_db
@@ -196,14 +196,6 @@ def test_api_metrics_pages_and_alert_facts_agree(client: Client, cluster, django
     assert read_partitions({}) == []
 
 
-def test_the_docs_snippet_is_the_labs() -> None:
-    """docs/INGEST.md shows the very code the lab's producers run."""
-    source = (REPO / "lab/workload/delivery_counts.py").read_text()
-    snippet = re.search(r"# --- snippet: begin ---\n(.*)# --- snippet: end ---", source, re.S)
-    doc = (REPO / "docs/INGEST.md").read_text()
-    assert snippet is not None and snippet.group(1).strip() in doc
-
-
 def _closed_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -212,7 +204,7 @@ def _closed_port() -> int:
 
 def test_a_real_producer_pushes_its_expired_records(client: Client, cluster) -> None:
     """librdkafka's own delivery reports: records to a broker that never answers expire with
-    _MSG_TIMED_OUT; the snippet counts them and the ingest stores exactly that count."""
+    _MSG_TIMED_OUT; the client package counts them and the ingest stores exactly that count."""
     deliveries = DeliveryCounts()
     stats: list[str] = []
     producer = Producer({

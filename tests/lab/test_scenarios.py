@@ -324,7 +324,8 @@ def test_backpressure_holds_the_spouts_in_flight_tuples_at_its_cap(
 
     def report() -> dict:
         running = world.topologies.spout(spout.name)
-        return (spout_report(running) if running is not None else None) or {}
+        report = spout_report(running) if running is not None else None
+        return report.to_dict() if report is not None else {}
 
     at_cap = wait_until(lambda: (r := report()).get("pending") == 8 and r, 30, "pending at cap")
     assert at_cap["max_spout_pending"] == 8

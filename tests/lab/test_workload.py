@@ -29,6 +29,7 @@ import pytest
 from confluent_kafka import Consumer, ConsumerGroupState, ConsumerGroupType, KafkaException
 from confluent_kafka.admin import AdminClient, ConsumerGroupDescription
 from kazoo.client import KazooClient
+from lagwatch_client import IngestSender
 
 from lab.workload import control
 from lab.workload.consumer_groups import ConsumerGroup, MemberSettings, group_settings
@@ -51,7 +52,6 @@ from lab.workload.spec import (
     WorldSpec,
     ZkConsumerSpec,
 )
-from lab.workload.stats import StatsPoster
 from lab.workload.topics import TopicAdmin
 from lab.workload.world import World
 from lab.workload.zk_consumer import ZkGroupConsumer
@@ -287,17 +287,18 @@ def test_librdkafka_statistics_are_pushed_and_a_dead_endpoint_does_not_stall_con
 ) -> None:
     topic = uid("t")
     stub = _IngestStub()
-    good = StatsPoster(stub.url, "s3cret")
-    dead = StatsPoster(f"http://127.0.0.1:{_free_port()}/api/v1/ingest", "x", timeout_s=1)
+    good = IngestSender(stub.url, "s3cret", flush_interval_s=0.2)
+    dead = IngestSender(
+        f"http://127.0.0.1:{_free_port()}/api/v1/ingest", "x", timeout_s=1, backoff_s=0.2,
+        max_backoff_s=0.5, flush_interval_s=0.2,
+    )  # fmt: skip
     spec_ok, spec_dead = GroupSpec(uid("g"), topic, 1), GroupSpec(uid("g"), topic, 1)
     spec = WorldSpec(topics=(TopicSpec(topic, 2, rate=20),))
-    for poster in (good, dead):
-        poster.start()
     try:
-        with World(spec, kafka_bootstrap, "unused:1", stats_sink=good.submit):
+        with World(spec, kafka_bootstrap, "unused:1", ingest=good):
             groups = [
-                ConsumerGroup(spec_ok, kafka_bootstrap, FAST, good.submit),
-                ConsumerGroup(spec_dead, kafka_bootstrap, FAST, dead.submit),
+                ConsumerGroup(spec_ok, kafka_bootstrap, FAST, good),
+                ConsumerGroup(spec_dead, kafka_bootstrap, FAST, dead),
             ]
             for g in groups:
                 g.start()
@@ -335,16 +336,16 @@ def test_librdkafka_statistics_are_pushed_and_a_dead_endpoint_does_not_stall_con
                 # The member behind the unreachable endpoint keeps consuming regardless.
                 member = groups[1].members()[0]
                 before = member.consumed
-                wait_until(lambda: dead.failed >= 2, 20, "posts to a dead endpoint failing")
+                wait_until(lambda: dead.status()["retries"] >= 2, 20, "a dead endpoint failing")
                 wait_until(lambda: member.consumed > before + 20, 20, "consuming meanwhile")
             finally:
                 for g in groups:
                     g.stop()
     finally:
-        for poster in (good, dead):
-            poster.stop()
+        for sender in (good, dead):
+            sender.close(timeout_s=1)
         stub.close()
-    assert good.failed == 0 and good.posted >= 1
+    assert good.status()["retries"] == 0 and good.status()["posted"] >= 1
 
 
 def test_zookeeper_consumer_registers_owns_and_commits_like_kafkas_zk_consumer(

@@ -253,3 +253,130 @@ def test_dead_consumer_found_in_three_clicks_and_hostile_names_stay_text(
         assert pg.locator("script", has_text="alert(1)").count() == 0
     time.sleep(1)
     assert dialogs == []
+
+
+# --- every page at a wide and a narrow window --------------------------------------------
+
+WIDTHS = (1400, 800)
+KIP848 = "shipments-tracker"  # a KIP-848 group of the demo world
+CLASSIC = "orders-processor"
+SPOUT = "orders-spout"  # a simulated storm-kafka spout that pushes its figures
+
+
+@pytest.fixture(scope="module")
+def width_shots(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Where the pages at each width go: ``LAGWATCH_WIDTH_SHOTS`` to keep them, else a
+    temporary folder (pytest's, kept for the last few runs)."""
+    if folder := os.environ.get("LAGWATCH_WIDTH_SHOTS"):
+        return Path(folder)
+    return tmp_path_factory.mktemp("widths")
+
+
+def group_url(pg: Page, world: Any, name: str) -> str:
+    pg.goto(world.web_url + "/groups/?q=" + name)
+    link = pg.locator("a.group-link", has_text=re.compile(rf"^{re.escape(name)}$"))
+    expect(link).to_have_count(1)
+    return world.web_url + link.get_attribute("href")
+
+
+def horizontal_overflow(pg: Page) -> int:
+    """How many pixels the page is wider than the window (0: nothing to scroll sideways)."""
+    return pg.evaluate(
+        "() => document.documentElement.scrollWidth - document.documentElement.clientWidth"
+    )
+
+
+def charts_drawn(pg: Page) -> None:
+    for el in pg.locator("div.chart[data-figure]").all():
+        expect(el).to_have_class(re.compile(r"js-plotly-plot"))
+
+
+def test_every_page_reads_at_a_wide_and_a_narrow_width(
+    lab_world: Any, browser: Browser, width_shots: Path
+) -> None:
+    """Each page at 1,400 and 800 px: nothing wider than the window (a wide table scrolls in
+    its card), charts drawn, a screenshot of the whole page; and on the pages the fixes are
+    about: the spout chart draws rates and the pending gauge on their own axes, a KIP-848
+    member's client id stays on one line, a "Retention left" of "—" says why."""
+    context = browser.new_context(viewport={"width": WIDTHS[0], "height": 900})
+    pg = context.new_page()
+    try:
+        log_in(pg, lab_world)
+        lab_world.wait_until(lambda d: group_doc(d, SPOUT), 90, "the spout group collected")
+        groups = {name: group_url(pg, lab_world, name) for name in (KIP848, CLASSIC, SPOUT)}
+        pg.goto(groups[SPOUT])
+        spout_partition = lab_world.web_url + pg.locator(
+            "#partitions-table a.partition-link"
+        ).first.get_attribute("href")
+        pages = {
+            "overview": lab_world.web_url + "/",
+            "cluster": lab_world.web_url + "/clusters/lab/",
+            "groups": lab_world.web_url + "/groups/",
+            "group-kip848": groups[KIP848],
+            "group-classic": groups[CLASSIC],
+            "group-spout": groups[SPOUT],
+            "partition-spout": spout_partition,
+            "sources": lab_world.web_url + "/sources/",
+            "producers": lab_world.web_url + "/producers/",
+            "jobs": lab_world.web_url + "/jobs/",
+            "alerts": lab_world.web_url + "/alerts/",
+            "reports": lab_world.web_url + "/reports/",
+        }
+        overflowing = {}
+        for width in WIDTHS:
+            pg.set_viewport_size({"width": width, "height": 900})
+            for name, url in pages.items():
+                pg.goto(url)
+                expect(pg.locator("main h1, main h2").first).to_be_visible()
+                charts_drawn(pg)
+                if overflow := horizontal_overflow(pg):
+                    overflowing[f"{name}@{width}"] = overflow
+                pg.screenshot(path=str(width_shots / f"{name}-{width}.png"), full_page=True)
+        assert overflowing == {}, f"pages wider than the window (px): {overflowing}"
+
+        for width in WIDTHS:
+            pg.set_viewport_size({"width": width, "height": 900})
+            # The spout's pushed counts: counters as rates on the left axis, the pending
+            # gauge on its own right axis.
+            pg.goto(groups[SPOUT] + "?range=15m")
+            expect(pg.locator("#fig-spout.js-plotly-plot")).to_be_visible()
+            traces = pg.evaluate(
+                """() => { const el = document.getElementById('fig-spout');
+                           return el.data.map(t => [t.name, t.yaxis || 'y',
+                                                    t.y.filter(v => v !== null).length]); }"""
+            )
+            assert [(n, axis) for n, axis, _ in traces] == [
+                ("acked/s", "y"), ("failed/s", "y"), ("pending (right axis)", "y2")]  # fmt: skip
+            assert all(points > 1 for _, _, points in traces), traces
+            axes = pg.evaluate(
+                "() => { const l = document.getElementById('fig-spout').layout;"
+                " return [l.yaxis.title.text, l.yaxis2.title.text, l.yaxis2.overlaying,"
+                " l.yaxis2.side]; }"
+            )
+            assert axes == ["tuples/s", "pending (tuples)", "y", "right"]
+
+            # A KIP-848 group's members: each client id on one line, whatever the width.
+            pg.goto(groups[KIP848])
+            expect(pg.locator("#members-table td.client-id").first).to_be_visible()
+            lines = pg.evaluate(
+                """() => Array.from(document.querySelectorAll('#members-table td.client-id'))
+                     .map(td => { const r = document.createRange(); r.selectNodeContents(td);
+                                  return new Set(Array.from(r.getClientRects())
+                                    .map(x => Math.round(x.top))).size; })"""
+            )
+            assert lines and set(lines) == {1}, lines
+
+            # "Retention left": a "—" always carries its reason.
+            for name in (KIP848, CLASSIC, SPOUT):
+                pg.goto(groups[name])
+                cells = pg.evaluate(
+                    """() => Array.from(document.querySelectorAll('#partitions-table tbody tr'))
+                         .map(tr => tr.children[6])
+                         .map(td => [td.textContent.trim(),
+                                     (td.querySelector('.no-forecast') || {}).title || ''])"""
+                )
+                assert cells, name
+                bare = [c for c in cells if c[0] == "—" and not c[1].startswith("No forecast: ")]
+                assert bare == [], (name, cells)
+    finally:
+        context.close()

@@ -11,7 +11,13 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
-from dashboard.monitoring.models import LagRollup, PartitionState, RebalanceEvent, StatusChange
+from dashboard.monitoring.models import (
+    LagRollup,
+    PartitionState,
+    RebalanceEvent,
+    StatusChange,
+    TopicConfig,
+)
 from dashboard.ui.params import PARTITIONS_PER_PAGE as PER_PAGE
 from tests.ui import world
 
@@ -57,8 +63,18 @@ def test_short_range_charts_read_the_raw_history(web: Client) -> None:
     assert r.context["series_kind"] == "raw"
     lag = r.context["figures"]["lag"]["data"][0]
     assert lag["y"] == [39, 36, 33, 30]  # oldest first: 3 partitions × (10 + k)
-    spout = r.context["figures"]["spout"]["data"]
-    assert [t["name"] for t in spout] == ["pending", "failed", "acked"]
+    # The pushed counters as rates on the left axis, the pending gauge on its own right axis:
+    # 3 partitions acking one record each per 10 s, pending 3 × k.
+    figure = r.context["figures"]["spout"]
+    spout = figure["data"]
+    assert [(t["name"], t["yaxis"]) for t in spout] == [
+        ("acked/s", "y"), ("failed/s", "y"), ("pending (right axis)", "y2")]  # fmt: skip
+    assert spout[0]["y"] == [None, 0.3, 0.3, 0.3]
+    assert spout[1]["y"] == [None, 0.0, 0.0, 0.0]
+    assert spout[2]["y"] == [9, 6, 3, 0]
+    assert (figure["layout"]["yaxis2"]["overlaying"], figure["layout"]["yaxis2"]["side"]) == (
+        "y", "right")  # fmt: skip
+    assert figure["layout"]["yaxis"]["title"]["text"] == "tuples/s"
     assert 'data-figure="fig-lag-data"' in r.content.decode()
 
 
@@ -339,3 +355,34 @@ def test_live_update_regions(web: Client) -> None:
     assert "STOP" in doc["regions"]["partitions"]
     figs = web.get(url(g, "?live=charts")).json()["figures"]
     assert {"lag", "time_lag", "assignment", "rebalances", "spout"} <= set(figs)
+
+
+def test_a_retention_left_dash_says_why(web: Client) -> None:
+    """"—" in "Retention left" is never bare: each says why that partition has no forecast,
+    and a note under the table lists the reasons on the page."""
+    c = world.cluster()
+    g = world.group(c, "mixed")
+    now = timezone.now()
+    TopicConfig.objects.create(cluster=c, topic="kept", retention_ms=7 * 86_400_000,
+                               cleanup_policy="delete", read_at=now)  # fmt: skip
+    TopicConfig.objects.create(cluster=c, topic="table", retention_ms=86_400_000,
+                               cleanup_policy="compact", read_at=now)  # fmt: skip
+    reading, caught_up, behind_since = world.partitions(g, 3, topic="kept", lag=0)
+    PartitionState.objects.filter(pk=reading.pk).update(lag=40, retention_left_s=6 * 86_400.0)
+    # Lag now, none when the status job judged it (the figure is the job's, the lag the poll's).
+    PartitionState.objects.filter(pk=behind_since.pk).update(lag=12)
+    world.partitions(g, 1, topic="kept-idle", lag=0)  # no settings read for this topic
+    world.partitions(g, 1, topic="table", lag=9)
+    r = web.get(url(g, "?psort=partition"))
+    rows = {(x["topic"], x["partition"]): x for x in r.context["table"]["rows"]}
+    assert "no_forecast" not in rows[("kept", 0)]
+    assert rows[("kept", 1)]["no_forecast"].startswith("nothing is waiting to be read")
+    assert rows[("kept-idle", 0)]["no_forecast"].startswith(
+        "the topic's retention settings have not been read yet")
+    assert rows[("table", 0)]["no_forecast"] == "the topic is compacted, not deleted by time"
+    assert rows[("kept", 2)]["no_forecast"].startswith(
+        "at the status job's last judgement nothing was waiting to be read")
+    body = r.content.decode()
+    assert body.count('<span class="no-forecast" title="No forecast: ') == 4
+    assert ">6d<" in body
+    assert 'id="no-forecast-note"' in body and "the topic is compacted" in body

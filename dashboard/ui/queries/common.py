@@ -70,3 +70,35 @@ def unreachable_sources(cluster_ids: list[int] | None = None) -> list[dict[str, 
 
 def diagnosis_codes(diagnosis: list | None) -> list[str]:
     return [d.get("code", "?") for d in diagnosis or [] if isinstance(d, dict)]
+
+
+def no_forecast_reason(
+    config: Any, lag: int | None, time_lag_s: float | None, stale: bool, evaluated: bool
+) -> str:
+    """Why a partition has no "retention left" (the page's "—"), in the forecast's own terms
+    (``spark_jobs.evaluator.retention.time_to_retention`` on the stored figures); ``config``
+    is the topic's stored ``TopicConfig`` or None.
+
+    The figure is the status job's, made from its window when it last judged the partition;
+    the lag shown beside it is the latest poll's. A partition whose lag comes and goes (a
+    healthy consumer a few records behind) can show lag now and have had nothing unread
+    then: that is said as such, not as an unknown time lag."""
+    from spark_jobs.evaluator.retention import CAUGHT_UP, COMPACT, INFINITE, time_to_retention
+
+    if stale:
+        return "its source is unreachable: no forecast from last known figures"
+    if config is None:
+        return "the topic's retention settings have not been read yet (DescribeConfigs)"
+    kind = time_to_retention(config.retention_ms, config.cleanup_policy, time_lag_s, lag).kind
+    if kind == INFINITE:
+        return "the topic's retention is infinite (retention.ms = -1)"
+    if kind == COMPACT:
+        return "the topic is compacted, not deleted by time"
+    if kind == CAUGHT_UP:
+        return "nothing is waiting to be read"
+    if not evaluated:
+        return "the status job has not judged this partition yet"
+    if time_lag_s is None:
+        return "the time lag is unknown"
+    return ("at the status job's last judgement nothing was waiting to be read, or the "
+            "figures were not current")  # fmt: skip

@@ -23,7 +23,7 @@ from dashboard.monitoring.membership import (
 )
 from dashboard.monitoring.models import ConsumerGroup, PartitionState, RebalanceEvent, StatusChange
 from dashboard.ui.params import PARTITIONS_PER_PAGE, SEVERITY, STATUSES_WORST_FIRST, GroupView
-from dashboard.ui.queries.common import diagnosis_codes
+from dashboard.ui.queries.common import diagnosis_codes, no_forecast_reason
 from dashboard.whatif import group_report, holdings
 from dashboard.whatif.whatif import by_member, label, pairs
 
@@ -33,7 +33,7 @@ LIGHT_COLUMNS = ("id", "topic", "partition", "lag", "time_lag_s", "status", "sta
 # The rows of the table's page only, in full (dates and JSON cost to decode: not 1,000 of them).
 FULL_COLUMNS = (
     "id", "committed", "latest", "time_lag_kind", "alive", "diagnosis", "last_commit_at",
-    "complete", "present", "lag_upper_bound",
+    "complete", "present", "lag_upper_bound", "evaluated_at",
 )  # fmt: skip
 REBALANCES_SHOWN = 200
 CHANGES_SHOWN = 30
@@ -79,20 +79,27 @@ def partitions(g: ConsumerGroup) -> list[dict[str, Any]]:
     ]
 
 
-def _complete_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The page's rows with their remaining columns and partition links (one query)."""
+def _complete_rows(rows: list[dict[str, Any]], cluster: str) -> list[dict[str, Any]]:
+    """The page's rows with their remaining columns, partition links and, where a row has no
+    retention forecast, why (two queries: the rows, their topics' retention settings)."""
     full = {
         r["id"]: r
         for r in PartitionState.objects.filter(id__in=[r["id"] for r in rows]).values(*FULL_COLUMNS)
     }
+    without = {r["topic"] for r in rows if r["retention_left_s"] is None}
+    configs = trends.topic_retention((cluster, t) for t in without)
     prefix = reverse("ui:partition", args=[0])[: -len("0/")]
     out = []
     for r in rows:
         extra = full.get(r["id"], {})
-        out.append(
-            {**r, **extra, "codes": diagnosis_codes(extra.get("diagnosis")),
-             "url": f"{prefix}{r['id']}/"}
-        )  # fmt: skip
+        row = {**r, **extra, "codes": diagnosis_codes(extra.get("diagnosis")),
+               "url": f"{prefix}{r['id']}/"}  # fmt: skip
+        if r["retention_left_s"] is None:
+            row["no_forecast"] = no_forecast_reason(
+                configs.get((cluster, r["topic"])), r["lag"], r["time_lag_s"], r["stale"],
+                extra.get("evaluated_at") is not None,
+            )  # fmt: skip
+        out.append(row)
     return out
 
 
@@ -106,7 +113,7 @@ def _sort_key(sort: str):
     return lambda r: (-SEVERITY.get(r["status"], 1), -(r["lag"] or 0), r["topic"], r["partition"])
 
 
-def table(rows: list[dict[str, Any]], view: GroupView) -> dict[str, Any]:
+def table(rows: list[dict[str, Any]], view: GroupView, cluster: str) -> dict[str, Any]:
     """The partition table's page: filters, sort and paging of the view (deep-linked)."""
     shown = [
         r
@@ -118,8 +125,12 @@ def table(rows: list[dict[str, Any]], view: GroupView) -> dict[str, Any]:
     pages = max(1, -(-len(shown) // PARTITIONS_PER_PAGE))
     page = min(view.page, pages)
     start = (page - 1) * PARTITIONS_PER_PAGE
+    page_rows = _complete_rows(shown[start : start + PARTITIONS_PER_PAGE], cluster)
     return {
-        "rows": _complete_rows(shown[start : start + PARTITIONS_PER_PAGE]),
+        "rows": page_rows,
+        # Why some rows' "Retention left" is "—", each reason once, in the rows' order.
+        "no_forecast_reasons": list(dict.fromkeys(r["no_forecast"] for r in page_rows
+                                                  if "no_forecast" in r)),  # fmt: skip
         "matching": len(shown),
         "page": page,
         "pages": pages,

@@ -17,7 +17,7 @@ from dashboard.ui import charts
 from dashboard.ui.params import PARTITION_SORTS, RANGES, STATUSES_WORST_FIRST, BadParam, group_view
 from dashboard.ui.queries import group as q
 from dashboard.ui.queries.common import unreachable_sources
-from dashboard.ui.queries.series import group_series, spout_history
+from dashboard.ui.queries.series import counter_rates, group_series, spout_history
 from dashboard.ui.views.common import (
     bad_request,
     live_figures,
@@ -41,16 +41,19 @@ def _figures(g: ConsumerGroup, view, rows, now) -> dict[str, Any]:
             "seconds",
         ),
     }  # fmt: skip
-    spout = {k: s.get(k) or [] for k in ("pending", "failed", "acked")}
     # The partitions' sums are per-partition figures a spout pushed (with its pending). Without
     # a push (a real Storm's UI alone) every partition carries the whole spout's counters, and
     # their sum would count the spout once per partition: the spout's own charts below show it.
-    pushed = any(v is not None for v in spout["pending"])
+    pending = s.get("pending") or []
     figs["spout"] = (
-        charts.series_figure(f"Spout counts of {label}", s["x"], spout, "messages")
-        if pushed
+        charts.spout_counts_figure(
+            f"Spout counts of {label}: acked and failed per second, pending", s["x"],
+            counter_rates(s["x"], s.get("acked") or []),
+            counter_rates(s["x"], s.get("failed") or []), pending,
+        )
+        if any(v is not None for v in pending)
         else None
-    )
+    )  # fmt: skip
     # A Storm 2 spout's Kafka group too: its topology's spouts, where a Storm UI gives them.
     spouts = spout_history(g, s["since"]) if g.source == "storm" or g.topology_id else {}
     figs.update(charts.spout_figures(label, spouts))
@@ -70,7 +73,7 @@ def _producer_expiry(g: ConsumerGroup, rows) -> list[dict[str, Any]]:
 
 
 def _live(g: ConsumerGroup, view, rows) -> dict[str, Any]:
-    t = q.table(rows, view)
+    t = q.table(rows, view, g.cluster.name)
     threshold = g.cluster.retention_risk_s
     for r in t["rows"]:
         r["retention_risk"] = at_risk(r["retention_left_s"], threshold)

@@ -11,7 +11,7 @@ from dashboard.ui import charts
 from dashboard.ui.params import RANGES, BadParam, range_param
 from dashboard.ui.queries import partition as q
 from dashboard.ui.queries.common import unreachable_sources
-from dashboard.ui.queries.series import partition_series
+from dashboard.ui.queries.series import counter_rates, partition_series
 from dashboard.ui.views.common import (
     bad_request,
     live_figures,
@@ -40,12 +40,15 @@ def _figures(p: PartitionState, rng, now) -> dict:
             "seconds",
         ),
     }  # fmt: skip
-    spout = {k: s.get(k) or [] for k in ("pending", "failed", "acked")}
-    if any(v is not None for vs in spout.values() for v in vs):
-        # Without a push (a real Storm's UI alone) a partition carries its whole spout's
-        # counters and no pending of its own: the title says whose counts they are.
-        whose = where if any(v is not None for v in spout["pending"]) else "its whole spout"
-        figs["spout"] = charts.series_figure(f"Spout counts of {whose}", s["x"], spout)
+    pending = s.get("pending") or []
+    # Without a push (a real Storm's UI alone) a partition carries its whole spout's counters
+    # and no pending of its own: the title says whose counts they are.
+    whose = where if any(v is not None for v in pending) else "its whole spout"
+    figs["spout"] = charts.spout_counts_figure(
+        f"Spout counts of {whose}: acked and failed per second, pending", s["x"],
+        counter_rates(s["x"], s.get("acked") or []),
+        counter_rates(s["x"], s.get("failed") or []), pending,
+    )  # fmt: skip
     return {"figures": figs, "series_kind": s["kind"]}
 
 

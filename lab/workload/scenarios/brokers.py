@@ -151,13 +151,14 @@ class ProducerExpiry(Scenario):
     """Pauses the broker (SIGSTOP, then SIGCONT: lab only) longer than a small
     `delivery.timeout.ms` while a short-lived producer of its own (`lab-expiry-producer`)
     writes `count` records to `topic`, so every one of them expires before the broker
-    acknowledges it. The producer counts its delivery reports with docs/INGEST.md's snippet
-    and pushes them with its statistics: Lagwatch shows "N records expired before reaching the
-    broker: no consumer will ever see them" on the producers page and on the topic's groups,
-    the diagnosis PRODUCER_EXPIRY on the topic, and the count in the API and /metrics; lag
-    alone shows nothing (the records never reached the log). The result states the records
-    produced during the pause and the `_MSG_TIMED_OUT` reports the producer saw. Pausing the
-    broker stalls every client of the stack for the pause: run it where that does no harm."""
+    acknowledges it. The producer counts its delivery reports with lagwatch_client's
+    ``DeliveryCounts`` and pushes them with its statistics: Lagwatch shows "N records expired
+    before reaching the broker: no consumer will ever see them" on the producers page and on
+    the topic's groups, the diagnosis PRODUCER_EXPIRY on the topic, and the count in the API
+    and /metrics; lag alone shows nothing (the records never reached the log). The result
+    states the records produced during the pause and the `_MSG_TIMED_OUT` reports the producer
+    saw. Pausing the broker stalls every client of the stack for the pause: run it where that
+    does no harm."""
 
     name = "producer-expiry"
     params = (
@@ -216,14 +217,14 @@ class ProducerExpiry(Scenario):
 
 class _ExpiryRun:
     """The producer-expiry scenario's own producer: its delivery reports counted twice, by the
-    snippet that pushes them (``DeliveryCounts``) and here, so the test compares the ingest's
+    client package that pushes them (``DeliveryCounts``) and here, so the test compares the ingest's
     figure with what the producer saw."""
 
     def __init__(self, world: World, topic: str, partitions: int, timeout_ms: int) -> None:
         from confluent_kafka import KafkaError, Producer
+        from lagwatch_client import DeliveryCounts, StatsForwarder
 
         from lab.workload.clients import base_config
-        from lab.workload.delivery_counts import DeliveryCounts
 
         self._timed_out_code = KafkaError._MSG_TIMED_OUT
         self.topic = topic
@@ -234,7 +235,7 @@ class _ExpiryRun:
         self._pushed_after: int | None = None
         self._stats_seen = 0
         self._lock = threading.Lock()
-        sink = world.stats_sink
+        ingest = self._ingest = world.ingest
         conf = base_config(world.bootstrap, ProducerExpiry.CLIENT_ID)
         conf.update(
             {
@@ -243,13 +244,14 @@ class _ExpiryRun:
                 "statistics.interval.ms": 1000,
             }
         )
-        if sink is not None:
-            conf["stats_cb"] = lambda stats: self._stats(sink, stats)
-        self.pushing = sink is not None
+        if ingest is not None:
+            forward = StatsForwarder(ingest, deliveries=self.deliveries)
+            conf["stats_cb"] = lambda stats: self._stats(forward, stats)
+        self.pushing = ingest is not None
         self._producer = Producer(conf)
 
-    def _stats(self, sink: Any, stats: str) -> None:
-        sink(self.deliveries.attach(stats))
+    def _stats(self, forward: Any, stats: str) -> None:
+        forward(stats)
         with self._lock:
             self._stats_seen += 1
 
@@ -287,14 +289,16 @@ class _ExpiryRun:
 
     def push_final(self, timeout_s: float) -> None:
         """Poll until librdkafka has handed over two statistics documents after the last
-        delivery report (the first may have been cut before it), each pushed with the counts."""
-        if not self.pushing:
+        delivery report (the first may have been cut before it), then have the sender post
+        them with the counts at once."""
+        if self._ingest is None:
             return
         with self._lock:
             wanted = self._stats_seen + 2
         deadline = time.monotonic() + timeout_s
         while self._stats_seen < wanted and time.monotonic() < deadline:
             self._producer.poll(0.2)
+        self._ingest.flush(max(1.0, deadline - time.monotonic()))
 
     def summary(self) -> dict[str, int]:
         with self._lock:
