@@ -12,13 +12,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any, Self
 
 from collectors.kafka_wire.codec.framing import (
     CONSUMER_GROUP_DESCRIBE,
     NO_TAGGED_FIELDS,
+    ErrorCoded,
     check_version,
     compact_string_array,
-    error_name,
 )
 from collectors.kafka_wire.codec.reader import Reader
 
@@ -66,7 +67,29 @@ class MemberEpochs:
 
 
 @dataclass(frozen=True)
-class ConsumerGroupEpochs:
+class BrokerGroup(ErrorCoded):
+    """A group whose coordinator assigns its partitions (KIP-848's consumer groups, KIP-932's
+    share groups), as its describe answer gives it: epochs, assignor and members, or why there
+    are none. Each describe message answers these same fields; only its members differ."""
+
+    group: str
+    state: str | None
+    group_epoch: int | None
+    assignment_epoch: int | None
+    assignor: str | None
+    members: tuple[Any, ...]
+    error_code: int = 0
+    error_message: str | None = None
+    topic_ids: tuple[tuple[str, str], ...] = ()
+    authorized_operations: int | None = None
+
+    @classmethod
+    def failed(cls, group: str, error_code: int, message: str | None) -> Self:
+        return cls(group, None, None, None, None, (), error_code, message)
+
+
+@dataclass(frozen=True)
+class ConsumerGroupEpochs(BrokerGroup):
     """One group's ConsumerGroupDescribe answer, or why there is none.
 
     On an error (``error_code != 0``) the broker fills the other fields with the schema's
@@ -76,28 +99,7 @@ class ConsumerGroupEpochs:
     ``topic_ids`` maps every topic named in an assignment to its id (Kafka's base64 form).
     """
 
-    group: str
-    state: str | None
-    group_epoch: int | None
-    assignment_epoch: int | None
-    assignor: str | None
     members: tuple[MemberEpochs, ...]
-    error_code: int = 0
-    error_message: str | None = None
-    topic_ids: tuple[tuple[str, str], ...] = ()
-    authorized_operations: int | None = None
-
-    @property
-    def error_name(self) -> str:
-        return error_name(self.error_code)
-
-    @property
-    def ok(self) -> bool:
-        return self.error_code == 0
-
-    @classmethod
-    def failed(cls, group: str, error_code: int, message: str | None) -> ConsumerGroupEpochs:
-        return cls(group, None, None, None, None, (), error_code, message)
 
 
 @dataclass(frozen=True)

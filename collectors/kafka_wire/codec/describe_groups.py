@@ -24,9 +24,9 @@ from collectors.consumer_offsets import (
 from collectors.kafka_wire.codec.framing import (
     DESCRIBE_GROUPS,
     NO_TAGGED_FIELDS,
+    ErrorCoded,
     check_version,
     compact_string_array,
-    error_name,
 )
 from collectors.kafka_wire.codec.reader import Reader
 
@@ -69,7 +69,7 @@ class ClassicMember:
 
 
 @dataclass(frozen=True)
-class ClassicGroup:
+class ClassicGroup(ErrorCoded):
     """One group's DescribeGroups answer, or why there is none.
 
     ``state`` is the coordinator's name for it ("Stable", "PreparingRebalance",
@@ -90,14 +90,6 @@ class ClassicGroup:
     protocol_type: str | None
     protocol: str | None
     members: tuple[ClassicMember, ...]
-
-    @property
-    def ok(self) -> bool:
-        return self.error_code == 0
-
-    @property
-    def error_name(self) -> str:
-        return error_name(self.error_code)
 
     @classmethod
     def failed(cls, group: str, error_code: int, message: str | None) -> ClassicGroup:

@@ -119,6 +119,21 @@ def error_name(code: int) -> str:
     return ERROR_NAMES.get(code, f"ERROR_{code}")
 
 
+class ErrorCoded:
+    """A part of an answer that carries Kafka's error code (a group, a partition): its name
+    and whether there is none, alike for every message family."""
+
+    error_code: int
+
+    @property
+    def error_name(self) -> str:
+        return error_name(self.error_code)
+
+    @property
+    def ok(self) -> bool:
+        return self.error_code == 0
+
+
 def is_flexible(api_key: int, version: int) -> bool:
     return version >= _FIRST_FLEXIBLE[api_key]
 

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from collectors.kafka_wire.codec.framing import (
     LIST_GROUPS,
     NO_TAGGED_FIELDS,
+    ErrorCoded,
     check_version,
     compact_string_array,
-    error_name,
 )
 from collectors.kafka_wire.codec.reader import Reader
 
@@ -45,17 +45,13 @@ class ListedGroup:
 
 
 @dataclass(frozen=True)
-class ListGroupsResult:
+class ListGroupsResult(ErrorCoded):
     """One broker's answer: its error (COORDINATOR_LOAD_IN_PROGRESS while it loads
     ``__consumer_offsets``: the groups it lists are then a part of its own) and its groups."""
 
     throttle_time_ms: int
     error_code: int
     groups: tuple[ListedGroup, ...]
-
-    @property
-    def error_name(self) -> str:
-        return error_name(self.error_code)
 
 
 def encode_list_groups_request(

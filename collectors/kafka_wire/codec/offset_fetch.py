@@ -20,6 +20,7 @@ from typing import NamedTuple
 from collectors.kafka_wire.codec.framing import (
     NO_TAGGED_FIELDS,
     OFFSET_FETCH,
+    ErrorCoded,
     check_version,
     compact_string,
     error_name,
@@ -83,7 +84,7 @@ class PartitionOffset(NamedTuple):
 
 
 @dataclass(frozen=True)
-class GroupOffsets:
+class GroupOffsets(ErrorCoded):
     """One group's committed offsets, or why there are none.
 
     ``offsets`` is sorted by (topic, partition). A group-level error (``error_code != 0``:
@@ -97,14 +98,6 @@ class GroupOffsets:
     error_code: int
     offsets: tuple[PartitionOffset, ...]
     error_message: str | None = None
-
-    @property
-    def ok(self) -> bool:
-        return self.error_code == 0
-
-    @property
-    def error_name(self) -> str:
-        return error_name(self.error_code)
 
     @property
     def committed(self) -> dict[tuple[str, int], int]:

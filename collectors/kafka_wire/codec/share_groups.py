@@ -21,14 +21,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from collectors.kafka_wire.codec.consumer_group_describe import BrokerGroup
 from collectors.kafka_wire.codec.framing import (
     DESCRIBE_SHARE_GROUP_OFFSETS,
     NO_TAGGED_FIELDS,
     SHARE_GROUP_DESCRIBE,
+    ErrorCoded,
     check_version,
     compact_string,
     compact_string_array,
-    error_name,
     uvarint,
 )
 from collectors.kafka_wire.codec.reader import Reader
@@ -68,33 +69,12 @@ class ShareMember:
 
 
 @dataclass(frozen=True)
-class ShareGroupDescription:
+class ShareGroupDescription(BrokerGroup):
     """One group's ShareGroupDescribe answer, or why there is none (the other fields are then
     None/empty: the broker fills them with defaults that are not facts). ``state`` ("Empty",
     "Stable", "Dead") and ``assignor`` are None where the broker sent ""."""
 
-    group: str
-    state: str | None
-    group_epoch: int | None
-    assignment_epoch: int | None
-    assignor: str | None
     members: tuple[ShareMember, ...]
-    error_code: int = 0
-    error_message: str | None = None
-    topic_ids: tuple[tuple[str, str], ...] = ()
-    authorized_operations: int | None = None
-
-    @property
-    def error_name(self) -> str:
-        return error_name(self.error_code)
-
-    @property
-    def ok(self) -> bool:
-        return self.error_code == 0
-
-    @classmethod
-    def failed(cls, group: str, error_code: int, message: str | None) -> ShareGroupDescription:
-        return cls(group, None, None, None, None, (), error_code, message)
 
 
 @dataclass(frozen=True)
@@ -104,7 +84,7 @@ class ShareGroupDescribeResult:
 
 
 @dataclass(frozen=True)
-class SharePartitionOffset:
+class SharePartitionOffset(ErrorCoded):
     """One partition of a share group's offsets. ``start_offset`` None: the broker sent -1
     (the share partition is not initialised yet: nobody fetched it since the group came).
     ``lag`` None: not reported (a v0 answer, before KIP-1226) or unknown to the broker (-1).
@@ -119,13 +99,9 @@ class SharePartitionOffset:
     error_code: int = 0
     error_message: str | None = None
 
-    @property
-    def error_name(self) -> str:
-        return error_name(self.error_code)
-
 
 @dataclass(frozen=True)
-class ShareGroupOffsets:
+class ShareGroupOffsets(ErrorCoded):
     """One group's DescribeShareGroupOffsets answer, partitions sorted; on a group error no
     partitions. ``lag_reported``: the answer's version carries the broker's lag (v1)."""
 
@@ -134,14 +110,6 @@ class ShareGroupOffsets:
     error_code: int = 0
     error_message: str | None = None
     lag_reported: bool = False
-
-    @property
-    def error_name(self) -> str:
-        return error_name(self.error_code)
-
-    @property
-    def ok(self) -> bool:
-        return self.error_code == 0
 
     @classmethod
     def failed(cls, group: str, error_code: int, message: str | None) -> ShareGroupOffsets:
