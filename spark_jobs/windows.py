@@ -82,6 +82,10 @@ lag 0, since nothing shows messages waiting.
 
 from __future__ import annotations
 
+import bisect
+import functools
+import itertools
+import operator
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, NamedTuple
 
@@ -129,16 +133,24 @@ def _new_commit(previous: Any, current: Any) -> bool:
 
 def commit_rows(samples: Mapping[str, Sequence[Any]], start: int = 0) -> Iterator[int]:
     """Indices (from ``start``) of the samples that see a new commit: the first sample, and
-    every one whose offset, commit time or commit version moved from the sample before."""
+    every one whose offset, commit time or commit version moved from the sample before
+    (``_new_commit``, inlined: this runs over every sample of every window)."""
     offsets = samples["committed"]
     times = samples["commit_time_ms"]
     versions = samples["commit_version"]
-    for i in range(start, len(offsets)):
+    if start == 0 and len(offsets):
+        yield 0
+    lo = max(start, 1)
+    pairs = zip(
+        range(lo, len(offsets)),
+        offsets[lo - 1 :], offsets[lo:], times[lo - 1 :], times[lo:],
+        versions[lo - 1 :], versions[lo:], strict=False,
+    )  # fmt: skip
+    for i, o0, o1, t0, t1, v0, v1 in pairs:
         if (
-            i == 0
-            or offsets[i] != offsets[i - 1]
-            or _new_commit(times[i - 1], times[i])
-            or _new_commit(versions[i - 1], versions[i])
+            o1 != o0
+            or (t0 is not None and t1 is not None and t0 != t1)
+            or (v0 is not None and v1 is not None and v0 != v1)
         ):
             yield i
 
@@ -176,14 +188,19 @@ def derive_commits(samples: Mapping[str, Sequence[Any]]) -> list[Commit]:
 def first_holding(committed: Sequence[int], offset: int) -> int:
     """The first of the trailing samples that hold ``offset`` as the committed offset: where
     the committed offset was last reached."""
+    if committed and committed[0] == offset and committed.count(offset) == len(committed):
+        return 0  # a stuck consumer's whole look-back: counted in C
     first = len(committed) - 1
     while first > 0 and committed[first - 1] == offset:
         first -= 1
     return first
 
 
+_KNOWN = functools.partial(operator.is_not, None)
+
+
 def _present(values: Sequence[Any]) -> tuple[Any, ...]:
-    return tuple(v for v in values if v is not None)
+    return tuple(filter(_KNOWN, values))
 
 
 def _last_known(values: Sequence[Any]) -> Any:
@@ -246,7 +263,7 @@ def window_from_samples(
     polls = len(ts) - since
     # The polls since the committed offset was last reached that found the source down.
     held = first_holding(samples["committed"], commits[-1].offset) if commits else len(ts)
-    down = tuple(ts[i] for i in range(held, len(ts)) if samples["stale"][i])
+    down = tuple(itertools.compress(ts[held:], samples["stale"][held:]))
     return PartitionWindow(
         id=pid,
         commits=commits,
@@ -288,13 +305,21 @@ def group_rebalances(
     poll (None when it owned none then, or was never seen fresh)."""
     moved: set[int] = set()
     last: int | None = None
-    for a, b in runs:
-        seen = [i for i in range(a, b) if not stale[i]]
-        moved.update(ts[j] for i, j in zip(seen, seen[1:], strict=False) if owner[j] != owner[i])
-        if seen and (last is None or ts[seen[-1]] > last):
-            last = ts[seen[-1]]
+    fresh: list[tuple[list[int], list[str | None]]] = []
+    for a, b in runs:  # in C where it can: this runs over every sample of the group
+        polled = list(map(operator.not_, stale[a:b]))
+        times = list(itertools.compress(ts[a:b], polled))
+        owners = list(itertools.compress(owner[a:b], polled))
+        moved.update(itertools.compress(times[1:], map(operator.ne, owners[1:], owners[:-1])))
+        if times and (last is None or times[-1] > last):
+            last = times[-1]
+        fresh.append((times, owners))
     if last is None:
         return (), None
-    at_last = [owner[i] for a, b in runs for i in range(a, b) if ts[i] == last and not stale[i]]
+    at_last = []  # a partition's polls have distinct times (duplicates dropped before)
+    for times, owners in fresh:
+        i = bisect.bisect_left(times, last)
+        if i < len(times) and times[i] == last:
+            at_last.append(owners[i])
     owned = sum(o is not None for o in at_last)
     return tuple(sorted(moved)), (None if owned == 0 else owned < len(at_last))
