@@ -9,7 +9,9 @@ Jobs:
   rather than the evaluator's window: the window is the partition's last N commits, and a
   stuck partition's last commit may be long ago, so the read must reach back far enough to
   hold it. A commit older than the look-back is not seen; the partition is then judged on
-  its first sample in the look-back, as if that were its first commit.
+  its first sample in the look-back, as if that were its first commit. With ``incremental``
+  (the product's runs) a run goes on from the previous run's state and reads only the log
+  since its cut (``spark_jobs.state``); its driver then writes the run's tables itself.
 - **rollups** (:func:`run_rollups_job`): per-minute and per-hour trends of every partition,
   topic, group and cluster (``spark_jobs.rollups``).
 
@@ -18,6 +20,7 @@ Jobs:
     status/run=<now_ms>/_SUCCESS               the run's summary (JSON), written last
     status/run=<now_ms>/partitions/*.parquet   PARTITION_VERDICT_SCHEMA
     status/run=<now_ms>/groups/*.parquet       GROUP_VERDICT_SCHEMA
+    status/run=<now_ms>/state/*.parquet        spark_jobs.state.STATE_SCHEMA (incremental runs)
     rollups/run=<now_ms>/_SUCCESS
     rollups/run=<now_ms>/{partitions,topics,groups,clusters}/*.parquet   1m and 1h rows
     <job>/.tmp-<now_ms>-<hex>/                 a run being written (hidden from readers)
@@ -40,8 +43,10 @@ business (a Redis lock in ``dashboard.status.runs``).
 Files are handled with Hadoop's ``FileSystem`` through the driver's JVM: the same connector,
 configuration and credentials Spark itself writes with, whatever the URL's scheme.
 
-**Why one module of some 540 lines**: the two jobs share the result layout, the atomic
-publish and the re-read after compaction; they are kept beside the code that relies on them.
+**Why one module of some 660 lines**: the two jobs (and the status job's three ways to read:
+the whole window, the slice first, from the previous run's state) share the result layout,
+the atomic publish and the re-read after compaction; they are kept beside the code that relies
+on them.
 """
 
 from __future__ import annotations
@@ -55,14 +60,19 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from spark_jobs import state
 from spark_jobs.evaluator import EvaluatorConfig
 from spark_jobs.rollups import rollup
 from spark_jobs.sample_reader import read_samples
+from spark_jobs.state import DEFAULT_SETTLE_MS
 from spark_jobs.status import (
     GROUP_KEY,
     Counters,
@@ -137,6 +147,9 @@ class JobResult:
     # The status job from a slice: the groups its slice could not tell, judged from the whole
     # window (None: the whole window was read for every group).
     whole_groups: int | None = None
+    # The status job's incremental read (``spark_jobs.state``): how it read, and what it
+    # carried to the next run, as its ``_SUCCESS`` summary says.
+    notes: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def partitions(self) -> int:
@@ -154,7 +167,7 @@ class JobResult:
         return {
             "job": self.job, "now_ms": self.now_ms, "window_ms": self.window_ms,
             "input_rows": self.input_rows, "output_path": self.output_path,
-            "tables": dict(self.tables), "whole_groups": self.whole_groups,
+            "tables": dict(self.tables), "whole_groups": self.whole_groups, **self.notes,
         }  # fmt: skip
 
 
@@ -182,6 +195,13 @@ class _Files:
     def rename(self, src: str, dst: str) -> None:
         if not self._fs.rename(self.path(src), self.path(dst)):
             raise OSError(f"could not rename {src} to {dst}")
+
+    def read_bytes(self, url: str) -> bytes:
+        stream = self._fs.open(self.path(url))
+        try:
+            return bytes(self._jvm.org.apache.commons.io.IOUtils.toByteArray(stream))
+        finally:
+            stream.close()
 
     def read_text(self, url: str) -> str:
         stream = self._fs.open(self.path(url))
@@ -287,6 +307,7 @@ def _finish(
     keep: int,
     tables: Mapping[str, int] | None = None,
     whole_groups: int | None = None,
+    notes: Mapping[str, Any] | None = None,
 ) -> JobResult:
     """Publish the run; ``tables`` are its tables' row counts when the job counted them, else
     they are read back from the files."""
@@ -301,9 +322,11 @@ def _finish(
                "input_rows": input_rows, "tables": tables}  # fmt: skip
     if whole_groups is not None:
         summary["whole_groups"] = whole_groups
+    summary.update(notes or {})
     _publish(files, temp, final, summary)
     _prune(files, results_url, job, now_ms, keep)
-    return JobResult(job, now_ms, window_ms, input_rows, final, tables, whole_groups)
+    return JobResult(job, now_ms, window_ms, input_rows, final, tables, whole_groups,
+                     dict(notes or {}))  # fmt: skip
 
 
 def _temp_dir(results_url: str, job: str, now_ms: int) -> str:
@@ -353,6 +376,8 @@ def run_status_job(
     slice_ms: int | None = DEFAULT_STATUS_SLICE_MS,
     slice_from_rows: int = DEFAULT_STATUS_SLICE_FROM_ROWS,
     retention: TopicRetention | None = None,
+    incremental: bool = False,
+    settle_ms: int = DEFAULT_SETTLE_MS,
 ) -> JobResult:
     """Status and diagnosis of every partition and group seen in the last ``window_ms`` of
     samples (up to and including ``now_ms``), written as one run; a cluster named in
@@ -367,6 +392,12 @@ def run_status_job(
     its summary cost more than moving every sample: benchmarks/RESULTS.md), counted by the
     previous run; 0 slices whatever the size.
 
+    ``incremental``: go on from the previous run's state, reading the log only from its cut
+    (``spark_jobs.state``; the slice is then not used), and write this run's state beside its
+    results; the run reads the whole window when there is no usable state, and says why.
+    ``settle_ms``: how long after its poll time a sample may still land in the log (each run
+    reads that much again).
+
     ``window_ms`` is the look-back of the read, not the evaluator's window (its last
     ``config.window`` commits): see the module's docstring. Raises on any failure (an
     unreadable log, a corrupt file, an unwritable results directory); nothing is then visible
@@ -374,6 +405,10 @@ def run_status_job(
     """
     _check_window(now_ms, window_ms)
     config = config or EvaluatorConfig()
+    if incremental:
+        how = (spark, sample_url, results_url, now_ms, window_ms, config, keep, per_cluster,
+               retention, settle_ms)  # fmt: skip
+        return _read_again_if_compacted(lambda: _incremental_run(*how))
     if not _worth_a_slice(spark, results_url, slice_ms, window_ms, slice_from_rows):
         slice_ms = None
     return _read_again_if_compacted(
@@ -488,6 +523,76 @@ def _verdicts(
     )  # fmt: skip
     cached.append(judged.unionByName(rest).persist(StorageLevel.MEMORY_AND_DISK))
     return cached[-1], len(whole)
+
+
+def _incremental_run(
+    spark: SparkSession,
+    sample_url: str,
+    results_url: str,
+    now_ms: int,
+    window_ms: int,
+    config: EvaluatorConfig,
+    keep: int,
+    per_cluster: Mapping[str, EvaluatorConfig] | None,
+    retention: TopicRetention | None,
+    settle_ms: int,
+) -> JobResult:
+    """A status run from the previous run's state (``spark_jobs.state``), or from the whole
+    window when there is none to go on from; either way it writes its own state. The
+    verdicts come back to the driver (``state.Judge``), which writes the run's tables."""
+    files = _Files(spark, results_url)
+    prints = state.fingerprint(config, per_cluster)
+    previous_url = latest_run(spark, results_url, "status")
+    previous = None
+    if previous_url is not None:
+        previous = json.loads(files.read_text(f"{previous_url}/{SUCCESS_MARKER}"))
+    how = state.plan(previous, previous_url, now_ms, window_ms, settle_ms, prints)
+    counters = Counters.of(spark)
+    start_ms = now_ms - window_ms
+    judge = state.Judge(start_ms, how.cut_ms, now_ms, config, dict(per_cluster or {}),
+                        dict(retention or {}), counters)  # fmt: skip
+    samples = read_samples(spark, sample_url, how.read_from_ms, now_ms + 1, dedup=False)
+    whole: list[tuple[str, ...]] = []
+    if how.state_url is None:
+        judged = judge.whole(samples)
+    else:
+        judged = judge.incremental(spark, samples, _read_arrow(files, how.state_url))
+        whole = state.sent_back(judged)
+    if whole:
+        keys = spark.createDataFrame(whole, T.StructType(
+            [T.StructField(k, T.StringType(), False) for k in GROUP_KEY]))  # fmt: skip
+        window = read_samples(spark, sample_url, start_ms, now_ms + 1, dedup=False)
+        rest = judge.whole(window.join(F.broadcast(keys), list(GROUP_KEY), "left_semi"))
+        judged = pa.concat_tables([judged.filter(pc.invert(judged.column("whole"))), rest])
+    tables = state.result_tables(judged)
+    temp = _temp_dir(results_url, "status", now_ms)
+    try:
+        for name, table in tables.items():
+            _write_arrow(files, f"{temp}/{name}/part-00000.parquet", table)
+        notes = {**how.summary(), "state": state.state_note(how, window_ms, settle_ms, prints),
+                 "carried": state.carried(tables["state"])}  # fmt: skip
+        counts = {"partitions": tables["partitions"].num_rows, "groups": tables["groups"].num_rows}
+        return _finish(spark, files, "status", results_url, temp, now_ms, window_ms,
+                       counters.rows_read.value, keep, counts,
+                       len(whole) if how.state_url else None, notes)  # fmt: skip
+    except BaseException:
+        _discard(files, temp)
+        raise
+
+
+def _write_arrow(files: _Files, url: str, table: pa.Table) -> None:
+    """One Parquet file of ``table``, written by the driver through Hadoop's file system."""
+    sink = pa.BufferOutputStream()
+    pq.write_table(table, sink, compression="zstd")
+    files.write(url, sink.getvalue().to_pybytes())
+
+
+def _read_arrow(files: _Files, url: str) -> pa.Table:
+    """The Parquet files of directory ``url``, read by the driver through Hadoop's file
+    system (the previous run's state: a few MB)."""
+    names = sorted(n for n in files.children(url) if n.endswith(".parquet"))
+    tables = [pq.read_table(pa.BufferReader(files.read_bytes(f"{url}/{n}"))) for n in names]
+    return pa.concat_tables(tables) if tables else state.STATE_ARROW_SCHEMA.empty_table()
 
 
 def run_rollups_job(

@@ -250,6 +250,7 @@ def evaluate_group_samples(
     per_cluster: Mapping[str, EvaluatorConfig] | None = None,
     older: Mapping[tuple[str, int], Older] | None = None,
     retention: TopicRetention | None = None,
+    windows: list[tuple[Mapping[str, Sequence[Any]], PartitionWindow]] | None = None,
 ) -> dict[str, list[Any]] | None:
     """Verdict rows (``PARTITION_VERDICT_SCHEMA``'s columns) of every partition of one group,
     from the group's samples as column lists sorted by (topic, partition, ts_ms).
@@ -262,6 +263,10 @@ def evaluate_group_samples(
     partition's samples before it amount to (a partition absent from it has none). The rows
     are then those the whole window gives, or None where the slice cannot tell them
     (``_slice_holds``): the caller then evaluates the group's whole window.
+
+    ``windows``, if given, gets each partition's samples and window appended, in the rows'
+    order: what the incremental state carries to the next run is chosen from them
+    (``spark_jobs.state``), without building the windows twice.
     """
     cols = _drop_duplicates(cols)
     topic, part = cols["topic"], cols["partition"]
@@ -308,6 +313,8 @@ def evaluate_group_samples(
             # commit: none may be one the slice missed.
             if moved_before is not None and window.commits[0].timestamp_ms <= moved_before:
                 return None
+        if windows is not None:
+            windows.append((samples, window))
         verdict = evaluate_partition(window, config, now_ms)
         verdicts.append(verdict)
         values = (cluster, source, group, topic[a], part[a], verdict.status,

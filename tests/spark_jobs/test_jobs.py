@@ -375,3 +375,46 @@ def test_the_slice_is_read_once_the_previous_run_counted_enough_samples(
     assert run(NOW + 1, 20).whole_groups == 1
     assert run(NOW + 2, 21).whole_groups is None
     assert run(NOW + 3, 0).whole_groups == 1
+
+
+# -- runs from the previous run's state -------------------------------------------------------
+
+
+def test_runs_from_state_publish_what_the_whole_window_gives(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """Random groups (tests/spark_jobs/test_status_slice.py) written into the log cycle by
+    cycle, each cycle landing up to the settle time after its poll time; runs at a few polls'
+    distance, each from the previous run's state, against the whole window's run at the same
+    moment: the same verdict tables, most groups judged from their state."""
+    rng = random.Random(5)
+    groups = [random_group(random.Random(seed)) for seed in range(40)]
+    rows = [dict(r, group=f"g{i}") for i, g in enumerate(groups) for r in g]
+    settle, look_back = 15_000, 4 * MIN
+    lands = {ts: ts + rng.randint(0, settle) for ts in {r["ts_ms"] for r in rows}}
+    log = SampleLog(tmp_path / "samples")
+    config = EvaluatorConfig(window=5, rebalance_storm_count=2)
+    written: set[int] = set()
+    now = T0 + 3 * MIN
+    runs, read_whole = [], []
+    while now < T0 + 6 * MIN:
+        for ts in sorted(t for t in lands if lands[t] <= now and t not in written):
+            log.write_batch("c1", f"cycle-{ts}", [r for r in rows if r["ts_ms"] == ts])
+            written.add(ts)
+        step = run_status_job(spark, log.base, str(tmp_path / "step"), now, look_back, config,
+                              incremental=True, settle_ms=settle)  # fmt: skip
+        whole = run_status_job(spark, log.base, str(tmp_path / "whole"), now, look_back, config,
+                               slice_ms=None)  # fmt: skip
+        got, expected = tables_of(step.output_path), tables_of(whole.output_path)
+        assert {t: got[t] for t in expected} == expected, now
+        runs.append(step)
+        read_whole.append(whole.input_rows)
+        now += rng.choice([10_000, 25_000, 40_000]) + rng.randint(0, 999)
+    assert runs[0].notes["mode"] == "whole"
+    assert runs[0].notes["whole_reason"] == "no previous run"
+    assert all(r.notes["mode"] == "incremental" for r in runs[1:])
+    assert sum(r.whole_groups for r in runs[1:]) < len(runs) * len(groups) / 10
+    # Each run read the log from the previous run's cut, not the whole look-back.
+    for before, after in zip(runs, runs[1:], strict=False):
+        assert after.notes["read_from_ms"] == before.notes["cut_ms"]
+    assert sum(r.input_rows for r in runs[1:]) < sum(read_whole[1:]) / 2
