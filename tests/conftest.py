@@ -312,6 +312,18 @@ def _metrics_scrapes_build_inline() -> Iterator[None]:
     yield
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _stored_cycles_ask_for_no_status_run() -> Iterator[None]:
+    """Tests store cycles in-process and run the status job when they mean to: a stored cycle
+    asking for a run through Redis and Celery is tested where a test turns it on
+    (tests/spark_jobs/test_spark_runs.py) and in the lab stacks' processes, which keep the
+    product's default."""
+    from django.conf import settings
+
+    settings.LAGWATCH_STATUS_AFTER_CYCLE = False
+    yield
+
+
 @pytest.fixture(scope="module")
 def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A real ``redis-server`` of a private lab stack, for the module's tests."""

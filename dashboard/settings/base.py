@@ -148,8 +148,12 @@ CELERY_TASK_ROUTES = {
     "dashboard.status.tasks.spark_status": {"queue": "spark"},
     "dashboard.status.tasks.spark_rollups": {"queue": "spark"},
 }
-# Spark jobs (SPEC §6, docs/SPARK_JOBS.md): status every minute, rollups every 10 minutes. A
-# run queued longer than its interval is dropped (``expires``): the next one is as good.
+# Spark jobs (SPEC §6, docs/SPARK_JOBS.md): a status run after every stored cycle (each a few
+# seconds, from the previous run's state: LAGWATCH_STATUS_INCREMENTAL), and beat's every minute
+# besides, which keeps the verdicts current when nothing is collected (a gap in collection is a
+# verdict too); rollups every 10 minutes. A run queued longer than its interval is dropped
+# (``expires``): the next one is as good.
+LAGWATCH_STATUS_AFTER_CYCLE = env_bool("LAGWATCH_STATUS_AFTER_CYCLE", True)
 LAGWATCH_STATUS_EVERY_S = env_int("LAGWATCH_STATUS_EVERY_S", 60)
 LAGWATCH_ROLLUPS_EVERY_S = env_int("LAGWATCH_ROLLUPS_EVERY_S", 600)
 LAGWATCH_SAMPLE_LOG_COMPACT_S = env_int("LAGWATCH_SAMPLE_LOG_COMPACT_S", 60)
@@ -203,6 +207,12 @@ LAGWATCH_STATUS_SLICE_S = env_int("LAGWATCH_STATUS_SLICE_S", 600)
 # ...once the look-back holds this many samples (by the previous run): below it, reading the
 # whole look-back costs less than the slice's two passes (benchmarks/RESULTS.md).
 LAGWATCH_STATUS_SLICE_FROM_ROWS = env_int("LAGWATCH_STATUS_SLICE_FROM_ROWS", 500_000)
+# Each run goes on from the previous run's state and reads the log only from its cut
+# (spark_jobs/state.py; the slice above is then not used); 0: every run reads the look-back.
+LAGWATCH_STATUS_INCREMENTAL = env_bool("LAGWATCH_STATUS_INCREMENTAL", True)
+# ...reading again the samples of the last LAGWATCH_STATUS_SETTLE_S, which may still be landing:
+# a cycle's samples carry its slot's start and are written once its sources answered.
+LAGWATCH_STATUS_SETTLE_S = env_int("LAGWATCH_STATUS_SETTLE_S", 60)
 LAGWATCH_ROLLUPS_WINDOW_S = env_int("LAGWATCH_ROLLUPS_WINDOW_S", 7200)
 # One run of a job at a time: the lock expires after this, should a worker die holding it.
 LAGWATCH_SPARK_LOCK_TTL_S = env_int("LAGWATCH_SPARK_LOCK_TTL_S", 1800)

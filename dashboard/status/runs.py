@@ -19,6 +19,7 @@ from __future__ import annotations
 import logging
 import re
 import time
+from collections.abc import Callable
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
@@ -136,6 +137,8 @@ def _execute(job: str, window_s: int, now_ms: int) -> JobResult:
             slice_ms=settings.LAGWATCH_STATUS_SLICE_S * 1000,
             slice_from_rows=settings.LAGWATCH_STATUS_SLICE_FROM_ROWS,
             retention=topic_retention(),
+            incremental=settings.LAGWATCH_STATUS_INCREMENTAL,
+            settle_ms=settings.LAGWATCH_STATUS_SETTLE_S * 1000,
         )  # fmt: skip
     return run_rollups_job(spark, sample_url, results_url, now_ms, window_ms, keep)
 
@@ -158,12 +161,19 @@ def _finish(run: SparkJobRun, outcome: str, started: float, error: str = "") -> 
 
 
 def run_job(
-    job: str, window_s: int | None = None, now_ms: int | None = None, wait_s: float = 0.0
+    job: str,
+    window_s: int | None = None,
+    now_ms: int | None = None,
+    wait_s: float = 0.0,
+    on_lock: Callable[[], object] | None = None,
 ) -> SparkJobRun:
     """Run ``job`` (``"status"`` or ``"rollups"``) once over the last ``window_s`` seconds
     (default: the settings'), as of ``now_ms`` (default: when the lock is taken); returns the
     recorded run. ``wait_s``: how long to wait for a run in progress to end before skipping
-    (beat never waits, its next tick comes anyway; an operator's run by hand may)."""
+    (beat never waits, its next tick comes anyway; an operator's run by hand may, and so does
+    the run a stored cycle asks for, ``dashboard.status.requests``). ``on_lock`` is called
+    once the lock is held, before the run reads anything: what is stored after it is for the
+    next run."""
     if job not in JOBS:
         raise ValueError(f"unknown Spark job {job!r}: one of {', '.join(JOBS)}")
     window_s = window_s or default_window_s(job)
@@ -182,6 +192,8 @@ def run_job(
                 return _finish(
                     run, SparkJobOutcome.SKIPPED, started, "another run of this job holds the lock"
                 )
+            if on_lock is not None:
+                on_lock()
             if as_of_now and wait_s > 0:  # "now" is after the wait for the lock
                 now_ms = int(time.time() * 1000)
                 run.as_of_ms = now_ms

@@ -12,8 +12,13 @@ from dashboard.status.runs import run_job
 
 
 @shared_task(name="dashboard.status.tasks.spark_status", ignore_result=True)
-def spark_status(window_s: int | None = None) -> dict:
-    """Status and diagnosis of every partition and group, loaded into the database."""
+def spark_status(window_s: int | None = None, requested: bool = False) -> dict:
+    """Status and diagnosis of every partition and group, loaded into the database: beat's
+    run, or (``requested``) the one a stored cycle asked for (``dashboard.status.requests``)."""
+    if requested:
+        from dashboard.status.requests import run_requested
+
+        return run_requested()
     return run_job("status", window_s).as_dict()
 
 

@@ -56,6 +56,7 @@ from dashboard.status import results as spark_results
 from dashboard.status import tasks
 from dashboard.status.results import apply_status_results
 from dashboard.status.rollups import apply_rollup_results, prune_rollups
+from dashboard.status.runs import _execute as runs_execute
 from dashboard.status.runs import lock_key, parse_window, run_job
 from dashboard.store.rows import store_cycle
 from lab.services import Context, _worker_argv
@@ -598,6 +599,87 @@ def test_status_changes_are_recorded_once_and_announced(world: World) -> None:
         assert len(heard) == 2 and heard[1]["changes"] == []
     finally:
         status_applied.disconnect(receiver)
+
+
+# A run after every stored cycle ---------------------------------------------------------------
+
+
+def test_runs_go_on_from_the_previous_runs_state(world: World, settings: Any) -> None:
+    """The product's runs are incremental (LAGWATCH_STATUS_INCREMENTAL): the first reads the
+    whole look-back, the next only the log since its cut, with the same verdicts."""
+    first = run_job("status", now_ms=world.now0 + 1_000)
+    second = run_job("status", now_ms=world.now0 + 6_000)
+    summaries = [
+        json.loads(Path(r.output_path, SUCCESS_MARKER).read_text()) for r in (first, second)
+    ]
+    assert [s["mode"] for s in summaries] == ["whole", "incremental"]
+    assert summaries[1]["read_from_ms"] == summaries[0]["cut_ms"]
+    assert summaries[1]["whole_groups"] == 0
+    assert second.input_rows < first.input_rows
+    stored = statuses()
+    for pid, verdict in world.expected(second.as_of_ms).items():
+        assert stored[pid][:2] == (verdict.status, json.loads(diagnosis_json(verdict))), pid
+
+
+def test_a_stored_cycle_asks_for_one_status_run(
+    world: World, settings: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Cycles stored while a requested run is queued fold into it; the run clears the request
+    once it holds the job's lock, so a cycle stored during it asks for the next."""
+    from dashboard.signals import announce_figures
+    from dashboard.status import requests
+
+    settings.LAGWATCH_STATUS_AFTER_CYCLE = True
+    queued: list[dict[str, Any]] = []
+    monkeypatch.setattr(tasks.spark_status, "apply_async", lambda **kw: queued.append(kw))
+    announce_figures(cluster="c1")
+    announce_figures(cluster="c2")
+    announce_figures(run=None)  # a Spark run's figures: no request
+    assert [q["kwargs"] for q in queued] == [{"requested": True}]
+
+    during: list[bool] = []
+    monkeypatch.setattr(
+        "dashboard.status.runs._execute",
+        _and_then(lambda: during.append(requests.request_status_run()), runs_execute),
+    )
+    assert tasks.spark_status(requested=True)["outcome"] == "ok"
+    assert during == [True] and len(queued) == 2  # asked for while the run went on
+    assert not requests.request_status_run()  # that one is queued
+
+
+def test_a_requested_run_waits_for_the_run_in_progress(world: World, settings: Any) -> None:
+    """A run a stored cycle asked for is not skipped while another run holds the lock: it
+    waits, then runs with its "now" after the wait."""
+    settings.LAGWATCH_STATUS_AFTER_CYCLE = True
+    held, release = threading.Event(), threading.Event()
+    released_ms: list[int] = []
+
+    def holder() -> None:
+        with locks.exclusive(lock_key("status"), ttl_s=60) as mine:
+            assert mine
+            held.set()
+            release.wait(30)
+            released_ms.append(int(time.time() * 1000))
+
+    thread = threading.Thread(target=holder)
+    thread.start()
+    assert held.wait(30)
+    threading.Timer(0.5, release.set).start()
+    try:
+        run = tasks.spark_status(requested=True)
+    finally:
+        release.set()
+        thread.join()
+    assert run["outcome"] == "ok" and run["as_of_ms"] >= released_ms[0]
+    assert not locks.client().exists("lagwatch:spark:status:requested")
+
+
+def _and_then(before: Any, then: Any) -> Any:
+    def both(*args: Any, **kwargs: Any) -> Any:
+        before()
+        return then(*args, **kwargs)
+
+    return both
 
 
 def test_a_failing_alerts_receiver_does_not_fail_the_run(world: World) -> None:
