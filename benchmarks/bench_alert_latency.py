@@ -11,13 +11,20 @@ alert's ``fired_at``, and when the webhook arrives;
 then stops the scenario and waits for the resolve notice. Target: injection → webhook ≤ status
 window + two evaluation periods (50 + 2 × 15 = 80 s).
 
+**Verdict times** (``--verdicts``): from the stored history (``StatusChange``, one read after
+each repetition), when the partition's first non-OK verdict and, after the scenario stopped,
+its first OK were made (the run's time) and applied (the run's end, when the pages, the API
+and the alerts have it): fault → first non-OK against the window's span + one poll, fault
+over → OK against one poll + 5 s. ``--status-every-s`` sets beat's period; the runs after
+each stored cycle (``LAGWATCH_STATUS_AFTER_CYCLE``) follow ``--after-cycle``.
+
 **Evaluation cost**: a throw-away SQLite database migrated from scratch, 20,000 partitions (500
 groups × 40) of which 5 % are stuck, the default rule plus a group-level rule; the receiver of
 ``status_applied`` (``dashboard.alerts.evaluation.evaluate``) timed over repetitions, the first
 (which creates the pending matches) and the steady state apart.
 
     .venv/bin/python -m benchmarks.bench_alert_latency [--reps 3] [--only latency|eval]
-        [--json FILE]
+        [--status-every-s 15] [--[no-]after-cycle] [--json FILE]
 """
 
 from __future__ import annotations
@@ -39,6 +46,25 @@ sys.path.insert(0, str(REPO))
 
 POLL_S, JOB_S, WINDOW = 5, 15, 10
 TARGET_S = WINDOW * POLL_S + 2 * JOB_S
+# The window's span at a commit each poll (10 commits: 9 intervals), and the targets of the
+# verdicts themselves.
+SPAN_S = (WINDOW - 1) * POLL_S
+FIRST_NON_OK_TARGET_S = SPAN_S + POLL_S
+BACK_TO_OK_TARGET_S = POLL_S + 5
+_HISTORY = """
+import json
+from dashboard.monitoring.models import SparkJobRun, StatusChange
+runs = {r.as_of_ms: r.finished_at.timestamp() for r in SparkJobRun.objects.filter(
+    job="status", outcome="ok", finished_at__isnull=False)}
+rows = StatusChange.objects.filter(group__name="orders-spout", topic="orders", partition=%d,
+                                   at__gte=__import__("datetime").datetime.fromtimestamp(%f,
+                                   __import__("datetime").UTC)).order_by("at")
+out = []
+for c in rows:
+    made = c.at.timestamp()
+    out.append([made, runs.get(round(made * 1000)), c.old_status, c.new_status])
+print("HISTORY " + json.dumps(out))
+"""
 SERVICES = ["zookeeper", "kafka", "redis", "workload", "web", "worker", "collector", "beat"]
 RULE = "bench: orders-spout stuck"
 
@@ -54,7 +80,24 @@ def iso_to_epoch(text: str) -> float:
 # --- latency ----------------------------------------------------------------------------------
 
 
-def bench_latency(reps: int) -> dict[str, Any]:
+def verdict_times(history: list[list[Any]], t0: float, t_stop: float) -> dict[str, float | None]:
+    """From the partition's changes (made, applied, old, new): the first non-OK after the
+    injection and the first OK after the fault ended, made and applied, in seconds."""
+    bad = next((h for h in history if h[0] >= t0 and h[3] != "OK"), None)
+    good = next((h for h in history if h[0] >= t_stop and h[3] == "OK"), None)
+
+    def after(row: list[Any] | None, index: int, since: float) -> float | None:
+        return None if row is None or row[index] is None else round(row[index] - since, 1)
+
+    return {
+        "first_non_ok_made_s": after(bad, 0, t0), "first_non_ok_applied_s": after(bad, 1, t0),
+        "first_non_ok": bad[3] if bad else None,
+        "ok_made_after_stop_s": after(good, 0, t_stop),
+        "ok_applied_after_stop_s": after(good, 1, t_stop),
+    }  # fmt: skip
+
+
+def bench_latency(reps: int, every_s: int = JOB_S, after_cycle: bool = True) -> dict[str, Any]:
     from lab.stack import Stack
     from lab.workload.control import start_scenario, stop_scenario
     from tests.alerts.receivers import HookReceiver
@@ -62,7 +105,8 @@ def bench_latency(reps: int) -> dict[str, Any]:
 
     os.environ.update(
         LAGWATCH_LAB_POLL_S=str(POLL_S),
-        LAGWATCH_STATUS_EVERY_S=str(JOB_S),
+        LAGWATCH_STATUS_EVERY_S=str(every_s),
+        LAGWATCH_STATUS_AFTER_CYCLE="1" if after_cycle else "0",
         LAGWATCH_STATUS_WINDOW_COMMITS=str(WINDOW),
         SPARK_LOCAL_IP="127.0.0.1",
     )
@@ -135,6 +179,8 @@ def bench_latency(reps: int) -> dict[str, Any]:
             stop_scenario(control, "poison-message")
             wait_for(lambda n=resolved_before: len(mine("resolved")) > n, 300, "resolve notice", 1)
             resolved = mine("resolved")[-1]
+            printed = manage("shell", "-c", _HISTORY % (partition, t0 - 1)).splitlines()
+            history = json.loads(next(x for x in printed if x.startswith("HISTORY "))[8:])
             run = {
                 "rep": rep,
                 "partition": partition,
@@ -143,6 +189,7 @@ def bench_latency(reps: int) -> dict[str, Any]:
                 "fired_at_s": round(iso_to_epoch(alert["fired_at"]) - t0, 1),
                 "webhook_s": round(req["at"] - t0, 1),
                 "resolve_webhook_after_stop_s": round(resolved["at"] - t_stop, 1),
+                **verdict_times(history, t0, t_stop),
                 "load_after": load(),
             }
             runs.append(run)
@@ -152,9 +199,19 @@ def bench_latency(reps: int) -> dict[str, Any]:
         hook.close()
         stack.down()
     webhook = [r["webhook_s"] for r in runs]
+
+    def spread(key: str) -> list[float] | None:
+        values = [r[key] for r in runs if r.get(key) is not None]
+        return [min(values), statistics.median(values), max(values)] if values else None
+
     return {
-        "poll_s": POLL_S, "job_s": JOB_S, "window_commits": WINDOW, "target_s": TARGET_S,
-        "runs": runs, "webhook_median_s": statistics.median(webhook), "webhook_max_s": max(webhook),
+        "poll_s": POLL_S, "job_s": every_s, "after_cycle": after_cycle, "window_commits": WINDOW,
+        "target_s": TARGET_S, "runs": runs, "webhook_median_s": statistics.median(webhook),
+        "webhook_max_s": max(webhook),
+        "first_non_ok_applied_s (min, median, max)": spread("first_non_ok_applied_s"),
+        "first_non_ok_target_s": FIRST_NON_OK_TARGET_S,
+        "ok_applied_after_stop_s (min, median, max)": spread("ok_applied_after_stop_s"),
+        "back_to_ok_target_s": BACK_TO_OK_TARGET_S,
     }  # fmt: skip
 
 
@@ -214,6 +271,9 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--only", choices=["latency", "eval"])
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--status-every-s", type=int, default=JOB_S, help="beat's period")
+    parser.add_argument("--after-cycle", action=argparse.BooleanOptionalAction, default=True,
+                        help="a status run after every stored cycle")  # fmt: skip
     args = parser.parse_args()
     out: dict[str, Any] = {"date": datetime.now(UTC).isoformat(), "load_start": load(),
                            "cpus": os.cpu_count()}  # fmt: skip
@@ -227,7 +287,7 @@ def main() -> None:
         out["eval"] = json.loads(done.stdout.strip().splitlines()[-1])
         print(json.dumps(out["eval"], indent=1), flush=True)
     if args.only in (None, "latency"):
-        out["latency"] = bench_latency(args.reps)
+        out["latency"] = bench_latency(args.reps, args.status_every_s, args.after_cycle)
         print(json.dumps(out["latency"], indent=1), flush=True)
     out["load_end"] = load()
     if args.json:
