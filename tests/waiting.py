@@ -73,9 +73,10 @@ class StatusRuns:
 
 
 # The status runs a wait on a verdict allows at least, beside its deadline in seconds: a fault's
-# verdict comes a window of polls and two runs after it, ~5 runs at the lab's pace (a poll of
-# 5 s, a window of 10 commits, the status job every 15 s); 8 is half as many again.
-VERDICT_RUNS = 8
+# verdict comes a window of polls and a run or two after it, ~12 runs at the lab's pace (a poll
+# of 5 s, a window of 10 commits, a status run after every stored cycle); 18 is half as many
+# again. (With beat's runs alone, every 15 s, it was ~5 runs.)
+VERDICT_RUNS = 18
 
 
 def wait_for_verdict(
