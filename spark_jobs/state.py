@@ -5,20 +5,22 @@ that a run reads only the sample log since the previous run's cut (docs/SPARK_JO
 **Why.** A run of the whole look-back moves every sample of the hour to its group and through
 Python each time, while a partition's window changes by one poll between two runs; a run every
 poll could not afford it (benchmarks/RESULTS.md). So each run writes, beside its results, a
-``state/`` table with one row per partition: the samples its verdicts may still need at the next
-run, and a summary of the older ones. The next run reads that table and the log from the cut on.
+``state/`` table: for each partition, the samples its verdicts may still need at the next run
+and a summary of the older ones. The next run reads that table and the log from the cut on.
 
 **What a partition carries.** Its samples from the row before its window's first commit on
 (the window, the poll before it, the stale run and the run holding the last commit's offset
-reach no further), as one row of lists (``s_<column>``, ``STATE_COLUMNS``), and what the
-samples before them amount to (``older_rows``, ``older_max_ms``, the latest commit time they
-could carry, and ``older_last_ms``, the newest of them): the ``Older`` summary of the slice
-(``spark_jobs.status.evaluate_recent``). A partition whose window reaches back to its first
-sample in the look-back (a stuck consumer, an idle topic) carries all its samples: its
-window's first commit moves as the look-back does. Only samples before the run's *cut*
-(``now − settle``) are carried: the run after reads the log again from the cut, so that a cycle
-written a little after its poll time (the cycle's ``ts_ms`` is its slot's start, written when
-its sources answered) is never missed.
+reach no further), as one row of lists (``s_<column>``, ``STATE_COLUMNS``:
+``PARTITION_STATE_SCHEMA``), and what the samples before them amount to (``older_rows``,
+``older_max_ms``, the latest commit time they could carry, and ``older_last_ms``, the newest of
+them): the ``Older`` summary of the slice (``spark_jobs.status.evaluate_recent``). The state
+table (``STATE_SCHEMA``) holds a group per row, its partitions' rows as one compressed Arrow IPC
+stream: what the next run ships to the executors as it is (``Judge``). A partition whose window
+reaches back to its first sample in the look-back (a stuck consumer, an idle topic) carries all
+its samples: its window's first commit moves as the look-back does. Only samples before the
+run's *cut* (``now − settle``) are carried: the run after reads the log again from the cut, so
+that a cycle written a little after its poll time (the cycle's ``ts_ms`` is its slot's start,
+written when its sources answered) is never missed.
 
 **Why it is exact.** The next run judges each group from its carried samples (those still in
 the look-back) and the log since the cut, with the summaries as the slice's older samples:
