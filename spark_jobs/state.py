@@ -319,11 +319,12 @@ def judge_group(
     per_cluster: Mapping[str, EvaluatorConfig] | None = None,
     retention: TopicRetention | None = None,
 ) -> pa.Table | None:
-    """One group's verdict rows with each partition's state (``JUDGED_SCHEMA``, ``whole``
-    false), from its samples (``table``: carried and read, any order, duplicates allowed) and
-    its partitions' summaries; None when its samples cannot tell the rows the whole look-back
-    gives (the caller then judges its whole window). Samples before ``start_ms`` (the
-    look-back's start) and summaries wholly before it are left out; no summaries: ``table``
+    """One group's verdict rows (``VERDICT_SCHEMA``'s columns, ``whole`` false), each with its
+    partition's state (``PARTITION_STATE_SCHEMA``'s lists and summary), from its samples
+    (``table``: carried and read, any order, duplicates allowed) and its partitions'
+    summaries; None when its samples cannot tell the rows the whole look-back gives (the
+    caller then judges its whole window). Samples before ``start_ms`` (the look-back's start)
+    and summaries wholly before it are left out; no summaries: ``table``
     is the group's whole look-back.
     """
     table = _sorted_unique(table.filter(pc.greater_equal(table.column("ts_ms"), start_ms)))
