@@ -19,7 +19,8 @@ Per repetition, in one Spark session on ``local[2]``, the ratios of one run:
   change), into results of their own; their tables are compared with the incremental run's.
 
     .venv/bin/python -m benchmarks.bench_status_incremental [--partitions 10000]
-        [--open-minutes 30] [--reps 5] [--settle-s 60] [--[no-]slice] [--keep DIR] [--json FILE]
+        [--open-minutes 30] [--reps 5] [--settle-s 60] [--[no-]slice] [--closed-chunks]
+        [--keep DIR] [--json FILE]
 """
 
 from __future__ import annotations
@@ -61,8 +62,14 @@ TARGET_X_FLOOR = 3.0
 DATA_VERSION = 1
 
 
-def generate(data: Path, partitions: int, open_minutes: int, reps: int) -> dict[str, Any]:
-    """The log up to the first run, and the held-back cycles (Arrow IPC files)."""
+def generate(
+    data: Path, partitions: int, open_minutes: int, reps: int, closed_chunks: bool = False
+) -> dict[str, Any]:
+    """The log up to the first run, and the held-back cycles (Arrow IPC files).
+
+    ``closed_chunks``: the closed hour stays in minute chunks rather than one file (merging
+    36 M samples at once took more memory than this machine had beside other work: the
+    kernel killed it at 23 GB); the incremental run reads only the open hour either way."""
     shutil.rmtree(data, ignore_errors=True)
     (data / "pending").mkdir(parents=True)
     log = SampleLog(data / "samples")
@@ -77,28 +84,32 @@ def generate(data: Path, partitions: int, open_minutes: int, reps: int) -> dict[
                 out.write_table(table)
             continue
         log.write_batch(bench_sample_log.CLUSTER, str(ts), table)
-        if cycle == closed:  # the first cycle of the new hour: the hour before closes
+        minute_ends = (cycle + 1) % CYCLES_PER_MINUTE == 0
+        if cycle == closed and not closed_chunks:  # the new hour's first cycle: the last closes
             log.compact_closed_hours(ts + 5 * 60_000)
-        elif cycle > closed and (cycle + 1) % CYCLES_PER_MINUTE == 0:
-            log.compact_open_hours(ts)
+        elif minute_ends and (cycle > closed or closed_chunks):
+            log.compact_open_hours(ts, max_chunks=10_000 if closed_chunks else 20)
     assert first is not None
     manifest = {"partitions": partitions, "open_minutes": open_minutes, "reps": reps,
+                "closed_chunks": closed_chunks,
                 "version": DATA_VERSION, "start_ms": first, "written_cycles": written,
                 "first_run_ms": first + (written - 1) * STEP_MS}  # fmt: skip
     (data / "manifest.json").write_text(json.dumps(manifest, indent=2))
     return manifest
 
 
-def ensure(data: Path, partitions: int, open_minutes: int, reps: int) -> dict[str, Any]:
+def ensure(
+    data: Path, partitions: int, open_minutes: int, reps: int, closed_chunks: bool
+) -> dict[str, Any]:
     path = data / "manifest.json"
     wanted = {"partitions": partitions, "open_minutes": open_minutes, "reps": reps,
-              "version": DATA_VERSION}  # fmt: skip
+              "closed_chunks": closed_chunks, "version": DATA_VERSION}  # fmt: skip
     if path.exists():
         manifest = json.loads(path.read_text())
         if all(manifest.get(k) == v for k, v in wanted.items()) and (data / "pending").exists():
             return manifest
     print(f"generating the sample log into {data} …", file=sys.stderr, flush=True)
-    return generate(data, partitions, open_minutes, reps)
+    return generate(data, partitions, open_minutes, reps, closed_chunks)
 
 
 def write_pending(data: Path, url: str, ts: int, cycle: int) -> None:
@@ -112,7 +123,7 @@ def write_pending(data: Path, url: str, ts: int, cycle: int) -> None:
 
 
 def run(args: argparse.Namespace, data: Path) -> dict[str, Any]:
-    manifest = ensure(data, args.partitions, args.open_minutes, args.reps)
+    manifest = ensure(data, args.partitions, args.open_minutes, args.reps, args.closed_chunks)
     from spark_jobs.jobs import run_status_job
 
     work = data / "work"  # the generated log stays as it is, for the next run
@@ -218,6 +229,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reps", type=int, default=5)
     parser.add_argument("--settle-s", type=int, default=60)
     parser.add_argument("--keep", type=Path, help="generate (or reuse) the data here")
+    parser.add_argument(
+        "--closed-chunks",
+        action="store_true",
+        help="leave the closed hour in minute chunks (less memory to generate)",
+    )
     parser.add_argument("--slice", action=argparse.BooleanOptionalAction, default=True,
                         help="also time the slice-first run (the job before)")  # fmt: skip
     parser.add_argument("--json", type=Path)
