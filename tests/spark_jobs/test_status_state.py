@@ -138,6 +138,51 @@ def test_whatever_is_carried_the_rows_are_the_whole_windows(
     assert judged > 150 and sent_back > 150, (judged, sent_back)
 
 
+def _held_offset_history() -> list[dict[str, Any]]:
+    """The same offset committed again and again (its version moving), stale polls early in
+    that run and near its end: the outage grace counts the run's stale polls from its start
+    (test_status_slice.py's case)."""
+    rows = [sample(T0 + i * POLL, 0, latest=10 * i + 2, owner="m-1") for i in range(30)]
+    for i, r in enumerate(rows):
+        held = 90 if i < 4 else 100
+        r.update(committed=held, lag=r["latest"] - held, commit_version=i, source="zookeeper")
+        if i in (5, 6, 27):
+            r.update(stale=True, latest=None, lag=None, owner=None, commit_version=i - 1)
+    return rows
+
+
+def test_a_held_offset_reaching_before_the_carried_samples_sends_the_group_back(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Carrying the held run's end only (``carry`` made to leave 15 samples to the summary),
+    the next run cannot tell the outage's start: the group goes back to its whole window.
+    The product's ``carry`` keeps the run whole, and the group is judged from its state."""
+    rows = _held_offset_history()
+    start, cut, now = T0 - 600 * SEC, rows[20]["ts_ms"], rows[-1]["ts_ms"] + SEC
+    expected = whole_rows(rows, start, now, CONFIG)
+
+    def again(state: pa.Table) -> pa.Table | None:
+        carried, summaries = explode_state(state)
+        read = table([r for r in rows if r["ts_ms"] >= cut])
+        both = pa.concat_tables([read, carried.select(read.column_names).cast(read.schema)])
+        return judge_group(both, summaries, start, cut, now, CONFIG)
+
+    before = table([r for r in rows if r["ts_ms"] < cut])
+    ours = judge_group(before, {}, start, cut, rows[19]["ts_ms"] + SEC, CONFIG)
+    assert ours is not None
+    got = again(ours.select(PARTITION_STATE_SCHEMA.names))
+    assert got is not None and verdicts(got) == {n: expected[n] for n in VERDICT_NAMES}
+
+    def leave_15(samples: Any, window: Any, older: Any, cut_ms: int, *_: Any) -> Any:
+        ts = samples["ts_ms"]
+        return 15, sum(t < cut_ms for t in ts), Summary(15, max(ts[:15]), ts[14])
+
+    monkeypatch.setattr("spark_jobs.state.carry", leave_15)
+    short = judge_group(before, {}, start, cut, rows[19]["ts_ms"] + SEC, CONFIG)
+    assert short is not None
+    assert again(short.select(PARTITION_STATE_SCHEMA.names)) is None
+
+
 # What a partition carries --------------------------------------------------------------------
 
 
