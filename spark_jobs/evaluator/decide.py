@@ -57,6 +57,7 @@ from spark_jobs.evaluator.rules import (
     lag_never_decreased,
     lag_rise_within_jitter,
     liveness,
+    missed_commits,
     offsets_unchanged,
     out_of_range,
     spout_at_cap,
@@ -116,6 +117,8 @@ class Facts:
     # Time-based retention may delete unread messages within ``retention_risk_s`` (current
     # figures only): RETENTION_RISK on any status, after the events; it decides no row.
     retention_at_risk: bool
+    # Missed three of its own commit intervals with messages waiting (``rules.missed_commits``).
+    missed_commits: bool
 
     @property
     def stopped(self) -> bool:
@@ -125,7 +128,7 @@ class Facts:
     @property
     def frozen(self) -> bool:
         """The commit is not moving, by offset or by time: when spout figures mean trouble."""
-        return self.offsets_unchanged or self.stopped_committing
+        return self.offsets_unchanged or self.stopped_committing or self.missed_commits
 
     @property
     def dead(self) -> bool:
@@ -172,6 +175,8 @@ RULES: tuple[Rule, ...] = (
          lambda f: f.stopped),
     Rule("rewind",             REWIND,  (SPOUT_STATE,),               # Burrow 4
          lambda f: f.rewound),
+    Rule("overdue_but_alive",  STALL,   (SPOUT_STATE,),               # 3, with liveness
+         lambda f: f.missed_commits and f.alive is True),
     Rule("caught_up",          OK,      (),                           # Burrow 5
          lambda f: f.had_allowed_lag),
     Rule("stalled_and_dead",   STOP,    (DEAD_CONSUMER, SPOUT_STATE), # 6, with liveness
@@ -231,7 +236,8 @@ def facts_of(
     some = bool(commits)
     stopped_committing = some and has_stopped_committing(commits, now_ms)
     unchanged = some and offsets_unchanged(commits)
-    alive, alive_evidence = liveness(window, unchanged or stopped_committing)
+    missed = some and missed_commits(commits, window.latest_offsets, now_ms)
+    alive, alive_evidence = liveness(window, unchanged or stopped_committing or missed)
     jitter = window.polls is not None and lag_rise_within_jitter(commits) is not None
     gap = collection_gap(window, now_ms) is not None
     down = down_since_commit(window, commits, now_ms) is not None
@@ -259,6 +265,7 @@ def facts_of(
         alive=alive,
         at_spout_cap=spout_at_cap(window, config) is not None,
         retention_at_risk=at_risk(forecast.seconds_left, config.retention_risk_s),
+        missed_commits=missed,
     )
     return facts, alive_evidence, forecast
 

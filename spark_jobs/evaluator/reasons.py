@@ -15,6 +15,7 @@ from typing import Any
 
 from spark_jobs.evaluator.decide import Decision
 from spark_jobs.evaluator.rules import (
+    MISSED_INTERVALS,
     find_unrecovered_rewind,
     had_lag_within_allowed,
     lag_rise_within_jitter,
@@ -239,6 +240,16 @@ def _rewind(d: Decision, w: PartitionWindow, c: EvaluatorConfig, now_ms: int) ->
     )
 
 
+def _overdue_but_alive(d: Decision, w: PartitionWindow, c: EvaluatorConfig, now_ms: int) -> str:
+    idle_ms, span_ms = _idle_and_span(d.commits, now_ms)
+    every_ms = span_ms // (len(d.commits) - 1)
+    return (
+        f"No commit for {_secs(idle_ms)}, more than half the window's {_secs(span_ms)} span and "
+        f"{MISSED_INTERVALS} of its ~{_secs(every_ms)} commit intervals, "
+        f"{_waiting_clause(d.lag, d.commits[-1])}, but {_alive_clause(d, w)}: stalled"
+    )
+
+
 def _caught_up(d: Decision, w: PartitionWindow, c: EvaluatorConfig, now_ms: int) -> str:
     commit = had_lag_within_allowed(d.commits, c.allowed_lag)
     assert commit is not None, "rule caught_up without a commit within the allowed lag"
@@ -301,6 +312,7 @@ _BASES: dict[str, _Base] = {
     "stopped_but_alive": _stopped_but_alive,
     "stopped": _stopped,
     "rewind": _rewind,
+    "overdue_but_alive": _overdue_but_alive,
     "caught_up": _caught_up,
     "stalled_and_dead": _stalled_and_dead,
     "stalled_but_alive": _stalled_but_alive,

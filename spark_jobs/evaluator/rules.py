@@ -203,6 +203,35 @@ def is_commit_overdue(commits: Sequence[Commit], now_ms: int) -> bool:
     return idle * (len(commits) - 1) > commits[-1].timestamp_ms - commits[0].timestamp_ms
 
 
+# How long a consumer known alive may stay silent, messages waiting, before it reads as stalled
+# (``overdue_but_alive``): half the window's span, and at least this many of its own commit
+# intervals. Burrow's rule 3 waits for the whole span, and its exception for a consumer caught
+# up lately for as long as its ring of broker offsets lasts (10 offsets at 10 s: 100 s).
+MISSED_INTERVALS = 3
+
+
+def missed_commits(commits: Sequence[Commit], latest_offsets: Sequence[int], now_ms: int) -> bool:
+    """The partition missed its commits while messages waited: the time since its last commit
+    is more than half the window's span and more than ``MISSED_INTERVALS`` of the window's mean
+    intervals between commits, and the broker offsets polled since the poll that saw the commit
+    (``latest_offsets`` after its first) are all beyond the committed offset, at least
+    ``MISSED_INTERVALS`` of them.
+
+    Read for a consumer known alive only: it holds the partition, yet the messages it should
+    read wait past its own cadence. With 10 commits a poll apart that is 4.5 polls; a batch
+    consumer committing once a minute gets 4.5 minutes. Fewer than two commits: no cadence yet.
+    """
+    if len(commits) < 2:
+        return False
+    last = commits[-1]
+    idle = now_ms - last.timestamp_ms
+    span = last.timestamp_ms - commits[0].timestamp_ms
+    if 2 * idle <= span or idle * (len(commits) - 1) <= MISSED_INTERVALS * span:
+        return False
+    since = latest_offsets[1:]
+    return len(since) >= MISSED_INTERVALS and all(latest > last.offset for latest in since)
+
+
 def current_lag(window: PartitionWindow, commits: Sequence[Commit]) -> int:
     """The lag now: from the fresh broker ``latest`` when known, else the collector's figure.
 
