@@ -63,6 +63,7 @@ from confluent_kafka import (
     TopicPartition,
 )
 
+from collectors.consumer_offsets.fold import PollFold
 from collectors.consumer_offsets.state import OffsetsTopicState
 from collectors.records import Source, SourceError
 
@@ -84,8 +85,9 @@ READER_GROUP_ID: Final = "lagwatch-offsets-reader"
 
 # Messages per consume() call. Small on purpose: every message is a GC-tracked object, and a
 # batch that outlives Python's youngest generation (700 allocations) is promoted and then
-# rescanned by every full collection; 500 at a time die young. That cut the CPU time of
-# a catch-up by a third (benchmarks/bench_offsets_reader.py); the per-call cost is ~µs.
+# rescanned by every full collection; 500 at a time die young (all but the last commit of
+# each key, which the fold keeps until the poll ends: fold.py). That cut the CPU time of a
+# catch-up by a third (benchmarks/bench_offsets_reader.py); the per-call cost is ~µs.
 _BATCH: Final = 500
 # The longest one consume() call waits: compaction gaps can make a batch fall short of the
 # count asked for, and the rest of the poll should not wait for it.
@@ -431,34 +433,29 @@ class ConsumerOffsetsReader:
     def _consume(self, ends: dict[int, tuple[int, int]], pending: set[int], poll: _Poll) -> int:
         consumer = self._consumer
         assert consumer is not None
-        state = self.state
-        positions = state.positions
-        apply = state.apply
+        positions = self.state.positions
+        fold = PollFold(self.state)
         budget = self.max_records_per_poll
         read = 0
-        while pending and read < budget and not poll.expired():
-            # Ask for no more than can be left (records plus one end-of-partition event each):
-            # consume() returns as soon as it has them instead of waiting out its timeout.
-            left = sum(ends[p][1] - positions.get(p, 0) for p in pending) + len(pending)
-            messages = consumer.consume(
-                min(_BATCH, budget - read, left), min(_CONSUME_WAIT_S, poll.remaining())
-            )
-            for message in messages:
-                if message.error() is None:
-                    apply(
-                        message.partition(),
-                        message.offset(),
-                        message.timestamp()[1],
-                        message.key(),
-                        message.value(),
-                    )
-                    read += 1
-                else:
+        try:
+            while pending and read < budget and not poll.expired():
+                # Ask for no more than can be left (records plus one end-of-partition event
+                # each): consume() returns as soon as it has them instead of waiting out its
+                # timeout.
+                left = sum(ends[p][1] - positions.get(p, 0) for p in pending) + len(pending)
+                messages = consumer.consume(
+                    min(_BATCH, budget - read, left), min(_CONSUME_WAIT_S, poll.remaining())
+                )
+                n, errors = fold.batch(messages)
+                read += n
+                messages = None  # freed before the next batch is made (see _BATCH)
+                for message in errors:
                     self._consume_error(message, poll)
-            messages = message = None  # freed before the next batch is made (see _BATCH)
-            if not (poll.readable and poll.reachable):
-                break
-            pending = {p for p in pending if positions.get(p, 0) < ends[p][1]}
+                if not (poll.readable and poll.reachable):
+                    break
+                pending = {p for p in pending if positions.get(p, 0) < ends[p][1]}
+        finally:
+            fold.finish()
         return read
 
     def _consume_error(self, message: Any, poll: _Poll) -> None:

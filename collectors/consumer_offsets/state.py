@@ -20,13 +20,16 @@ partitions never matters, only the order within one, which :attr:`positions` gua
 
 Speed: a commit whose key bytes were decoded before is read by the short path of ``values``
 (:func:`values.fast_commit`) when its value is exactly one of the fixed layouts; every other
-record goes through ``decode_record``.
+record goes through ``decode_record``. The reader goes further (``reader.py``, "Folding a
+poll"): it keeps only the last record of each known commit key it reads in a poll and hands
+it over by :meth:`OffsetsTopicState.apply_latest`, so a commit superseded within the poll is
+never decoded, as the coordinator's own compaction would never keep it.
 """
 
 from __future__ import annotations
 
 from collections import Counter, deque
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, KeysView, Mapping
 from types import MappingProxyType
 from typing import Any, Final
 
@@ -112,6 +115,9 @@ class OffsetsTopicState:
         self._commit_keys: dict[bytes, tuple[str, str, int]] = {}
         self.records_decoded = 0
         self.records_stale = 0  # offsets below the partition's position: already applied
+        # Commits of a known key superseded by a later one of the same key before they were
+        # decoded (the reader's poll keeps only the last; see apply_latest).
+        self.records_superseded = 0
         self.bytes_read = 0
         self.skipped: Counter[str] = Counter()  # by DecodeError.kind
         self.skipped_key_versions: Counter[int] = Counter()  # record types not decoded
@@ -147,6 +153,19 @@ class OffsetsTopicState:
     def positions(self) -> Mapping[int, int]:
         """Partition -> next offset to read (one past the last record applied or skipped to)."""
         return MappingProxyType(self._positions)
+
+    @property
+    def commit_keys(self) -> KeysView[bytes]:
+        """Key bytes of the offset commits decoded so far: a commit under one of them is read
+        by the short path, the others (new keys, tombstones, group metadata) by the long one.
+        A live view, for the reader's per-record test."""
+        return self._commit_keys.keys()
+
+    @property
+    def position_table(self) -> dict[int, int]:
+        """:attr:`positions` itself, writable: for the reader's fold (``fold.py``), which moves
+        a position past the commits it keeps undecoded. Positions only ever go forward."""
+        return self._positions
 
     @property
     def records_skipped(self) -> int:
@@ -234,6 +253,26 @@ class OffsetsTopicState:
             self.bytes_read += (len(key) if key is not None else 0) + (
                 len(value) if value is not None else 0
             )
+        self._apply_decoded(partition, offset, timestamp_ms, key, value)
+
+    def apply_latest(
+        self, partition: int, offset: int, timestamp_ms: int, key: bytes, value: bytes
+    ) -> None:
+        """Fold in the last of a run of commits under one key of :attr:`commit_keys`, whose
+        position the caller has already moved past and whose earlier records it counted in
+        ``records_superseded`` (and ``bytes_read``, with this one).
+
+        Valid only while nothing else of that key came between (a tombstone, say: the reader
+        hands the commit over before such a record). Decoded as :meth:`apply` would, by the
+        long path when the short one is not sure.
+        """
+        ident = self._commit_keys.get(key)
+        if ident is not None:
+            commit = fast_commit(value, timestamp_ms, partition, offset)
+            if commit is not None:
+                self._commits[ident] = commit
+                self.records_decoded += 1
+                return
         self._apply_decoded(partition, offset, timestamp_ms, key, value)
 
     def _apply_decoded(

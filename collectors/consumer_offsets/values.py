@@ -52,7 +52,10 @@ _I64 = struct.Struct(">q").unpack_from
 _V0_HEAD = struct.Struct(">hqh").unpack_from  # v0, v1, v2: version, offset, metadata length
 _V3_HEAD = struct.Struct(">hqih").unpack_from  # v3: version, offset, leader epoch, length
 _V4_HEAD = struct.Struct(">hqiB").unpack_from  # v4: ..., first byte of the compact length
-_V4_EMPTY = struct.Struct(">hqiBqB").unpack  # v4 without metadata, all 24 bytes
+_V4_EMPTY = struct.Struct(">hqiBqB").unpack_from  # v4 without metadata: 24 bytes
+# v4's tagged fields as Kafka 4.2+ writes them: one field, tag 0 (the topic's id), 16 bytes.
+_V4_TOPIC_ID_TAG: Final = b"\x01\x00\x10"
+_V4_TOPIC_ID_SIZE: Final = 1 + 1 + 1 + 16  # count, tag, size, UUID
 
 
 def offset_commit_value(value: bytes) -> Record:
@@ -251,15 +254,30 @@ def fast_commit(value: bytes, timestamp_ms: int, partition: int, offset: int) ->
     if size < 20 or value[0] != 0:
         return None
     version = value[1]
-    if size == 24 and version == 4 and value[14] == 1 and value[23] == 0:
-        # What Kafka 4 writes for a commit without metadata, read in one call.
-        _, committed, epoch, _, commit_ts, _ = _V4_EMPTY(value)
+    if (
+        version == 4
+        and value[14] == 1
+        and (
+            (size == 24 and value[23] == 0)
+            or (size == 23 + _V4_TOPIC_ID_SIZE and value[23:26] == _V4_TOPIC_ID_TAG)
+        )
+    ):
+        # What Kafka 4 writes for a commit without metadata (4.2 and later with the topic's
+        # id as its one tagged field), read in one call.
+        _, committed, epoch, _, commit_ts, _ = _V4_EMPTY(value, 0)
         metadata = ""
     elif version == 4:
         _, committed, epoch, head = _V4_HEAD(value)
-        # One-byte compact length (0 would be null), metadata, timestamp, no tagged fields.
+        # One-byte compact length (0 would be null), metadata, timestamp, then no tagged
+        # field or only the topic's id.
         end = 14 + head
-        if head == 0 or head >= 0x80 or size != end + 9 or value[-1] != 0:
+        if head == 0 or head >= 0x80:
+            return None
+        tail = size - end - 8
+        if not (
+            (tail == 1 and value[-1] == 0)
+            or (tail == _V4_TOPIC_ID_SIZE and value[end + 8 : end + 11] == _V4_TOPIC_ID_TAG)
+        ):
             return None
         metadata = value[15:end].decode("utf-8", "replace") if head > 1 else ""
         commit_ts = _I64(value, end)[0]

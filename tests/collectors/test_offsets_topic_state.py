@@ -98,6 +98,7 @@ def offset_value(
     leader_epoch: int = -1,
     expire_ts: int = -1,
     raw_metadata: bytes | None = None,
+    topic_id: bytes | None = None,
 ) -> bytes:
     out = i16(version) + i64(offset)
     if version >= 3:
@@ -110,7 +111,9 @@ def offset_value(
     out += i64(commit_ts)
     if version == 1:
         out += i64(expire_ts)
-    if version >= 4:
+    if version >= 4 and topic_id is not None:
+        out += b"\x01" + uvarint(0) + uvarint(len(topic_id)) + topic_id  # tag 0: TopicId
+    elif version >= 4:
         out += b"\x00"  # no tagged fields
     return out
 
@@ -777,6 +780,20 @@ def _decoder_commit(key: bytes, value: bytes, ts: int) -> CommitInfo | None:
     )
 
 
+# Kafka 4.2+ writes the topic's id as v4's one tagged field (tag 0, a 16-byte UUID).
+KAFKA_44_VALUES = [
+    bytes.fromhex(
+        "00040000000000000000ffffffff01000001a225b75bba010010fd441a8022cb444babc021cfe5dcde55"
+    ),  # as Kafka 4.4.0 wrote it
+    *(
+        offset_value(4, offset, metadata, commit_ts, epoch, topic_id=bytes(range(16)))
+        for offset in (0, 7, 2**63 - 1)
+        for metadata in ("", "x", "m" * 126)
+        for commit_ts, epoch in ((1_700_000_000_000, -1), (-1, 3))
+    ),
+]
+
+
 SHORT_PATH_VALUES = (
     [
         offset_value(version, offset, metadata, commit_ts, epoch, expire)
@@ -791,6 +808,7 @@ SHORT_PATH_VALUES = (
             "00040000000000000313ffffffff01000001a20e2c8de100"
         ),  # as Kafka 4.1.1 wrote it
     ]
+    + KAFKA_44_VALUES
 )
 
 
@@ -804,6 +822,30 @@ def test_short_path_gives_the_decoders_answer_or_steps_aside() -> None:
             assert fast == _decoder_commit(key, value, 555), value.hex()
     # It must take the common layouts, or it is no short path at all.
     assert accepted >= len(SHORT_PATH_VALUES) * 0.8
+
+
+def test_short_path_takes_what_kafka_44_writes() -> None:
+    key = offset_key()
+    for value in KAFKA_44_VALUES:
+        fast = fast_commit(value, 555, 0, 0)
+        assert fast is not None, value.hex()
+        assert fast == _decoder_commit(key, value, 555), value.hex()
+
+
+@pytest.mark.parametrize(
+    "tagged",
+    [
+        b"\x01\x00\x0f" + bytes(15),  # tag 0, but not 16 bytes
+        b"\x01\x01\x10" + bytes(16),  # another tag
+        b"\x02\x00\x10" + bytes(16) + b"\x01\x00",  # two fields
+        b"\x01\x00\x10" + bytes(16) + b"\x00",  # a byte too many
+        b"\x01\x00\x10" + bytes(15),  # a byte short
+    ],
+)
+def test_short_path_steps_aside_for_other_tagged_fields(tagged: bytes) -> None:
+    for metadata in ("", "abc"):
+        value = offset_value(4, 5, metadata)[:-1] + tagged
+        assert fast_commit(value, 555, 0, 0) is None, value.hex()
 
 
 def test_short_path_never_accepts_what_the_decoder_refuses() -> None:
