@@ -15,9 +15,13 @@ commit is one record. Nothing is compacted meanwhile (the topic's active segment
 roll at this size), which the record count of every pass confirms.
 
 Runs self-contained: it starts its own Apache Kafka broker (``lab.stack.Stack``) in a temporary
-directory, fills it, measures, prints, and stops the broker. Usage::
+directory, fills it, measures, prints, and stops the broker. ``--baseline DIR`` adds the
+reader of another checkout (a worktree at an older commit), run in a child process on the
+same broker and interleaved with the others, so a change is measured against the code it
+replaces in one run. Usage::
 
     .venv/bin/python benchmarks/bench_offsets_reader.py [--records 1000000] [--reps 3]
+        [--baseline /path/to/other/checkout]
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ import datetime
 import os
 import platform
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -220,6 +225,30 @@ def reader(bootstrap: str) -> tuple[int, float]:
         r.close()
 
 
+_ELSEWHERE = """
+import sys, time
+sys.path.insert(0, sys.argv[1])
+from collectors.consumer_offsets.reader import ConsumerOffsetsReader
+r = ConsumerOffsetsReader(sys.argv[2], timeout_s=600, max_records_per_poll=10**9)
+t0 = time.perf_counter()
+outcome = r.poll(int(time.time() * 1000))
+elapsed = time.perf_counter() - t0
+r.close()
+assert outcome.caught_up and not outcome.errors and not outcome.skipped, outcome
+print(outcome.records_read, elapsed)
+"""
+
+
+def reader_elsewhere(checkout: Path, bootstrap: str) -> tuple[int, float]:
+    """:func:`reader` with another checkout's code, in a child process (timed inside it)."""
+    done = subprocess.run(
+        [sys.executable, "-c", _ELSEWHERE, str(checkout), bootstrap],
+        capture_output=True, text=True, check=True, timeout=900,
+    )  # fmt: skip
+    records, seconds = done.stdout.split()[-2:]
+    return int(records), float(seconds)
+
+
 def incremental(bootstrap: str, per_commit: int) -> None:
     """A warm reader's poll after one more round of commits, and an idle poll."""
     r = ConsumerOffsetsReader(bootstrap, timeout_s=600, max_records_per_poll=10**9)
@@ -259,6 +288,7 @@ def main() -> int:
     parser.add_argument("--groups", type=int, default=20)
     parser.add_argument("--partitions-per-commit", type=int, default=1000)
     parser.add_argument("--reps", type=int, default=5)
+    parser.add_argument("--baseline", type=Path, help="another checkout whose reader to measure")
     args = parser.parse_args()
     per_commit = min(args.partitions_per_commit, TOPICS * PARTITIONS_PER_TOPIC)
 
@@ -279,6 +309,8 @@ def main() -> int:
             "touch": lambda: floor(bootstrap, touch=True),
             "reader": lambda: reader(bootstrap),
         }
+        if args.baseline is not None:
+            passes["baseline"] = lambda: reader_elsewhere(args.baseline.resolve(), bootstrap)
         times: dict[str, list[float]] = {name: [] for name in passes}
         counts: set[int] = set()
         for _ in range(args.reps):  # interleaved, so load from elsewhere hits all alike
@@ -302,6 +334,9 @@ def main() -> int:
             )
         incremental(bootstrap, per_commit)
         ratio = statistics.median(times["reader"]) / base
+        if "baseline" in times:
+            old = statistics.median(times["baseline"])
+            print(f"reader / baseline reader (medians): {ratio * base / old:.2f}")
         print(f"\ntarget (reader <= 1.5 x floor, medians): {'met' if ratio <= 1.5 else 'NOT met'}")
         print(f"machine after: {machine()}")
     return 0
