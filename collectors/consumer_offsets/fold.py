@@ -82,10 +82,14 @@ class PollFold:
             key = message.key()
             length = len(message)
             before = get(key)
-            if before is not None and length:
-                if len(before) != length:  # another layout: decode, do not assume replaced
-                    _hand_over(state, before, key)
-                    handed += 1
+            if before is not None and length == len(before):  # the same layout: replaced
+                latest[key] = message
+                size += length + len(key)
+                last = message
+                continue
+            if before is not None and length:  # another layout: decoded, not assumed replaced
+                _hand_over(state, before, key)
+                handed += 1
                 latest[key] = message
                 size += length + len(key)
                 last = message

@@ -140,7 +140,8 @@ class ReaderOutcome:
     unreachable. ``caught_up``: every partition was read up to the end offsets taken at the
     start of the poll. ``records_behind`` is what was left to those ends, counted in offsets
     (an upper bound: compaction leaves gaps); None when the ends are unknown.
-    ``records_read`` counts every record consumed (decoded + skipped + stale); ``skipped`` is
+    ``records_read`` counts every record consumed (decoded + superseded within the poll, so
+    never decoded: ``fold.py`` + skipped + stale); ``skipped`` is
     this poll's undecodable records by ``DecodeError.kind``. ``errors`` name where.
     """
 

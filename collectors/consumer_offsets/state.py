@@ -45,7 +45,7 @@ from collectors.consumer_offsets.picture import (
     generation_causes,
     group_info,
 )
-from collectors.consumer_offsets.values import fast_commit
+from collectors.consumer_offsets.values import fast_commit, fast_commit_key
 
 __all__ = ["OffsetsTopicState"]
 
@@ -280,17 +280,20 @@ class OffsetsTopicState:
     ) -> None:
         """The long path: ``decode_record`` decides; a commit's key is remembered for later."""
         if value is not None and key is not None and key[:2] in _COMMIT_KEY_PREFIXES:
-            # A commit under a key not seen yet: decode the key alone (cheap), then the value
-            # by the short path if it can; otherwise the whole record below.
-            try:
-                fields = decode_record(key, None)
-            except DecodeError as exc:
-                self._skip(exc, key)
-                return
+            # A commit under a key not seen yet: the key by its short path (else decoded
+            # alone), then the value by the short path if it can; otherwise the whole
+            # record below.
+            ident = fast_commit_key(key)
+            if ident is None:
+                try:
+                    fields = decode_record(key, None)
+                except DecodeError as exc:
+                    self._skip(exc, key)
+                    return
+                ident = (fields["group"], fields["topic"], fields["partition"])
             commit = fast_commit(value, timestamp_ms, partition, offset)
             if commit is not None:
                 self.records_decoded += 1
-                ident = (fields["group"], fields["topic"], fields["partition"])
                 self._commit_keys[key] = ident
                 self._deleted_offsets.pop(ident, None)
                 self._commits[ident] = commit

@@ -28,6 +28,7 @@ __all__ = [
     "Record",
     "decode_consumer_assignment",
     "fast_commit",
+    "fast_commit_key",
     "group_metadata_value",
     "offset_commit_value",
 ]
@@ -48,6 +49,7 @@ _GROUP_VALUE_WHERE: Final = tuple(
 )
 
 _I64 = struct.Struct(">q").unpack_from
+_I32 = struct.Struct(">i").unpack_from
 # Offset commit value layouts, up to the metadata string (see CONSUMER_OFFSETS_LAYOUT.md).
 _V0_HEAD = struct.Struct(">hqh").unpack_from  # v0, v1, v2: version, offset, metadata length
 _V3_HEAD = struct.Struct(">hqih").unpack_from  # v3: version, offset, leader epoch, length
@@ -307,4 +309,25 @@ def fast_commit(value: bytes, timestamp_ms: int, partition: int, offset: int) ->
         None if epoch == -1 else epoch,
         partition,
         offset,
+    )
+
+
+def fast_commit_key(key: bytes) -> tuple[str, str, int] | None:
+    """(group, topic, partition) of an offset-commit key (versions 0 and 1 share a layout), or
+    None when this short path is not sure; ``decode_record`` then decides. Accepted only if
+    both lengths are non-negative and the key ends exactly after the partition. Called once
+    per key a reader meets."""
+    size = len(key)
+    if size < 10 or key[0] != 0 or key[1] > 1 or key[2] & 0x80:
+        return None
+    topic_at = 4 + ((key[2] << 8) | key[3])
+    if topic_at + 6 > size or key[topic_at] & 0x80:
+        return None
+    end = topic_at + 2 + ((key[topic_at] << 8) | key[topic_at + 1])
+    if end + 4 != size:
+        return None
+    return (
+        key[4:topic_at].decode("utf-8", "replace"),
+        key[topic_at + 2 : end].decode("utf-8", "replace"),
+        _I32(key, end)[0],
     )

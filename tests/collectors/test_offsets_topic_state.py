@@ -38,7 +38,7 @@ from collectors.consumer_offsets.picture import (
     OffsetDeleted,
 )
 from collectors.consumer_offsets.state import OffsetsTopicState
-from collectors.consumer_offsets.values import fast_commit
+from collectors.consumer_offsets.values import fast_commit, fast_commit_key
 
 # --- a small encoder, from the schemas ---------------------------------------------------------
 
@@ -866,6 +866,53 @@ def test_short_path_never_accepts_what_the_decoder_refuses() -> None:
         fast = fast_commit(value, 555, 0, 0)
         if fast is not None:
             assert fast == _decoder_commit(key, value, 555), value.hex()
+
+
+SHORT_PATH_KEYS = [
+    offset_key(group, topic, partition, version)
+    for version in (0, 1)
+    for group in ("", "g", "ü-group", "x" * 300)
+    for topic in ("", "t", "topic-ß")
+    for partition in (0, 7, -1, 2**31 - 1)
+] + [
+    i16(1) + i16(5) + b"\xff\xfe\xfdab" + string("t") + i32(0),  # bad UTF-8: replaced
+]
+
+
+def _decoded_key(key: bytes) -> tuple | None:
+    try:
+        record = decode_record(key, None)
+    except DecodeError:
+        return None
+    if record["type"] != "offset_commit":
+        return None
+    return (record["group"], record["topic"], record["partition"])
+
+
+def test_key_short_path_gives_the_decoders_answer() -> None:
+    for key in SHORT_PATH_KEYS:
+        assert fast_commit_key(key) == _decoded_key(key), key.hex()
+        assert fast_commit_key(key) is not None
+
+
+def test_key_short_path_never_accepts_what_the_decoder_refuses() -> None:
+    """Mutated keys (truncated, extended, flipped bytes, other versions, negative lengths):
+    the decoder's answer, or None."""
+    rng = random.Random(1081)
+    for _ in range(20_000):
+        key = bytearray(rng.choice(SHORT_PATH_KEYS))
+        action = rng.randrange(4)
+        if action == 0 and key:
+            del key[rng.randrange(len(key)) :]
+        elif action == 1:
+            key += bytes(rng.randrange(256) for _ in range(rng.randrange(1, 4)))
+        else:
+            for _ in range(rng.randrange(1, 3)):
+                key[rng.randrange(min(len(key), 12))] = rng.choice((0, 1, 2, 0x7F, 0x80, 0xFF))
+        key = bytes(key)
+        fast = fast_commit_key(key)
+        if fast is not None:
+            assert fast == _decoded_key(key), key.hex()
 
 
 def test_state_built_by_either_path_is_the_same() -> None:
