@@ -4,7 +4,8 @@ Three layers, each usable without the one above: ``decode`` turns one record's b
 fields (``cursor`` makes every read safe, ``values`` knows the value layouts); ``state`` folds
 records into the picture of commits, classic groups and events (``picture`` holds its types
 and why generations change); ``reader`` is the one group-less consumer per cluster that feeds
-it. The decoder's names below are this package's public face, as before it was a package:
+it, each poll through ``fold`` (only the last commit of a key read in the poll is decoded).
+The decoder's names below are this package's public face, as before it was a package:
 other modules (the wire client's DescribeGroups, a management command) read assignments and
 records with it.
 """
