@@ -115,8 +115,7 @@ class OffsetsTopicState:
         self._commit_keys: dict[bytes, tuple[str, str, int]] = {}
         self.records_decoded = 0
         self.records_stale = 0  # offsets below the partition's position: already applied
-        # Commits of a known key superseded by a later one of the same key before they were
-        # decoded (the reader's poll keeps only the last; see apply_latest).
+        # Commits replaced by a later one of their key before being decoded (fold.py).
         self.records_superseded = 0
         self.bytes_read = 0
         self.skipped: Counter[str] = Counter()  # by DecodeError.kind
@@ -156,9 +155,8 @@ class OffsetsTopicState:
 
     @property
     def commit_keys(self) -> KeysView[bytes]:
-        """Key bytes of the offset commits decoded so far: a commit under one of them is read
-        by the short path, the others (new keys, tombstones, group metadata) by the long one.
-        A live view, for the reader's per-record test."""
+        """Key bytes of the offset commits decoded so far (a live view, for the fold's
+        per-record test): a commit under one of them is read by the short path."""
         return self._commit_keys.keys()
 
     @property
