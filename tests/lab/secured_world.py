@@ -87,7 +87,10 @@ def make_groups(ctx: Context, admin: AdminClient) -> Groups:
     produce(bootstrap, topic, PRODUCED)
     groups = Groups(topic, f"{stem}-classic", f"{stem}-kip848", f"{stem}-held")
     alter_offsets(admin, groups.held, {(topic, p): o for p, o in HELD.items()})
-    for group, protocol, clients in ((groups.classic, "classic", 1), (groups.kip848, "consumer", 2)):
+    for group, protocol, clients in (
+        (groups.classic, "classic", 1),
+        (groups.kip848, "consumer", 2),
+    ):
         for i in range(clients):
             member = _member(bootstrap, group, protocol, f"{protocol}-{i}")
             member.subscribe([topic])
