@@ -7,6 +7,12 @@ One KRaft broker (broker and controller in one process, as the lab's plain one) 
 * ``MTLS``, an SSL listener with ``ssl.client.auth=required``: the client certificate's CN is
   the principal (``ssl.principal.mapping.rules``), so ``CN=lagwatch`` is ``User:lagwatch`` as
   over SASL, and one set of ACLs serves every listener;
+* ``OAUTH`` (``SASL_SSL``, OAUTHBEARER): the broker validates JWTs against the lab's OIDC
+  issuer's JWKS (lab/oidc_issuer.py, a service this one requires) with Kafka's
+  ``OAuthBearerValidatorCallbackHandler``, expecting the audience ``kafka``; the token's
+  ``sub``, the issuer's machine client ``lagwatch-kafka``, is the principal, granted the same
+  ACLs. Kafka 4 fetches only URLs named in ``org.apache.kafka.sasl.oauthbearer.allowed.urls``
+  (a system property): the JWKS URL is;
 * ``PLAINTEXT`` for the controller and inter-broker traffic, and for the lab itself (topics,
   producers, consumers, the ACLs): its principal, ``User:ANONYMOUS``, is the broker's own and
   a super user. It listens on loopback only; a production broker would secure it too.
@@ -35,6 +41,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+from lab import oidc_issuer
 from lab.ports import LOOPBACK
 from lab.services import LOG4J2, Context, ServiceSpec, run_secret
 
@@ -42,6 +49,7 @@ __all__ = [
     "LISTENERS",
     "MONITOR",
     "MONITOR_ACLS",
+    "OAUTH_MONITOR",
     "REAUTH_MS",
     "SECURED_SERVICES",
     "admin_bootstrap",
@@ -50,6 +58,7 @@ __all__ = [
 
 NAME = "kafka-secured"
 MONITOR = "lagwatch"  # the monitor's principal, as docs/SECURITY.md names it
+OAUTH_MONITOR = "lagwatch-kafka"  # the issuer's machine client: the tokens' sub
 # Listener name -> (security protocol, port name).
 LISTENERS: dict[str, tuple[str, str]] = {
     "PLAINTEXT": ("PLAINTEXT", "secured_plaintext"),
@@ -57,19 +66,27 @@ LISTENERS: dict[str, tuple[str, str]] = {
     "SASL_SSL": ("SASL_SSL", "secured_sasl_ssl"),
     "SASL_PLAINTEXT": ("SASL_PLAINTEXT", "secured_sasl_plaintext"),
     "MTLS": ("SSL", "secured_mtls"),
+    "OAUTH": ("SASL_SSL", "secured_oauth"),
 }
 _SASL_MECHANISMS = ("SCRAM-SHA-512", "SCRAM-SHA-256", "PLAIN")
 REAUTH_MS = 15_000
+
+
 # The monitor's grants: each is one kafka-acls.sh run (AclCommand's arguments after the
-# connection options), exactly as docs/SECURITY.md lists them.
-MONITOR_ACLS: tuple[tuple[str, ...], ...] = (
-    ("--add", "--allow-principal", f"User:{MONITOR}", "--operation", "Describe", "--cluster"),
-    ("--add", "--allow-principal", f"User:{MONITOR}", "--operation", "Describe",
-     "--operation", "DescribeConfigs", "--topic", "*"),
-    ("--add", "--allow-principal", f"User:{MONITOR}", "--operation", "Describe", "--group", "*"),
-    ("--add", "--allow-principal", f"User:{MONITOR}", "--operation", "Read",
-     "--topic", "__consumer_offsets"),
-)  # fmt: skip
+# connection options), as docs/SECURITY.md lists them.
+def monitor_acls(*principals: str) -> tuple[tuple[str, ...], ...]:
+    """The three kafka-acls.sh runs that grant ``principals`` (``User:NAME``) what the
+    monitor needs: Describe on the cluster, every topic and every group; DescribeConfigs on
+    every topic; Read on ``__consumer_offsets``."""
+    allow = [arg for p in principals for arg in ("--allow-principal", p)]
+    return (
+        ("--add", *allow, "--operation", "Describe", "--cluster", "--topic", "*", "--group", "*"),
+        ("--add", *allow, "--operation", "DescribeConfigs", "--topic", "*"),
+        ("--add", *allow, "--operation", "Read", "--topic", "__consumer_offsets"),
+    )
+
+
+MONITOR_ACLS = monitor_acls(f"User:{MONITOR}", f"User:{OAUTH_MONITOR}")
 ACL_COMMAND = "org.apache.kafka.tools.AclCommand"
 
 
@@ -101,7 +118,16 @@ def client_config(ctx: Context, listener: str, mechanism: str | None = None) -> 
         config["ssl.certificate.location"] = str(tls / "client.pem")
         config["ssl.key.location"] = str(tls / "client.key")
         config["ssl.key.password"] = _password(ctx, "client-key")
-    if protocol.startswith("SASL"):
+    if listener == "OAUTH":
+        config.update({
+            "sasl.mechanism": "OAUTHBEARER",
+            "sasl.oauthbearer.method": "oidc",
+            "sasl.oauthbearer.token.endpoint.url": oidc_issuer.token_url(ctx),
+            "sasl.oauthbearer.client.id": oidc_issuer.MACHINE_CLIENT_ID,
+            "sasl.oauthbearer.client.secret": oidc_issuer.machine_client_secret(ctx),
+            "sasl.oauthbearer.scope": oidc_issuer.AUDIENCE,
+        })  # fmt: skip
+    elif protocol.startswith("SASL"):
         config["sasl.mechanism"] = mechanism or _SASL_MECHANISMS[0]
         config["sasl.username"] = MONITOR
         config["sasl.password"] = _password(ctx, MONITOR)
@@ -191,7 +217,18 @@ def secured_properties(ctx: Context) -> str:
             settings[f"listener.name.{listener}.{mechanism.lower()}.sasl.jaas.config"] = _jaas(
                 ctx, mechanism
             )
-    settings["sasl.enabled.mechanisms"] = ",".join(_SASL_MECHANISMS)
+    oauth = "listener.name.oauth.oauthbearer."
+    settings.update({
+        "listener.name.oauth.sasl.enabled.mechanisms": "OAUTHBEARER",
+        f"{oauth}sasl.jaas.config":
+            "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required;",
+        f"{oauth}sasl.server.callback.handler.class":
+            "org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler",
+        "sasl.oauthbearer.jwks.endpoint.url": oidc_issuer.jwks_url(ctx),
+        "sasl.oauthbearer.expected.audience": oidc_issuer.AUDIENCE,
+        "sasl.oauthbearer.expected.issuer": oidc_issuer.issuer_url(ctx),
+    })  # fmt: skip
+    settings["sasl.enabled.mechanisms"] = ",".join((*_SASL_MECHANISMS, "OAUTHBEARER"))
     return "".join(f"{key}={value}\n" for key, value in settings.items())
 
 
@@ -200,9 +237,11 @@ def _java(ctx: Context) -> list[str]:
     from lab.services import _kafka_java
 
     options = _kafka_java(ctx)
-    # The plain broker's options, with this broker's own log4j file.
+    # The plain broker's options, with this broker's own log4j file, and the one URL its
+    # OAUTHBEARER validator may fetch.
     log4j = f"-Dlog4j2.configurationFile={_dir(ctx) / 'log4j2.properties'}"
     return [log4j if o.startswith("-Dlog4j2.configurationFile=") else o for o in options[:-2]] + [
+        f"-Dorg.apache.kafka.sasl.oauthbearer.allowed.urls={oidc_issuer.jwks_url(ctx)}",
         "-cp", f"{broker_libs()}/*",
     ]  # fmt: skip
 
@@ -272,6 +311,7 @@ SECURED_SERVICES = (
     ServiceSpec(
         name=NAME,
         ports=tuple(port for _, port in LISTENERS.values()),
+        requires=("oidc",),
         reset=_reset,
         prepare=_prepare,
         argv=_argv,

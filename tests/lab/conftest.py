@@ -1,5 +1,5 @@
-"""The secured lab broker, shared by the modules marked ``secured`` (one broker per run:
-starting one costs half a minute), and the groups read through it."""
+"""The secured lab broker and its OIDC issuer, shared by the modules marked ``secured`` (one
+broker per run: starting one costs a minute), and the groups read through it."""
 
 from __future__ import annotations
 
@@ -8,14 +8,26 @@ from collections.abc import Iterator
 import pytest
 from confluent_kafka.admin import AdminClient
 
+from lab import oidc_issuer
 from lab.secured_kafka import admin_bootstrap
 from lab.services import Context
-from tests.lab.secured_world import Groups, make_groups, secured_stack
+from lab.stack import Stack
+from tests.lab.secured_world import Groups, context_of, make_groups
+
+# The lab issuer's tokens live this long here, so that a test sees them refreshed.
+TOKEN_TTL_S = 30
 
 
 @pytest.fixture(scope="session")
 def secured_ctx(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Context]:
-    yield from secured_stack(tmp_path_factory.mktemp("secured"))
+    stack = Stack(tmp_path_factory.mktemp("secured"))
+    try:
+        with pytest.MonkeyPatch.context() as patch:  # read by the issuer as it starts
+            patch.setenv(oidc_issuer.TOKEN_TTL_VAR, str(TOKEN_TTL_S))
+            stack.up(["kafka-secured"])
+        yield context_of(stack)
+    finally:
+        stack.down()
 
 
 @pytest.fixture(scope="session")

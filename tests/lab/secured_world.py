@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import threading
 import uuid
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,7 +19,7 @@ from confluent_kafka.admin import AdminClient
 
 from collectors.kafka import KafkaSource
 from collectors.records import CollectionResult
-from lab.secured_kafka import LISTENERS, admin_bootstrap, client_config
+from lab.secured_kafka import admin_bootstrap, client_config
 from lab.services import Context
 from lab.stack import Stack
 from lab.workload.clients import leave_and_close
@@ -40,9 +39,7 @@ HELD = {0: 2, 1: 3, 3: 1}  # the commits-only group's offsets: lag 3, 0, -, 6
 
 
 def context_of(stack: Stack) -> Context:
-    endpoints = stack.endpoints()
-    ports = {port: int(endpoints[port].rsplit(":", 1)[1]) for _, port in LISTENERS.values()}
-    return Context(run_dir=stack.run_dir, ports=ports)
+    return stack._context(stack._read_state())
 
 
 @dataclass
@@ -157,12 +154,3 @@ def figures(result: CollectionResult, groups: Groups) -> dict[str, Any]:
 def monitor_source(ctx: Context, listener: str, mechanism: str | None = None) -> KafkaSource:
     config = client_config(ctx, listener, mechanism)
     return KafkaSource(config.pop("bootstrap.servers"), config, timeout_s=10)
-
-
-def secured_stack(run_dir: Any) -> Iterator[Context]:
-    stack = Stack(run_dir)
-    stack.up(["kafka-secured"])
-    try:
-        yield context_of(stack)
-    finally:
-        stack.down()

@@ -1,6 +1,6 @@
 """The product's Kafka source over every secured listener of a real Apache Kafka 4.4 broker
 (lab/secured_kafka.py): SASL_SSL with SCRAM-SHA-512, SCRAM-SHA-256 and PLAIN, SASL_PLAINTEXT,
-and mTLS, each read as the least-privileged ``lagwatch`` principal, must give the very figures
+mTLS, and OAUTHBEARER with the lab OIDC issuer's tokens, each read as the least-privileged ``lagwatch`` principal, must give the very figures
 the PLAINTEXT listener gives a super user: members, generations and KIP-848 epochs, committed
 offsets with their commit times, log offsets, lag. Sessions re-authenticate (KIP-368) under a
 running source. Other modules' groups may be denied to the principal
@@ -32,6 +32,7 @@ LISTENERS = [
     ("SASL_PLAINTEXT", "SCRAM-SHA-256"),
     ("SASL_PLAINTEXT", "PLAIN"),
     ("MTLS", None),
+    ("OAUTH", None),  # OAUTHBEARER, client-credentials tokens of the lab's OIDC issuer
 ]
 
 
