@@ -12,14 +12,22 @@ import uuid
 
 import pytest
 from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import (
+    AclBindingFilter,
+    AclOperation,
+    AclPermissionType,
+    AdminClient,
+    NewTopic,
+    ResourcePatternType,
+    ResourceType,
+)
 from django.test import Client
 from django.urls import reverse
 
 from dashboard.monitoring.models import Cluster, CollectionError, ConsumerGroup, PartitionState
 from dashboard.store.cycle import run_cluster_cycle
 from lab.kafka_tools import run_tool
-from lab.secured_kafka import ACL_COMMAND, MONITOR, admin_bootstrap, client_config
+from lab.secured_kafka import ACL_COMMAND, MONITOR, OAUTH_MONITOR, admin_bootstrap, client_config
 from lab.services import Context
 from tests.collectors.test_kafka_source import alter_offsets, create_topic, produce
 from tests.lab.secured_world import Groups
@@ -32,6 +40,31 @@ def deny(ctx: Context, resource: str, name: str) -> None:
     run_tool(ACL_COMMAND, ["--bootstrap-server", admin_bootstrap(ctx), "--add",
                            "--deny-principal", f"User:{MONITOR}", "--operation", "Describe",
                            f"--{resource}", name])  # fmt: skip
+
+
+# docs/SECURITY.md's grants, as the broker lists them (the cluster is resource type BROKER).
+GRANTS = {
+    ("BROKER", "kafka-cluster", "DESCRIBE"),
+    ("TOPIC", "*", "DESCRIBE"),
+    ("TOPIC", "*", "DESCRIBE_CONFIGS"),
+    ("GROUP", "*", "DESCRIBE"),
+    ("TOPIC", "__consumer_offsets", "READ"),
+}
+
+
+@pytest.mark.parametrize("principal", [MONITOR, OAUTH_MONITOR])
+def test_the_monitor_holds_exactly_the_documented_grants(
+    secured_admin: AdminClient, principal: str
+) -> None:
+    """What lab/secured_kafka.py granted with kafka-acls.sh's arguments, read back: these
+    grants and no other allow the figures tests/lab/test_secured_kafka.py reads."""
+    wanted = AclBindingFilter(
+        ResourceType.ANY, None, ResourcePatternType.ANY, f"User:{principal}", None,
+        AclOperation.ANY, AclPermissionType.ALLOW,
+    )  # fmt: skip
+    bindings = secured_admin.describe_acls(wanted).result(20)
+    assert {(b.restype.name, b.name, b.operation.name) for b in bindings} == GRANTS
+    assert {b.resource_pattern_type.name for b in bindings} == {"LITERAL"}
 
 
 def test_the_monitor_may_not_write(secured_ctx: Context, secured_groups: Groups) -> None:
