@@ -114,7 +114,7 @@ class KafkaSource:
         self._admin: AdminClient | None = None if self.unsupported else AdminClient(conf)
         # The __consumer_offsets reader (SPEC §2.2): commit times, classic generations and
         # every rebalance with its cause. Read beside the AdminClient's calls, on a thread of
-        # its own; a cluster that denies the topic keeps the AdminClient path, with a warning.
+        # its own; a cluster that denies the topic leaves commit times unknown, with a warning.
         self._offsets_reader: ConsumerOffsetsReader | None = None
         self._reader_pool: ThreadPoolExecutor | None = None
         if read_offsets_topic and self.unsupported is None:
