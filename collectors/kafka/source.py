@@ -55,6 +55,7 @@ from collectors.kafka.to_records import commits_of, group_outcome, with_epochs
 from collectors.kafka.topic_configs import DEFAULT_REFRESH_S, TopicConfigCache
 from collectors.kafka.wire_groups import committed_offsets, consumer_group_epochs, wire_descriptions
 from collectors.kafka_wire import GroupClient
+from collectors.kafka_wire.sasl import librdkafka_config
 from collectors.records import CollectionResult, GroupSnapshot
 
 __all__ = ["KafkaSource"]
@@ -99,7 +100,6 @@ class KafkaSource:
         }
         conf.update(config or {})
         conf["bootstrap.servers"] = bootstrap_servers
-        self._conf = conf
         # Group requests of our own (collectors.kafka_wire): committed offsets, classic
         # groups' members and KIP-848 epochs, never the AdminClient's (see wire_groups). A
         # security setting the wire client cannot honour (GSSAPI, AWS_MSK_IAM) is this
@@ -111,7 +111,11 @@ class KafkaSource:
             self._groups = GroupClient(bootstrap_servers, conf)
         except ValueError as exc:
             self.unsupported = str(exc)
-        self._admin: AdminClient | None = None if self.unsupported else AdminClient(conf)
+        # librdkafka's clients get the same credentials (an oauth_cb where librdkafka lacks
+        # the token provider, as for MSK IAM), and so the same tokens.
+        mechanism = self._groups.mechanism if self._groups is not None else None
+        self._conf = librdkafka_config(conf, mechanism)
+        self._admin: AdminClient | None = None if self.unsupported else AdminClient(self._conf)
         # The __consumer_offsets reader (SPEC §2.2): commit times, classic generations and
         # every rebalance with its cause. Read beside the AdminClient's calls, on a thread of
         # its own; a cluster that denies the topic leaves commit times unknown, with a warning.
@@ -119,8 +123,9 @@ class KafkaSource:
         self._reader_pool: ThreadPoolExecutor | None = None
         if read_offsets_topic and self.unsupported is None:
             self._offsets_reader = ConsumerOffsetsReader(
-                bootstrap_servers, config, timeout_s=self.timeout_s
-            )
+                bootstrap_servers, librdkafka_config(config or {}, mechanism),
+                timeout_s=self.timeout_s,
+            )  # fmt: skip
             self._reader_pool = ThreadPoolExecutor(1, thread_name_prefix="offsets-topic")
         self._partitions_of: dict[str, list[int]] = {}
         # Retention settings of consumed topics, re-read every few minutes (topic_configs).

@@ -87,6 +87,7 @@ from collectors.kafka_wire.group_apis import (
     unsupported,
 )
 from collectors.kafka_wire.listing import GroupListing, list_groups
+from collectors.kafka_wire.sasl import Mechanism
 
 __all__ = ["EpochReader", "GroupClient"]
 
@@ -139,6 +140,12 @@ class GroupClient:
 
     def close(self) -> None:
         self._brokers.close()
+
+    @property
+    def mechanism(self) -> Mechanism | None:
+        """The SASL mechanism the connections authenticate with (its token source, for
+        OAUTHBEARER), None without SASL."""
+        return self._brokers.sasl
 
     def describe(self, groups: Sequence[str], timeout_s: float) -> dict[str, ConsumerGroupEpochs]:
         """Every group's ``ConsumerGroupEpochs`` (in the order asked), within ``timeout_s``.

@@ -263,7 +263,7 @@ class BrokerConnections:
     def __init__(self, bootstrap_servers: str, config: Mapping[str, Any]) -> None:
         self.bootstrap = parse_bootstrap(bootstrap_servers)
         self._ssl = ssl_context(config)
-        self._sasl: Mechanism | None = sasl_mechanism(config)
+        self.sasl: Mechanism | None = sasl_mechanism(config)
         self._client_id = str(config.get("client.id") or DEFAULT_CLIENT_ID)
         self.open: dict[Address, Connection] = {}
 
@@ -326,19 +326,19 @@ class BrokerConnections:
             self.drop(conn)
             raise ConnectionError(f"{name} refused ApiVersions: {error_name(versions.error_code)}")
         conn.api_versions = versions.api_versions
-        if self._sasl is not None:
+        if self.sasl is not None:
             self._authenticate(conn, deadline)
         return conn
 
     def _authenticate(self, conn: Connection, deadline: float) -> None:
         """SaslHandshake and SaslAuthenticate; the connection is dropped if they fail."""
-        assert self._sasl is not None
+        assert self.sasl is not None
 
         def exchange(api_key: int, version: int, body: bytes) -> bytes:
             return self.exchange(conn, api_key, version, body, deadline)
 
         lifetime_ms = self.guarded(conn, authenticate, exchange, conn.api_versions,
-                                   self._sasl, conn.name)  # fmt: skip
+                                   self.sasl, conn.name)  # fmt: skip
         conn.reauth_at = None
         if lifetime_ms > 0:
             share = 0.85 + 0.10 * random.random()  # noqa: S311 - jitter, not a secret

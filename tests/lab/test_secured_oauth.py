@@ -31,7 +31,7 @@ def test_tokens_are_refreshed_under_a_running_source(
         assert first.reachable
         assert errors_about(first, secured_groups.topic, *secured_groups.names) == []
         reference = figures(first, secured_groups)
-        tokens = source._groups._brokers._sasl.tokens
+        tokens = source._groups.mechanism.tokens
         first_token = tokens.token(5)  # the one the connections authenticated with
         assert first_token.principal == OAUTH_MONITOR
         assert first_token.expires_at - time.time() <= TOKEN_TTL_S

@@ -14,7 +14,7 @@ from collectors.kafka_wire.sasl.errors import (
     TokenUnavailable,
     UnsupportedSecurity,
 )
-from collectors.kafka_wire.sasl.settings import Mechanism, sasl_mechanism
+from collectors.kafka_wire.sasl.settings import Mechanism, librdkafka_config, sasl_mechanism
 
 __all__ = [
     "Mechanism",
@@ -22,5 +22,6 @@ __all__ = [
     "TokenUnavailable",
     "UnsupportedSecurity",
     "authenticate",
+    "librdkafka_config",
     "sasl_mechanism",
 ]

@@ -6,11 +6,13 @@ Read as librdkafka reads them: ``security.protocol`` (``SASL_PLAINTEXT`` or ``SA
 ``sasl.mechanism`` (or its alias ``sasl.mechanisms``; librdkafka's default is GSSAPI),
 ``sasl.username``/``sasl.password`` for PLAIN and SCRAM, and for OAUTHBEARER either
 ``sasl.oauthbearer.method=oidc`` with its ``sasl.oauthbearer.*`` settings or
-``enable.sasl.oauthbearer.unsecure.jwt=true`` with ``sasl.oauthbearer.config``.
+``enable.sasl.oauthbearer.unsecure.jwt=true`` with ``sasl.oauthbearer.config``, or Lagwatch's
+own ``sasl.oauthbearer.method=aws_msk_iam`` (``msk_iam``), which librdkafka does not know:
+``librdkafka_config`` gives its clients the same tokens through an ``oauth_cb``.
 
 Not spoken: GSSAPI (Kerberos needs a ticket cache, a keytab and a KDC round trip per
 connection, a library of its own; docs/SECURITY.md) and AWS_MSK_IAM (the Java client's
-mechanism name; MSK IAM over OAUTHBEARER needs a token provider this client does not have).
+mechanism name: MSK IAM is spoken as OAUTHBEARER with ``aws_msk_iam``).
 """
 
 from __future__ import annotations
@@ -19,19 +21,23 @@ from collections.abc import Generator, Mapping
 from typing import Any, Protocol
 
 from collectors.kafka_wire.sasl.errors import UnsupportedSecurity
+from collectors.kafka_wire.sasl.msk_iam import MskIamTokenProvider
 from collectors.kafka_wire.sasl.oauthbearer import OAuthBearer, UnsecuredTokens, parse_extensions
 from collectors.kafka_wire.sasl.scram import MECHANISMS as SCRAM_MECHANISMS
 from collectors.kafka_wire.sasl.scram import ScramClient
 from collectors.kafka_wire.sasl.token_provider import OidcTokenProvider
 
-__all__ = ["Mechanism", "Plain", "Scram", "sasl_mechanism"]
+__all__ = ["Mechanism", "Plain", "Scram", "librdkafka_config", "sasl_mechanism"]
+
+AWS_MSK_IAM = "aws_msk_iam"
+_AWS_KEYS = ("sasl.oauthbearer.aws.region", "sasl.oauthbearer.aws.profile")
 
 SASL_PROTOCOLS = ("SASL_PLAINTEXT", "SASL_SSL")
 _NOT_SPOKEN = {
     "GSSAPI": "GSSAPI (Kerberos) is not supported by Lagwatch's Kafka client",
     "AWS_MSK_IAM": (
-        "AWS_MSK_IAM is not supported by Lagwatch's Kafka client (MSK IAM needs "
-        "sasl.mechanism=OAUTHBEARER with a signed token: docs/SECURITY.md)"
+        "AWS_MSK_IAM is the Java client's mechanism: for MSK IAM set sasl.mechanism=OAUTHBEARER "
+        "and sasl.oauthbearer.method=aws_msk_iam (docs/SECURITY.md)"
     ),
 }
 
@@ -108,6 +114,15 @@ def _oauthbearer(config: Mapping[str, Any]) -> OAuthBearer:
         except ValueError as exc:
             raise UnsupportedSecurity(f"sasl.oauthbearer.method oidc: {exc}") from None
         return OAuthBearer(provider, extensions)
+    if method == AWS_MSK_IAM:
+        try:
+            tokens = MskIamTokenProvider(
+                _text(config, "sasl.oauthbearer.aws.region"),
+                _text(config, "sasl.oauthbearer.aws.profile") or None,
+            )
+        except ValueError as exc:
+            raise UnsupportedSecurity(f"sasl.oauthbearer.method {AWS_MSK_IAM}: {exc}") from None
+        return OAuthBearer(tokens, extensions)
     if method != "default":
         raise UnsupportedSecurity(f"sasl.oauthbearer.method {method} is not supported")
     if not _truthy(_text(config, "enable.sasl.oauthbearer.unsecure.jwt")):
@@ -137,3 +152,15 @@ def sasl_mechanism(config: Mapping[str, Any]) -> Mechanism | None:
     if name == "OAUTHBEARER":
         return _oauthbearer(config)
     raise UnsupportedSecurity(f"sasl.mechanism {name} is not supported by Lagwatch's Kafka client")
+
+
+def librdkafka_config(config: Mapping[str, Any], mechanism: Mechanism | None) -> dict[str, Any]:
+    """``config`` as librdkafka takes it: unchanged but for MSK IAM, whose settings librdkafka
+    does not know, replaced by an ``oauth_cb`` giving the wire client's own tokens."""
+    out = dict(config)
+    tokens = getattr(mechanism, "tokens", None)
+    if isinstance(tokens, MskIamTokenProvider):
+        for key in ("sasl.oauthbearer.method", *_AWS_KEYS):
+            out.pop(key, None)
+        out["oauth_cb"] = tokens.oauth_cb
+    return out
