@@ -78,7 +78,7 @@ def populate(
             for _ in range(records(ti, p)):
                 producer.produce(topic, b"x", partition=p)
         producer.poll(0)
-    if producer.flush(30):
+    if producer.flush(120):  # new topics on a loaded machine can take a minute to lead
         raise RuntimeError("produce did not complete")
 
     group_ids = [f"{prefix}-g{i:03d}" for i in range(groups)]

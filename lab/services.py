@@ -24,6 +24,7 @@ import sys
 import urllib.request
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from importlib import import_module
 from pathlib import Path
 
 from lab.ports import LOOPBACK
@@ -451,10 +452,10 @@ def django_env(ctx: Context) -> dict[str, str]:
             env[var] = ctx.addr(port_name)
     if "storm_ui" in ctx.ports:
         env["LAGWATCH_LAB_STORM_UI"] = ctx.url("storm_ui")
-    if "postgres" in ctx.ports:
-        from lab.postgres import database_url  # the optional private server (lab/postgres.py)
-
-        env["DATABASE_URL"] = database_url(ctx)
+    if "postgres" in ctx.ports:  # the optional private server (lab/postgres.py)
+        env["DATABASE_URL"] = import_module("lab.postgres").database_url(ctx)
+    if "oidc" in ctx.ports:  # the optional OIDC issuer (lab/oidc_issuer.py): single sign-on
+        env.update(import_module("lab.oidc_issuer").product_env(ctx))
     if "spark_master" in ctx.ports:
         # The stack's Spark cluster runs the jobs; its executors find this interpreter.
         env["SPARK_MASTER"] = f"spark://{LOOPBACK}:{ctx.ports['spark_master']}"

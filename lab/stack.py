@@ -31,7 +31,9 @@ from typing import Any
 from urllib.parse import urlparse
 
 from lab import ports, procs
+from lab.oidc_issuer import OIDC_SERVICES
 from lab.postgres import POSTGRES_SERVICES
+from lab.secured_kafka import SECURED_SERVICES
 from lab.services import (
     LAB_CLUSTER,
     REPO,
@@ -49,15 +51,16 @@ from lab.storm2.services import STORM2_SERVICES
 
 log = logging.getLogger("lab")
 
-# Every service ``up`` knows: the optional PostgreSQL server and Spark cluster first (they need
-# nothing; started only when asked for by name; see ``ServiceSpec.optional``).
-# The real Storm (its Kafka 3.9 broker and the Storm daemons, optional too) right after the
-# lab's own broker: sources first.
+# Every service ``up`` knows: the optional PostgreSQL server, Spark cluster and OIDC issuer
+# first (they need nothing; started only when asked for by name; see ``ServiceSpec.optional``).
+# The real Storm (its Kafka 3.9 broker and the Storm daemons, optional too) and the secured
+# broker (lab/secured_kafka.py, optional) right after the lab's own broker: sources first.
 ALL_SERVICES: dict[str, ServiceSpec] = {
-    **{s.name: s for s in (*POSTGRES_SERVICES, *SPARK_SERVICES)},
+    **{s.name: s for s in (*POSTGRES_SERVICES, *SPARK_SERVICES, *OIDC_SERVICES)},
     **{name: spec for name, spec in SERVICES.items() if name in ("zookeeper", "kafka")},
     **{s.name: s for s in STORM_SERVICES},
     **{s.name: s for s in STORM2_SERVICES},
+    **{s.name: s for s in SECURED_SERVICES},
     **SERVICES,
 }
 

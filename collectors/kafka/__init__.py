@@ -3,8 +3,7 @@ committed offsets and log offsets per cycle. ``source`` says how a cycle is shap
 ``snapshot_from_description`` is public for the tests that map the AdminClient's own answers.
 """
 
-from collectors.kafka.admin import DESCRIBE_BATCH
 from collectors.kafka.source import KafkaSource
 from collectors.kafka.to_records import snapshot_from_description
 
-__all__ = ["DESCRIBE_BATCH", "KafkaSource", "snapshot_from_description"]
+__all__ = ["KafkaSource", "snapshot_from_description"]

@@ -1,9 +1,9 @@
 """The cycle's requests through confluent-kafka's AdminClient: ListGroups, topic metadata,
-ListOffsets, and the group requests where the wire client cannot go.
+ListOffsets.
 
 These stay on librdkafka because it asks them of any broker, not of a group's coordinator:
 the coordinator-targeted calls are the ones librdkafka 2.16 can crash the process over, and
-they go through ``collectors.kafka_wire`` (``wire_groups``) wherever its security allows.
+they all go through ``collectors.kafka_wire`` (``wire_groups``), whatever the security.
 Every call is issued with all its batches in flight at once, bounded by the cycle's budget.
 """
 
@@ -14,25 +14,18 @@ from collections.abc import Sequence
 from concurrent.futures import Future
 from typing import Any
 
-from confluent_kafka import ConsumerGroupTopicPartitions, KafkaError, TopicPartition
+from confluent_kafka import KafkaError, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
-from collectors.kafka.cycle import Cycle, describe_exc, is_transient, submit
+from collectors.kafka.cycle import Cycle, describe_exc, is_transient
 from collectors.kafka.to_records import state_name, type_name
 from collectors.records import PartitionOffsets
 
 __all__ = [
-    "DESCRIBE_BATCH",
-    "admin_committed_offsets",
-    "admin_descriptions",
     "listed_groups",
     "log_offsets",
     "topic_partitions",
 ]
-
-# Groups per DescribeGroups call. librdkafka already splits a call per coordinator; batching
-# bounds the size of one request and answer, and every batch is in flight at once anyway.
-DESCRIBE_BATCH = 50
 
 _RELIST_PAUSE_S = 0.25
 
@@ -92,38 +85,6 @@ def topic_partitions(
             continue
         partitions_of[name] = sorted(topic.partitions)
     return partitions_of
-
-
-def admin_descriptions(admin: AdminClient, group_ids: list[str], cycle: Cycle) -> dict[str, Future]:
-    """Every group's description through the AdminClient, all batches in flight at once:
-    only where the wire client does not speak the cluster's security (see ``wire_groups``)."""
-    futures: dict[str, Future] = {}
-    for i in range(0, len(group_ids), DESCRIBE_BATCH):
-        batch = group_ids[i : i + DESCRIBE_BATCH]
-        futures.update(
-            submit(
-                batch,
-                lambda b: admin.describe_consumer_groups(b, request_timeout=cycle.remaining()),
-            )
-        )
-    return futures
-
-
-def admin_committed_offsets(
-    admin: AdminClient, group_ids: list[str], cycle: Cycle
-) -> dict[str, Future]:
-    """Every group's committed offsets through the AdminClient, one call per group: only
-    where the wire client does not speak the cluster's security (SASL), with the risk
-    ``wire_groups.committed_offsets`` explains (docs/DESIGN_CHOICES.md)."""
-    return {
-        group: submit(
-            [group],
-            lambda b: admin.list_consumer_group_offsets(
-                [ConsumerGroupTopicPartitions(b[0])], request_timeout=cycle.remaining()
-            ),
-        )[group]
-        for group in group_ids
-    }
 
 
 def log_offsets(

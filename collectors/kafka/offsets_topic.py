@@ -56,6 +56,8 @@ def apply_offsets_topic(
     if outcome.caught_up:
         state.read_to_end = True
     _add_commit_times(result.commits, state)
+    if state.read_to_end:
+        _hidden_topics(cycle, state)
     classic = {s.group for s in result.groups if s.protocol_type == "classic"}
     if state.read_to_end:
         # Before its first read to the end, a reader may have folded a group's old metadata
@@ -82,6 +84,34 @@ def _add_commit_times(commits: list[CommittedOffset], state: OffsetsTopicState) 
         info = known.get((commit.group, commit.topic, commit.partition))
         if info is not None and info.offset == commit.offset:
             commit.commit_time_ms = info.commit_timestamp_ms
+
+
+def _hidden_topics(cycle: Cycle, state: OffsetsTopicState) -> None:
+    """A warning for each group's topic that ``__consumer_offsets`` holds commits of but the
+    brokers hide: OffsetFetch (all topics) leaves out, without an error, every topic the
+    principal may not Describe, and so does the metadata; the commits' own records name them.
+    A deleted topic is not hidden (OffsetFetch still answers its commits), so it is not
+    warned about; a group whose OffsetFetch failed already has its own warning."""
+    result = cycle.result
+    failed = {e.where.removeprefix("group ") for e in result.errors if e.where.startswith("group ")}
+    wanted = {s.group for s in result.groups} - failed
+    if not wanted:
+        return
+    fetched = {(c.group, c.topic) for c in result.commits}
+    hidden: set[tuple[str, str]] = set()
+    for group, topic, _ in state.commits:
+        if (
+            group in wanted
+            and topic not in result.partition_counts
+            and (group, topic) not in fetched
+        ):
+            hidden.add((group, topic))
+    for group, topic in sorted(hidden):
+        cycle.error(
+            f"group {group} topic {topic}",
+            "committed offsets not readable: the broker hides the topic (no Describe "
+            "permission on it for this principal?); __consumer_offsets holds commits of it",
+        )
 
 
 def _with_generation(snapshot: GroupSnapshot, state: OffsetsTopicState) -> GroupSnapshot:

@@ -10,9 +10,8 @@ delivered and acknowledged or given up. That offset is the partition's commit he
 broker's own lag (KIP-1226, Kafka 4.2+) its lag; before KIP-1226 the lag is computed from the
 log end and marked as an upper bound (``collectors/figures.py``).
 
-A cluster whose security the wire client does not speak (SASL) has no share groups read,
-silently: the AdminClient cannot read them either, and a warning every cycle would say
-nothing new (docs/DESIGN_CHOICES.md).
+A cluster whose security the wire client cannot speak is not read at all (the source's
+error names the setting), share groups included.
 """
 
 from __future__ import annotations

@@ -44,8 +44,6 @@ from confluent_kafka.admin import AdminClient
 
 from collectors.consumer_offsets.reader import ConsumerOffsetsReader
 from collectors.kafka.admin import (
-    admin_committed_offsets,
-    admin_descriptions,
     listed_groups,
     log_offsets,
     topic_partitions,
@@ -57,6 +55,7 @@ from collectors.kafka.to_records import commits_of, group_outcome, with_epochs
 from collectors.kafka.topic_configs import DEFAULT_REFRESH_S, TopicConfigCache
 from collectors.kafka.wire_groups import committed_offsets, consumer_group_epochs, wire_descriptions
 from collectors.kafka_wire import GroupClient
+from collectors.kafka_wire.sasl import librdkafka_config
 from collectors.records import CollectionResult, GroupSnapshot
 
 __all__ = ["KafkaSource"]
@@ -101,27 +100,32 @@ class KafkaSource:
         }
         conf.update(config or {})
         conf["bootstrap.servers"] = bootstrap_servers
-        self._conf = conf
-        self._admin: AdminClient | None = AdminClient(conf)
-        # Group requests of our own (collectors.kafka_wire): committed offsets (OffsetFetch,
-        # see wire_groups) and KIP-848 epochs, which librdkafka does not expose. A
-        # cluster whose security the small client does not speak (SASL) keeps the AdminClient
-        # for offsets and gets a warning each cycle for the epochs.
+        # Group requests of our own (collectors.kafka_wire): committed offsets, classic
+        # groups' members and KIP-848 epochs, never the AdminClient's (see wire_groups). A
+        # security setting the wire client cannot honour (GSSAPI, AWS_MSK_IAM) is this
+        # source's error every cycle, naming it, and nothing is read: not a fallback to the
+        # AdminClient, whose coordinator calls can abort the process and read no epochs.
         self._groups: GroupClient | None = None
-        self._groups_unavailable: str | None = None
+        self.unsupported: str | None = None
         try:
             self._groups = GroupClient(bootstrap_servers, conf)
         except ValueError as exc:
-            self._groups_unavailable = str(exc)
+            self.unsupported = str(exc)
+        # librdkafka's clients get the same credentials (an oauth_cb where librdkafka lacks
+        # the token provider, as for MSK IAM), and so the same tokens.
+        mechanism = self._groups.mechanism if self._groups is not None else None
+        self._conf = librdkafka_config(conf, mechanism)
+        self._admin: AdminClient | None = None if self.unsupported else AdminClient(self._conf)
         # The __consumer_offsets reader (SPEC §2.2): commit times, classic generations and
         # every rebalance with its cause. Read beside the AdminClient's calls, on a thread of
-        # its own; a cluster that denies the topic keeps the AdminClient path, with a warning.
+        # its own; a cluster that denies the topic leaves commit times unknown, with a warning.
         self._offsets_reader: ConsumerOffsetsReader | None = None
         self._reader_pool: ThreadPoolExecutor | None = None
-        if read_offsets_topic:
+        if read_offsets_topic and self.unsupported is None:
             self._offsets_reader = ConsumerOffsetsReader(
-                bootstrap_servers, config, timeout_s=self.timeout_s
-            )
+                bootstrap_servers, librdkafka_config(config or {}, mechanism),
+                timeout_s=self.timeout_s,
+            )  # fmt: skip
             self._reader_pool = ThreadPoolExecutor(1, thread_name_prefix="offsets-topic")
         self._partitions_of: dict[str, list[int]] = {}
         # Retention settings of consumed topics, re-read every few minutes (topic_configs).
@@ -158,10 +162,21 @@ class KafkaSource:
             raise RuntimeError("KafkaSource is closed")
         return self._admin
 
+    def _refused(self, now_ms: int) -> CollectionResult:
+        """The cycle of a cluster whose security the wire client cannot speak: unreachable
+        (its partitions UNKNOWN, never a stuck consumer), with the setting named."""
+        cycle = Cycle(now_ms, self.timeout_s)
+        cycle.result.reachable = False
+        cycle.error("cluster", f"not collected: {self.unsupported}")
+        cycle.result.finished_ms = cycle.clock_ms()
+        return cycle.result
+
     # -- the cycle -----------------------------------------------------------------------------
 
     def collect(self, now_ms: int) -> CollectionResult:
         """Read one cycle. Never raises for anything the cluster does or fails to do."""
+        if self.unsupported is not None:
+            return self._refused(now_ms)
         if self._renew_client and self._admin is not None:
             self._recreate_client("the last cycle could not reach the cluster")
         admin = self.admin
@@ -191,6 +206,8 @@ class KafkaSource:
         time lag need the same broker offsets. Partition lists come from the last cycle's
         metadata, refreshed here only for topics it did not hold.
         """
+        if self.unsupported is not None:
+            return self._refused(now_ms)
         admin = self.admin
         cycle = Cycle(now_ms, self.timeout_s)
         wanted = sorted(set(topics))
@@ -204,7 +221,8 @@ class KafkaSource:
                 if topic not in self._partitions_of:
                     cycle.error(f"topic {topic}", "not found on the broker")
             configs = self._topic_configs.submit(
-                admin, self._topic_configs.due(self._partitions_of.keys() & set(wanted), now_ms),
+                admin,
+                self._topic_configs.due(self._partitions_of.keys() & set(wanted), now_ms),
                 cycle,
             )
             if partitions:
@@ -279,13 +297,11 @@ class KafkaSource:
         if not group_ids and not share_snapshots:
             return
 
-        # Stage 2: every group's description and committed offsets. Through the wire
-        # client where it speaks the cluster's security; the AdminClient's describes (all
-        # batches in flight at once) only where it does not.
+        # Stage 2: every group's description and committed offsets, through the wire client.
         committed: dict[str, list[TopicPartition]] = {}
         snapshots: list[GroupSnapshot] = []
         if listed is not None and group_ids:
-            snapshots, committed = self._describe_groups(admin, listed, group_ids, cycle)
+            snapshots, committed = self._describe_groups(listed, group_ids, cycle)
         result.groups.extend(snapshots)
         result.commits.extend(commits_of(snapshots, committed))
         result.groups.extend(share_snapshots)
@@ -311,23 +327,18 @@ class KafkaSource:
 
     def _describe_groups(
         self,
-        admin: AdminClient,
         listed: dict[str, tuple[str | None, str | None]],
         group_ids: list[str],
         cycle: Cycle,
     ) -> tuple[list[GroupSnapshot], dict[str, list[TopicPartition]]]:
         """Stage 2 for the classic and KIP-848 groups: each group's snapshot and commits."""
         groups = self._groups
-        kip848 = [g for g in group_ids if listed[g][1] == "consumer"]
         if groups is None:
-            describe_futures = admin_descriptions(admin, group_ids, cycle)
-            # On this thread while librdkafka's describes are in flight on its own.
-            offset_futures = admin_committed_offsets(admin, group_ids, cycle)
-            epochs = consumer_group_epochs(None, self._groups_unavailable, kip848, cycle)
-        else:
-            offset_futures = committed_offsets(groups, group_ids, cycle)
-            epochs = consumer_group_epochs(groups, None, kip848, cycle)
-            describe_futures = wire_descriptions(groups, group_ids, listed, epochs, cycle)
+            raise RuntimeError("KafkaSource is closed")
+        kip848 = [g for g in group_ids if listed[g][1] == "consumer"]
+        offset_futures = committed_offsets(groups, group_ids, cycle)
+        epochs = consumer_group_epochs(groups, kip848, cycle)
+        describe_futures = wire_descriptions(groups, group_ids, listed, epochs, cycle)
         cycle.gather([*describe_futures.values(), *offset_futures.values()])
 
         committed: dict[str, list[TopicPartition]] = {}

@@ -28,9 +28,7 @@ def committed_offsets(groups: GroupClient, group_ids: list[str], cycle: Cycle) -
 
     One batched OffsetFetch per coordinator, not ``AdminClient.list_consumer_group_offsets``:
     librdkafka 2.16 crashes the whole process when that call meets NOT_COORDINATOR
-    (librdkafka issue #5040, open), which every coordinator move answers. A cluster whose
-    security the wire client does not speak (SASL) keeps the AdminClient call, with that risk
-    (docs/DESIGN_CHOICES.md, ``admin.admin_committed_offsets``).
+    (librdkafka issue #5040, open), which every coordinator move answers.
     """
     try:
         answers = groups.fetch_committed(group_ids, timeout_s=cycle.remaining())
@@ -110,14 +108,10 @@ def wire_descriptions(
 
 
 def consumer_group_epochs(
-    groups: GroupClient | None, unavailable: str | None, group_ids: list[str], cycle: Cycle
+    groups: GroupClient, group_ids: list[str], cycle: Cycle
 ) -> dict[str, ConsumerGroupEpochs]:
-    """ConsumerGroupDescribe of the KIP-848 groups; a failure is a warning of the cycle
-    (the groups keep everything the AdminClient says, without epochs)."""
+    """ConsumerGroupDescribe of the KIP-848 groups; a failure is a warning of the cycle."""
     if not group_ids:
-        return {}
-    if groups is None:
-        cycle.error("groups (KIP-848)", f"epochs not read: {unavailable}")
         return {}
     try:
         answers = groups.describe(group_ids, timeout_s=cycle.remaining())

@@ -31,8 +31,10 @@ GROUP_ID_NOT_FOUND, an unreachable or slow coordinator, a broker without API 69)
 group's result, with Kafka's error code, because the caller reports per group and goes on.
 What concerns the whole call raises: ``BrokerUnreachable`` (no bootstrap broker answers),
 ``DeadlineExceeded`` (finding coordinators outlived ``timeout_s``), ``WireError`` (a broker
-sent bytes we cannot read: a bug to see, not to hide), ``UnsupportedSecurity`` (SASL; raised
-by the constructor, before any connection). All are ``OSError`` or ``ValueError``.
+sent bytes we cannot read: a bug to see, not to hide), ``UnsupportedSecurity`` (a setting it
+cannot honour, e.g. GSSAPI; raised by the constructor, before any connection). All are
+``OSError`` or ``ValueError``. A broker refusing the credentials is a failed connection
+(``SaslAuthenticationFailed``, an ``OSError``), reported as an unreachable one is.
 
 Not thread-safe: one ``GroupClient`` per thread (the Kafka adapter keeps one per cluster).
 ``EpochReader`` is the same class under the name it had when it only described epochs.
@@ -85,6 +87,7 @@ from collectors.kafka_wire.group_apis import (
     unsupported,
 )
 from collectors.kafka_wire.listing import GroupListing, list_groups
+from collectors.kafka_wire.sasl import Mechanism
 
 __all__ = ["EpochReader", "GroupClient"]
 
@@ -116,7 +119,8 @@ class GroupClient:
     ``describe_classic`` classic groups' members and assignments.
 
     ``config`` is the librdkafka-style client configuration the cluster already has: only
-    ``security.protocol``, the ``ssl.*`` settings and ``client.id`` are read.
+    ``security.protocol``, the ``ssl.*`` and ``sasl.*`` settings (``collectors.kafka_wire.
+    sasl.settings``) and ``client.id`` are read.
     """
 
     def __init__(self, bootstrap_servers: str, config: Mapping[str, Any] | None = None) -> None:
@@ -136,6 +140,12 @@ class GroupClient:
 
     def close(self) -> None:
         self._brokers.close()
+
+    @property
+    def mechanism(self) -> Mechanism | None:
+        """The SASL mechanism the connections authenticate with (its token source, for
+        OAUTHBEARER), None without SASL."""
+        return self._brokers.sasl
 
     def describe(self, groups: Sequence[str], timeout_s: float) -> dict[str, ConsumerGroupEpochs]:
         """Every group's ``ConsumerGroupEpochs`` (in the order asked), within ``timeout_s``.

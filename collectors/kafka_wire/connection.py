@@ -7,13 +7,20 @@ failed in any way is dropped, as its stream may be mid-message; the next request
 broker connects again, so a restarted broker costs one reconnect, not a call.
 
 Security is read from the librdkafka-style settings the cluster already has, so one cluster
-configuration serves both clients. Only PLAINTEXT and SSL are spoken; SASL raises
-``UnsupportedSecurity`` at construction, before any connection, so the caller can fall back.
+configuration serves both clients: PLAINTEXT, SSL, SASL_PLAINTEXT and SASL_SSL, with the SASL
+mechanisms of ``collectors.kafka_wire.sasl`` (PLAIN, SCRAM-SHA-256/512, OAUTHBEARER). A SASL
+connection authenticates right after ApiVersions, and again on the same connection before the
+session lifetime the broker granted runs out (KIP-368: a broker with
+``connections.max.reauth.ms`` closes a connection whose session expired), at a random point
+between 85% and 95% of it, as Kafka's Java client does, so that many connections do not all
+re-authenticate at once. A setting this client cannot honour (GSSAPI, a keystore) raises
+``UnsupportedSecurity`` at construction, before any connection, naming it.
 """
 
 from __future__ import annotations
 
 import contextlib
+import random
 import selectors
 import socket
 import ssl
@@ -32,6 +39,7 @@ from collectors.kafka_wire.codec import (
     error_name,
     response_header_version,
 )
+from collectors.kafka_wire.sasl import Mechanism, UnsupportedSecurity, authenticate, sasl_mechanism
 
 __all__ = [
     "DEFAULT_CLIENT_ID",
@@ -68,10 +76,6 @@ _SSL_KEYS = frozenset(
         "ssl.cipher.suites",
     }
 )
-
-
-class UnsupportedSecurity(ValueError):
-    """A security setting this client does not implement (SASL, keystores): fall back."""
 
 
 class BrokerUnreachable(ConnectionError):
@@ -116,18 +120,17 @@ def _truthy(value: Any) -> bool:
 
 
 def ssl_context(config: Mapping[str, Any]) -> ssl.SSLContext | None:
-    """None for PLAINTEXT; for SSL a context from the librdkafka-style settings.
+    """None for PLAINTEXT and SASL_PLAINTEXT; for SSL and SASL_SSL a context from the
+    librdkafka-style settings.
 
     As in librdkafka: the system's CA store unless ``ssl.ca.location``/``ssl.ca.pem``; the
     broker's name checked unless ``ssl.endpoint.identification.algorithm`` is ``none``;
     certificates not checked at all with ``enable.ssl.certificate.verification=false``.
     """
     protocol = str(config.get("security.protocol") or "plaintext").strip().upper()
-    if protocol == "PLAINTEXT":
+    if protocol in ("PLAINTEXT", "SASL_PLAINTEXT"):
         return None
-    if protocol.startswith("SASL"):
-        raise UnsupportedSecurity(f"security.protocol {protocol} (SASL) is not supported")
-    if protocol != "SSL":
+    if protocol not in ("SSL", "SASL_SSL"):
         raise UnsupportedSecurity(f"unknown security.protocol {protocol!r}")
     unknown = sorted(
         key for key, value in config.items()
@@ -170,6 +173,8 @@ class Connection:
         self.address = address
         self.name = f"{address[0]}:{address[1]}"
         self.api_versions: Mapping[int, tuple[int, int]] = {}
+        # When to authenticate again (monotonic seconds; None: never): KIP-368.
+        self.reauth_at: float | None = None
         self._sock = sock
         self._client_id = client_id
         self._next_id = 0
@@ -258,6 +263,7 @@ class BrokerConnections:
     def __init__(self, bootstrap_servers: str, config: Mapping[str, Any]) -> None:
         self.bootstrap = parse_bootstrap(bootstrap_servers)
         self._ssl = ssl_context(config)
+        self.sasl: Mechanism | None = sasl_mechanism(config)
         self._client_id = str(config.get("client.id") or DEFAULT_CLIENT_ID)
         self.open: dict[Address, Connection] = {}
 
@@ -270,7 +276,7 @@ class BrokerConnections:
         """Brokers to ask what any broker can answer: open connections first, then the
         bootstrap addresses (again, if their connection just failed)."""
         for conn in list(self.open.values()):
-            if conn.dropped():
+            if conn.dropped() or not self._reauthenticated(conn, deadline):
                 self.drop(conn)
             else:
                 yield conn
@@ -286,7 +292,7 @@ class BrokerConnections:
 
     def connection(self, address: Address, deadline: float) -> Connection:
         conn = self.open.get(address)
-        if conn is not None and conn.dropped():
+        if conn is not None and (conn.dropped() or not self._reauthenticated(conn, deadline)):
             self.drop(conn)
             conn = None
         return conn or self._connect(address, deadline)
@@ -320,7 +326,36 @@ class BrokerConnections:
             self.drop(conn)
             raise ConnectionError(f"{name} refused ApiVersions: {error_name(versions.error_code)}")
         conn.api_versions = versions.api_versions
+        if self.sasl is not None:
+            self._authenticate(conn, deadline)
         return conn
+
+    def _authenticate(self, conn: Connection, deadline: float) -> None:
+        """SaslHandshake and SaslAuthenticate; the connection is dropped if they fail."""
+        assert self.sasl is not None
+
+        def exchange(api_key: int, version: int, body: bytes) -> bytes:
+            return self.exchange(conn, api_key, version, body, deadline)
+
+        lifetime_ms = self.guarded(conn, authenticate, exchange, conn.api_versions,
+                                   self.sasl, conn.name)  # fmt: skip
+        conn.reauth_at = None
+        if lifetime_ms > 0:
+            share = 0.85 + 0.10 * random.random()  # noqa: S311 - jitter, not a secret
+            conn.reauth_at = time.monotonic() + share * lifetime_ms / 1000
+
+    def _reauthenticated(self, conn: Connection, deadline: float) -> bool:
+        """Whether the connection may be used: its session has time left, or was renewed now
+        (KIP-368). False if renewing failed; the caller drops it and connects afresh."""
+        if conn.reauth_at is None or time.monotonic() < conn.reauth_at:
+            return True
+        try:
+            self._authenticate(conn, deadline)
+        except DeadlineExceeded:
+            raise
+        except (OSError, ValueError):
+            return False
+        return True
 
     def exchange(
         self, conn: Connection, api_key: int, version: int, body: bytes, deadline: float

@@ -368,7 +368,9 @@ def test_live_member_and_rebalances(
 
 
 @lab
-@pytest.mark.kafka_since("4.0", "the new group coordinator's tombstones (one batch per deleted group)")
+@pytest.mark.kafka_since(
+    "4.0", "the new group coordinator's tombstones (one batch per deleted group)"
+)
 def test_group_deleted_mid_cycle(
     kafka_bootstrap: str,
     admin: AdminClient,
@@ -536,20 +538,31 @@ def test_offset_fetch_error_is_confined_to_its_group(
     assert_prompt(result)
 
 
-def test_offsets_of_a_sasl_cluster_come_from_the_admin_client() -> None:
-    """The wire client speaks PLAINTEXT and TLS; on a SASL cluster the AdminClient reads
-    the offsets (and epochs are not read)."""
-    source = KafkaSource(
-        f"127.0.0.1:{_unused_port()}",
-        {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN",
-         "sasl.username": "u", "sasl.password": "p"},
-        timeout_s=1,
-        read_offsets_topic=False,
-    )  # fmt: skip
+@pytest.mark.parametrize(
+    ("config", "named"),
+    [
+        ({"security.protocol": "SASL_SSL"}, "GSSAPI (Kerberos)"),  # librdkafka's default
+        ({"security.protocol": "SASL_SSL", "sasl.mechanism": "GSSAPI"}, "GSSAPI (Kerberos)"),
+        ({"security.protocol": "SASL_SSL", "sasl.mechanism": "AWS_MSK_IAM"}, "AWS_MSK_IAM"),
+        ({"security.protocol": "SASL_SSL", "sasl.mechanism": "OAUTHBEARER"},
+         "sasl.oauthbearer.method=oidc"),
+        ({"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "SCRAM-SHA-1"}, "SCRAM-SHA-1"),
+    ],
+)  # fmt: skip
+def test_a_mechanism_the_wire_client_lacks_is_the_sources_error(
+    config: dict[str, str], named: str
+) -> None:
+    """No fallback to the AdminClient for coordinator requests: the cluster is not collected,
+    its partitions are unknown (not a stuck consumer), and the error names the setting."""
+    source = KafkaSource(f"127.0.0.1:{_unused_port()}", config, timeout_s=1)
     try:
-        assert source._groups is None
-        assert "SASL" in (source._groups_unavailable or "")
-        assert source.collect(now_ms()).reachable is False
+        assert source._groups is None and source._admin is None
+        for result in (source.collect(now_ms()), source.log_offsets(["t"], now_ms())):
+            assert result.reachable is False
+            assert result.groups == [] and result.commits == [] and result.offsets == []
+            [error] = result.errors
+            assert error.where == "cluster" and named in error.error
+            assert error.error.startswith("not collected: ")
     finally:
         source.close()
 

@@ -559,8 +559,6 @@ def test_parse_bootstrap_refuses(servers: str) -> None:
 @pytest.mark.parametrize(
     ("config", "message"),
     [
-        ({"security.protocol": "SASL_SSL"}, "SASL"),
-        ({"security.protocol": "sasl_plaintext"}, "SASL"),
         ({"security.protocol": "KERBEROS"}, "unknown security.protocol"),
         ({"security.protocol": "SSL", "ssl.keystore.location": "/k.p12"}, "ssl.keystore.location"),
     ],

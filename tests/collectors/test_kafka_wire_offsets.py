@@ -639,7 +639,7 @@ def test_whole_call_failures_raise(fake: Callable[..., OffsetsBroker]) -> None:
         fetch_committed_offsets(silent.bootstrap, ["g"], timeout_s=0.4)
     assert time.monotonic() - started < 0.8
     with pytest.raises(UnsupportedSecurity):
-        GroupClient("localhost:9092", {"security.protocol": "SASL_SSL"})
+        GroupClient("localhost:9092", {"security.protocol": "SASL_SSL"})  # GSSAPI, by default
     assert fetch_committed_offsets(f"127.0.0.1:{closed_port()}", [], timeout_s=1) == {}
 
 

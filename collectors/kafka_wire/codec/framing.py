@@ -33,15 +33,20 @@ __all__ = [
     "OFFSET_FETCH",
     "OUR_VERSIONS",
     "REQUEST_TIMED_OUT",
+    "SASL_AUTHENTICATE",
+    "SASL_HANDSHAKE",
     "SHARE_GROUP_DESCRIBE",
     "UNKNOWN_SERVER_ERROR",
     "UNSUPPORTED_VERSION",
     "check_version",
     "choose_version",
+    "compact_bytes",
     "compact_string",
     "compact_string_array",
     "decode_response_header",
     "encode_request",
+    "legacy_bytes",
+    "legacy_string",
     "error_name",
     "is_flexible",
     "request_header_version",
@@ -57,12 +62,16 @@ DESCRIBE_GROUPS = 15
 LIST_GROUPS = 16
 SHARE_GROUP_DESCRIBE = 77  # KIP-932
 DESCRIBE_SHARE_GROUP_OFFSETS = 90  # KIP-932; v1 adds Lag (KIP-1226)
+SASL_HANDSHAKE = 17
+SASL_AUTHENTICATE = 36  # v1 adds SessionLifetimeMs (KIP-368)
 
 # The versions this package can write and read, per API key. FindCoordinator starts at 4, the
 # first that batches keys; 5 and 6 only add error codes and key types, same layout.
 # ApiVersions 4 is laid out as 3 (it only lifts a restriction on feature versions).
 # ListGroups from 3, the first flexible version (4 adds the state, 5 the type and its filter).
 # ShareGroupDescribe 1 only: 0 was Kafka 4.0's early access, removed in 4.1.
+# SaslHandshake 1 only: 0 sends the mechanism's bytes unframed, outside Kafka's protocol.
+# SaslAuthenticate from 1, the first that says the session's lifetime (KIP-368, Kafka 2.2).
 OUR_VERSIONS: dict[int, tuple[int, int]] = {
     API_VERSIONS: (0, 4),
     FIND_COORDINATOR: (4, 6),
@@ -72,6 +81,8 @@ OUR_VERSIONS: dict[int, tuple[int, int]] = {
     LIST_GROUPS: (3, 5),
     SHARE_GROUP_DESCRIBE: (1, 1),
     DESCRIBE_SHARE_GROUP_OFFSETS: (0, 1),
+    SASL_HANDSHAKE: (1, 1),
+    SASL_AUTHENTICATE: (1, 2),
 }
 # First flexible version of each API (the schemas' "flexibleVersions").
 _FIRST_FLEXIBLE = {
@@ -83,6 +94,8 @@ _FIRST_FLEXIBLE = {
     LIST_GROUPS: 3,
     SHARE_GROUP_DESCRIBE: 0,
     DESCRIBE_SHARE_GROUP_OFFSETS: 0,
+    SASL_HANDSHAKE: 99,  # never flexible ("flexibleVersions": "none")
+    SASL_AUTHENTICATE: 2,
 }
 
 # Kafka's error names (org.apache.kafka.common.protocol.Errors) for the codes these APIs answer.
@@ -99,8 +112,11 @@ ERROR_NAMES: dict[int, str] = {
     29: "TOPIC_AUTHORIZATION_FAILED",
     30: "GROUP_AUTHORIZATION_FAILED",
     31: "CLUSTER_AUTHORIZATION_FAILED",
+    33: "UNSUPPORTED_SASL_MECHANISM",
+    34: "ILLEGAL_SASL_STATE",
     35: "UNSUPPORTED_VERSION",
     42: "INVALID_REQUEST",
+    58: "SASL_AUTHENTICATION_FAILED",
     69: "GROUP_ID_NOT_FOUND",
     88: "UNSTABLE_OFFSET_COMMIT",
     100: "UNKNOWN_TOPIC_ID",
@@ -202,6 +218,21 @@ def _legacy_nullable_string(value: str | None, what: str) -> bytes:
         return struct.pack(">h", -1)
     raw = _utf8(value, what)
     return struct.pack(">h", len(raw)) + raw
+
+
+def legacy_string(value: str, what: str) -> bytes:
+    """A non-flexible STRING: int16 length, then UTF-8."""
+    raw = _utf8(value, what)
+    return struct.pack(">h", len(raw)) + raw
+
+
+def legacy_bytes(value: bytes) -> bytes:
+    """Non-flexible BYTES: int32 length, then the bytes."""
+    return struct.pack(">i", len(value)) + value
+
+
+def compact_bytes(value: bytes) -> bytes:
+    return uvarint(len(value) + 1) + value
 
 
 def compact_string_array(values: Iterable[str], what: str) -> bytes:

@@ -125,6 +125,26 @@ class Reader:
         length = self.uvarint(leaf) - 1
         return None if length < 0 else self.text(length, leaf)
 
+    def string(self, leaf: str) -> str:
+        """Non-flexible STRING: int16 length (a null is an error)."""
+        start = self.pos
+        value = self.nullable_string(leaf)
+        if value is None:
+            self.fail(leaf, "null in a non-nullable string", start)
+        return value
+
+    def nullable_string(self, leaf: str) -> str | None:
+        length = self.int16(leaf)
+        return None if length < 0 else self.text(length, leaf)
+
+    def legacy_bytes(self, leaf: str) -> bytes:
+        """Non-flexible BYTES: int32 length (a null is an error)."""
+        start = self.pos
+        length = self.int32(leaf)
+        if length < 0:
+            self.fail(leaf, "null in non-nullable bytes", start)
+        return bytes(self._take(length, leaf))
+
     def compact_array(self, leaf: str, item: Callable[[], T], min_size: int) -> list[T]:
         start = self.pos
         count = self.uvarint(leaf) - 1
