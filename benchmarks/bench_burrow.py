@@ -11,7 +11,8 @@ the lab's). Both answer the same request, ``GET /v3/kafka/lab/consumer/<group>/s
 Each fault is a lab scenario on one Kafka group (docs/SCENARIOS.md): started at t0, then the
 first second at which each monitor's group status is not OK; stopped once both judged it (or
 at the deadline: a monitor that never judged it is "never"), then the first second at which
-each is OK again. Between faults both must show every group OK.
+each is OK again. Before the first fault and between faults both must show every group OK
+on a full window (``complete`` 1).
 
 Burrow is not built here: pass a Burrow binary (``--burrow``; e.g. v1.9.5 built with
 ``go build`` from its source). Its configuration is written by ``burrow_config`` below, so
@@ -184,8 +185,13 @@ def run_fault(fault: Fault, monitors: dict[str, str], control: str, deadline_s: 
     return out
 
 
+def settled(doc: dict[str, Any]) -> bool:
+    """OK on a full window: not the OK of a window too young to judge."""
+    return doc.get("status") == "OK" and float(doc.get("complete") or 0) >= 1.0
+
+
 def all_ok(monitors: dict[str, str]) -> bool:
-    return all(group_status(base, g) == "OK" for base in monitors.values() for g in GROUPS)
+    return all(settled(status_doc(base, g)) for base in monitors.values() for g in GROUPS)
 
 
 def main() -> None:
