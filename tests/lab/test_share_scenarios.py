@@ -17,9 +17,11 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
 from collectors.kafka.source import KafkaSource
 from collectors.records import CommittedOffset, GroupSnapshot
+from collectors.share_state import ShareStateRecord, decode_share_state, given_up
 from lab.kafka_tools import share_group_members, share_group_offsets
 from lab.workload.runner import ScenarioRunner
 from lab.workload.spec import Roles, ShareGroupSpec, TopicSpec, WorldSpec
@@ -33,6 +35,7 @@ pytestmark = [
 ]
 
 PARTITIONS = 2
+STATE_TOPIC = "__share_group_state"
 Figures = dict[str, tuple[GroupSnapshot | None, dict[int, CommittedOffset]]]
 
 
@@ -143,6 +146,15 @@ def test_share_scenarios_as_kafka_share_groups_sees_them(
             "the poison record archived after its delivery limit",
         )
         assert w.share_groups[names["poison"]].poison_deliveries() == 4
+        # What only the share-group state topic says: X delivered 4 times, then archived.
+        given = wait_until(
+            lambda: [
+                g for r in state_records(kafka_bootstrap, names["poison"]) for g in given_up(r)
+            ],
+            30,
+            "the archived poison record in __share_group_state",
+        )
+        assert sorted(set(given)) == [(x, x, 4)]
 
         # Healthy: keeps pace, nothing piles up.
         healthy = read(source, groups)
@@ -154,6 +166,33 @@ def test_share_scenarios_as_kafka_share_groups_sees_them(
         for group in groups:
             compare_offsets(source, kafka_bootstrap, group)
             compare_members(source, kafka_bootstrap, group)
+
+
+def state_records(bootstrap: str, group: str) -> list[ShareStateRecord]:
+    """Every record of ``__share_group_state`` about ``group``'s partition 0, read from the
+    start by a consumer of no group (as the ``__consumer_offsets`` reader reads)."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": uid("state-reader"),
+                         "enable.auto.commit": False})  # fmt: skip
+    try:
+        meta = consumer.list_topics(STATE_TOPIC, timeout=10).topics[STATE_TOPIC]
+        consumer.assign([TopicPartition(STATE_TOPIC, p, OFFSET_BEGINNING) for p in meta.partitions])
+        ends = {p: consumer.get_watermark_offsets(TopicPartition(STATE_TOPIC, p), timeout=10)[1]
+                for p in meta.partitions}  # fmt: skip
+        found: list[ShareStateRecord] = []
+        done = {p for p, end in ends.items() if end == 0}
+        deadline = time.monotonic() + 30
+        while len(done) < len(ends) and time.monotonic() < deadline:
+            message = consumer.poll(0.5)
+            if message is None or message.error() is not None:
+                continue
+            if message.offset() + 1 >= ends[message.partition()]:
+                done.add(message.partition())
+            record = decode_share_state(message.key(), message.value())
+            if record.group == group and record.partition == 0:
+                found.append(record)
+        return found
+    finally:
+        consumer.close()
 
 
 def compare_offsets(source: KafkaSource, bootstrap: str, group: str) -> None:
