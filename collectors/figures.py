@@ -61,6 +61,8 @@ class PartitionFigure:
     # (before KIP-1226): the real lag is at most this (acknowledged records above the start
     # offset are counted too). False for every other figure, exact or unknown.
     lag_upper_bound: bool = False
+    # A share group's partition (KIP-932): ``committed`` is its start offset, not a commit.
+    share: bool = False
 
 
 def lag_of(
@@ -154,6 +156,7 @@ def partition_figures(
                 alive=alive,
                 time_lag_from_ms=from_ms,
                 lag_upper_bound=upper_bound,
+                share=c.share,
                 **(_spout_fields(spout) if spout is not None else {}),
             )
         )

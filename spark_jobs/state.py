@@ -139,7 +139,7 @@ _ARROW_SAMPLE_TYPES = {
     "commit_version": pa.int64(), "owner": pa.string(), "topology_id": pa.string(),
     "alive": pa.bool_(), "pending": pa.int64(), "failed": pa.int64(), "acked": pa.int64(),
     "stale": pa.bool_(), "max_spout_pending": pa.int64(), "spout_pending": pa.int64(),
-    "smallest_failed_offset": pa.int64(),
+    "smallest_failed_offset": pa.int64(), "share": pa.bool_(), "lag_upper_bound": pa.bool_(),
 }  # fmt: skip
 _EMPTY_SAMPLES = pa.schema(
     [pa.field(k, pa.int32() if k == "partition" else pa.string()) for k in PARTITION_KEY]
@@ -566,6 +566,8 @@ def fingerprint(config: EvaluatorConfig, per_cluster: Mapping[str, EvaluatorConf
     """The thresholds a state was made under: another one (a cluster's, the deployment's)
     and the next run reads the whole window, since what was carried was chosen for them."""
     doc = {
+        # What a partition carries: a state written with other columns cannot be read on.
+        "columns": STATE_COLUMNS,
         "config": dataclasses.asdict(config),
         "per_cluster": {k: dataclasses.asdict(v) for k, v in sorted((per_cluster or {}).items())},
     }

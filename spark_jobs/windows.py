@@ -13,7 +13,13 @@ where, from one sample of a partition to the next:
   moved, both only when known at both samples. A consumer re-committing the same offset is
   then a commit at the same offset, which is what Burrow's STALL (rule 6) looks at. Where
   neither is known (Kafka's AdminClient gives offsets only) an unchanged offset is invisible,
-  and liveness (the owner) is what tells STALL from STOP.
+  and liveness (the owner) is what tells STALL from STOP; or
+- the partition is a share group's (``share``, KIP-932) and a member holds it (``alive``):
+  a queue commits nothing, its start offset is the broker's word at every poll, and while
+  members work on the queue each poll is their re-commit of it, as an auto-committing
+  consumer re-commits its position. A start offset held by a record delivered again and
+  again is then commits at one offset (STALL), while a queue whose members are gone gets no
+  re-commit, its next move overdue (STOP), as a dead consumer's commit.
 
 The first sample of a partition is its first commit. A commit's time is the best known
 (SPEC §4): ``commit_time_ms`` when the source gave it, else the ``ts_ms`` of the poll that first
@@ -107,7 +113,7 @@ __all__ = [
 WINDOW_COLUMNS = (
     "ts_ms", "committed", "earliest", "latest", "lag", "commit_time_ms", "commit_version",
     "topology_id", "alive", "pending", "failed", "acked", "stale", "max_spout_pending",
-    "spout_pending", "smallest_failed_offset", "time_lag_s",
+    "spout_pending", "smallest_failed_offset", "time_lag_s", "share", "lag_upper_bound",
 )  # fmt: skip
 
 
@@ -141,6 +147,13 @@ def commit_rows(samples: Mapping[str, Sequence[Any]], start: int = 0) -> Iterato
     if start == 0 and len(offsets):
         yield 0
     lo = max(start, 1)
+    share = samples.get("share")
+    if share is not None and any(share[lo:]):
+        alive = samples["alive"]
+        for i in range(lo, len(offsets)):
+            if (share[i] and alive[i]) or _moved(samples, i):
+                yield i
+        return
     pairs = zip(
         range(lo, len(offsets)),
         offsets[lo - 1 :], offsets[lo:], times[lo - 1 :], times[lo:],
@@ -153,6 +166,14 @@ def commit_rows(samples: Mapping[str, Sequence[Any]], start: int = 0) -> Iterato
             or (v0 is not None and v1 is not None and v0 != v1)
         ):
             yield i
+
+
+def _moved(samples: Mapping[str, Sequence[Any]], i: int) -> bool:
+    """Sample ``i`` sees a new commit by offset, time or version (``commit_rows``' test)."""
+    o0, o1 = samples["committed"][i - 1], samples["committed"][i]
+    t0, t1 = samples["commit_time_ms"][i - 1], samples["commit_time_ms"][i]
+    v0, v1 = samples["commit_version"][i - 1], samples["commit_version"][i]
+    return o1 != o0 or _new_commit(t0, t1) or _new_commit(v0, v1)
 
 
 def raw_commit_time(samples: Mapping[str, Sequence[Any]], i: int) -> int:
@@ -288,6 +309,8 @@ def window_from_samples(
         poll_times_ms=tuple(ts[-(polls + 1) :]),
         down_polls_ms=down,
         time_lag_s=samples["time_lag_s"][last],
+        share=bool(samples["share"][last]),
+        lag_upper_bound=bool(samples["lag_upper_bound"][last]),
         retention_ms=retention.retention_ms if retention is not None else None,
         cleanup_policy=retention.cleanup_policy if retention is not None else None,
     )

@@ -111,6 +111,8 @@ def sample_columns(
         "spout_pending": [f.spout_pending for f in figures],
         "smallest_failed_offset": [f.smallest_failed_offset for f in figures],
         "max_offset_behind": [f.max_offset_behind for f in figures],
+        "share": [f.share for f in figures],
+        "lag_upper_bound": [f.lag_upper_bound for f in figures],
     }
 
 

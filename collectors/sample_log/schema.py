@@ -73,6 +73,11 @@ SAMPLE_SCHEMA: Final = pa.schema(
         pa.field("spout_pending", pa.int64()),
         pa.field("smallest_failed_offset", pa.int64()),
         pa.field("max_offset_behind", pa.int64()),
+        # A share group's partition (KIP-932): ``committed`` is its start offset; and its lag
+        # an upper bound (start offset to log end: a broker before KIP-1226 reports none).
+        # Null in files written before they were added: not a share group's, an exact lag.
+        pa.field("share", pa.bool_()),
+        pa.field("lag_upper_bound", pa.bool_()),
     ]
 )
 COLUMNS: Final = tuple(SAMPLE_SCHEMA.names)

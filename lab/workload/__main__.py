@@ -1,7 +1,7 @@
 """`python -m lab.workload`: run the demo world with its Storm UI and control endpoint.
 
     python -m lab.workload --bootstrap B --zk Z --control-port P --storm-ui-port Q \\
-        --run-dir D [--ingest-url U --ingest-token T] [--prefix X]
+        --run-dir D [--ingest-url U --ingest-token T] [--prefix X] [--world demo|queues]
 
 Runs until SIGTERM or SIGINT, then shuts down cleanly: scenarios are stopped (an outage
 drill restarts its service), consumers close so they leave their groups at once instead of
@@ -23,12 +23,16 @@ from lagwatch_client import IngestSender, SpoutPusher
 
 from lab.storm.ui_api import StormUIServer, TopologyRegistry
 from lab.workload.demo import DEMO_WORLD
+from lab.workload.queues import QUEUE_WORLD
 from lab.workload.runner import ScenarioRunner
 from lab.workload.server import ControlServer
 from lab.workload.spout_stats import spout_pusher
 from lab.workload.world import World
 
 log = logging.getLogger("lab.workload")
+
+WORLDS = {"demo": DEMO_WORLD, "queues": QUEUE_WORLD}
+WORLD_VAR = "LAGWATCH_LAB_WORLD"  # the world of a stack's workload, when not the demo's
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -58,6 +62,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--prefix", default="", help="prefix every name (topics, groups, zkRoot) to share a stack"
+    )
+    parser.add_argument(
+        "--world",
+        choices=sorted(WORLDS),
+        default=os.environ.get(WORLD_VAR) or "demo",
+        help=f"which world to run (default: ${WORLD_VAR}, else demo)",
     )
     return parser.parse_args(argv)
 
@@ -96,7 +106,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     registry = TopologyRegistry()
     world = World(
-        DEMO_WORLD.prefixed(args.prefix),
+        WORLDS[args.world].prefixed(args.prefix),
         args.bootstrap,
         args.zk,
         run_dir=args.run_dir,

@@ -59,6 +59,17 @@ class GroupSpec:
 
 
 @dataclass(frozen=True)
+class ShareGroupSpec:
+    """A Kafka share group (KIP-932, a queue): `members` threads, each a real share consumer
+    acknowledging every record itself (``lab/workload/share_groups.py``)."""
+
+    name: str
+    topic: str
+    members: int
+    delay_ms: float = 0.0
+
+
+@dataclass(frozen=True)
 class ZkConsumerSpec:
     """A pre-0.9 high-level consumer that keeps membership and offsets in ZooKeeper."""
 
@@ -109,6 +120,7 @@ class WorldSpec:
     zk_consumers: tuple[ZkConsumerSpec, ...] = ()
     topologies: tuple[TopologySpec, ...] = ()
     roles: Roles = Roles()
+    share_groups: tuple[ShareGroupSpec, ...] = ()
 
     def topic(self, name: str) -> TopicSpec:
         for spec in self.topics:
@@ -151,4 +163,7 @@ class WorldSpec:
                 for t in self.topologies
             ),
             roles=roles,
+            share_groups=tuple(
+                replace(g, name=prefix + g.name, topic=prefix + g.topic) for g in self.share_groups
+            ),
         )

@@ -20,6 +20,7 @@ from lab.storm.ui_api import TopologyRegistry
 from lab.workload.consumer_groups import ConsumerGroup, MemberSettings
 from lab.workload.params import ScenarioError
 from lab.workload.producers import Producers
+from lab.workload.share_groups import ShareGroup, ShareSettings
 from lab.workload.spec import TopicSpec, WorldSpec
 from lab.workload.topics import TopicAdmin
 from lab.workload.topologies import Topologies
@@ -41,6 +42,7 @@ class World:
         spout_defaults: dict[str, Any] | None = None,
         keeper_interval_s: float = 2.0,
         registry: TopologyRegistry | None = None,
+        share_settings: ShareSettings | None = None,
     ) -> None:
         self.spec = spec
         self.bootstrap = bootstrap
@@ -52,6 +54,10 @@ class World:
         self.producers = Producers(bootstrap, spec.topics, ingest)
         self.groups = {
             g.name: ConsumerGroup(g, bootstrap, member_settings, ingest) for g in spec.groups
+        }
+        # Share groups (KIP-932, queues): the scenarios aimed at a group take them by name too.
+        self.share_groups = {
+            g.name: ShareGroup(g, bootstrap, share_settings) for g in spec.share_groups
         }
         self.zk_consumers = {
             z.group: ZkGroupConsumer(z, bootstrap, zk_hosts) for z in spec.zk_consumers
@@ -82,15 +88,19 @@ class World:
         self.producers.start()
         for group in self.groups.values():
             group.start()
+        for share_group in self.share_groups.values():
+            share_group.start()
         for zk_consumer in self.zk_consumers.values():
             zk_consumer.start()
         self.topologies.start_all()
         self._keeper.start()
         self._started = True
         log.info(
-            "world started: %d topics, %d groups, %d ZooKeeper consumers, %d topologies",
+            "world started: %d topics, %d groups, %d share groups, %d ZooKeeper consumers, "
+            "%d topologies",
             len(self.spec.topics),
             len(self.groups),
+            len(self.share_groups),
             len(self.zk_consumers),
             len(self.spec.topologies),
         )
@@ -102,7 +112,8 @@ class World:
         for zk_consumer in self.zk_consumers.values():
             zk_consumer.stop()
         stoppers = [
-            threading.Thread(target=g.stop, name=f"stop-{g.name}") for g in self.groups.values()
+            threading.Thread(target=g.stop, name=f"stop-{g.name}")
+            for g in (*self.groups.values(), *self.share_groups.values())
         ]
         for t in stoppers:
             t.start()
@@ -121,13 +132,14 @@ class World:
         self.stop()
 
     # -- what scenarios use --------------------------------------------------------------
-    def group(self, name: str) -> ConsumerGroup:
-        try:
-            return self.groups[name]
-        except KeyError:
-            raise ScenarioError(
-                f"no Kafka group {name!r}; known: {', '.join(sorted(self.groups))}"
-            ) from None
+    def group(self, name: str) -> ConsumerGroup | ShareGroup:
+        """A consumer group or a share group by name: the scenarios aimed at a group (slow,
+        dead, poison) drive both through the same methods."""
+        found = self.groups.get(name) or self.share_groups.get(name)
+        if found is None:
+            known = ", ".join(sorted([*self.groups, *self.share_groups]))
+            raise ScenarioError(f"no Kafka group {name!r}; known: {known}")
+        return found
 
     def ensure_topics(self) -> list[str]:
         created = self.admin.ensure(self.spec.topics)
@@ -172,7 +184,7 @@ class World:
         for t in self.spec.topics:
             if self.producers.set_rate(t.name, t.rate) != t.rate:
                 changed["rates"].append(t.name)
-        for g in self.groups.values():
+        for g in (*self.groups.values(), *self.share_groups.values()):
             if g.set_delay_ms(g.spec.delay_ms) != g.spec.delay_ms:
                 changed["delays"].append(g.name)
             if g.member_count() != g.spec.members:
@@ -197,6 +209,7 @@ class World:
                 for t in self.spec.topics
             },
             "groups": {name: g.status() for name, g in self.groups.items()},
+            "share_groups": {name: g.status() for name, g in self.share_groups.items()},
             "zk_consumers": {name: z.status() for name, z in self.zk_consumers.items()},
             "topologies": self.topologies.status(),
         }

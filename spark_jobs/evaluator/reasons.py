@@ -11,7 +11,7 @@ per verdict.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from spark_jobs.evaluator.decide import Decision
 from spark_jobs.evaluator.rules import (
@@ -48,9 +48,36 @@ __all__ = ["reason"]
 def reason(
     decision: Decision, window: PartitionWindow, config: EvaluatorConfig, now_ms: int
 ) -> str:
-    """The verdict's sentence: the rule's base sentence, then the first telling diagnosis."""
+    """The verdict's sentence: the rule's base sentence, then the first telling diagnosis;
+    a lag that is only an upper bound says so."""
     base = _BASES[decision.rule](decision, window, config, now_ms)
-    return _sentence(base, decision.diagnoses)
+    if window.lag_upper_bound:
+        base += " (the lag is an upper bound, start offset to log end: the broker reports none)"
+    return _sentence(base, decision.diagnoses, _terms(window))
+
+
+class _Terms(NamedTuple):
+    """The words for a partition's progress: a consumer's commits, or a share group's start
+    offset (KIP-932: a queue commits nothing; its start offset moves as records are
+    acknowledged or archived)."""
+
+    commits: str  # "the window's N {commits}"
+    a_commit: str  # "at {a commit} 5 s ago"
+    not_moved: str  # "{not moved} for 5 s"
+    offset: str  # "{offset} 12 is below ..."
+    consumer: str  # "{consumer} is dead"
+    the_commit: str  # "{the commit} jumped from ..."
+
+
+_COMMITS = _Terms("commits", "a commit", "No commit", "Committed offset", "the consumer",
+                  "the commit")  # fmt: skip
+_START = _Terms("moves of the start offset", "a move of the start offset",
+                "The start offset has not moved", "Start offset", "the queue's consumer",
+                "the start offset")  # fmt: skip
+
+
+def _terms(window: PartitionWindow) -> _Terms:
+    return _START if window.share else _COMMITS
 
 
 def _secs(ms: float) -> str:
@@ -60,7 +87,7 @@ def _secs(ms: float) -> str:
     return f"{seconds:.1f} s"
 
 
-def _hint(diagnosis: Diagnosis) -> str:
+def _hint(diagnosis: Diagnosis, t: _Terms = _COMMITS) -> str:
     """A clause naming the diagnosis with its main figure, for the end of a reason."""
     e = diagnosis.evidence
     code = diagnosis.code
@@ -89,16 +116,17 @@ def _hint(diagnosis: Diagnosis) -> str:
     if code == SKIPPED_DATA:
         if e["deleted_by_retention"] is None:
             return (
-                f"the commit at {e['from']} lay beyond the end of a re-created log and jumped "
+                f"{t.the_commit} at {e['from']} lay beyond the end of a re-created log and jumped "
                 f"to {e['to']}, skipping {e['skipped']} messages"
             )
         if e["skipped"] == 0 and e.get("deleted_by_retention"):
             return (
-                f"the commit jumped from {e['from']} to the log start {e['earliest']}: "
+                f"{t.the_commit} jumped from {e['from']} to the log start {e['earliest']}: "
                 f"{e['deleted_by_retention']} messages were deleted before they were read"
             )
         return (
-            f"the commit jumped from {e['from']} to {e['to']} past the log start {e['earliest']}, "
+            f"{t.the_commit} jumped from {e['from']} to {e['to']} past the log start "
+            f"{e['earliest']}, "
             f"skipping {e['skipped']} messages"
         )
     if code == TOPOLOGY_RESTARTED:
@@ -114,10 +142,10 @@ def _hint(diagnosis: Diagnosis) -> str:
 _UNTOLD = (DEAD_CONSUMER, OUT_OF_RANGE, SOURCE_UNREACHABLE, RETENTION_RISK)
 
 
-def _sentence(base: str, diagnoses: Sequence[Diagnosis]) -> str:
+def _sentence(base: str, diagnoses: Sequence[Diagnosis], t: _Terms = _COMMITS) -> str:
     for diagnosis in diagnoses:
         if diagnosis.code not in _UNTOLD:
-            return f"{base}; {_hint(diagnosis)}."
+            return f"{base}; {_hint(diagnosis, t)}."
     return f"{base}."
 
 
@@ -128,6 +156,8 @@ def _alive_clause(d: Decision, w: PartitionWindow) -> str:
             f"the spout is alive (acked +{evidence['acked_rise']}, "
             f"failed +{evidence['failed_rise']})"
         )
+    if w.share:
+        return "members hold the partition"
     return "the consumer is alive (it owns the partition)"
 
 
@@ -174,39 +204,50 @@ def _source_unreachable(d: Decision, w: PartitionWindow, c: EvaluatorConfig, now
 
 
 def _no_commits(d: Decision, w: PartitionWindow, c: EvaluatorConfig, now_ms: int) -> str:
+    if w.share:
+        return "No start offset in the window yet: nothing to judge"
     return "No commit in the window yet: nothing to judge"
 
 
 def _out_of_range(d: Decision, w: PartitionWindow, c: EvaluatorConfig, now_ms: int) -> str:
     outside = _evidence(d, OUT_OF_RANGE)
-    committed = d.commits[-1].offset
+    committed, t = d.commits[-1].offset, _terms(w)
     if outside["side"] == "behind_earliest":
         return (
-            f"Committed offset {committed} is below the earliest available offset "
+            f"{t.offset} {committed} is below the earliest available offset "
             f"{outside['earliest']}: the data was deleted by retention or the log was reset"
         )
     bound = outside.get("latest")
     where = f"the latest offset {bound}" if bound is not None else "the latest offset"
-    return f"Committed offset {committed} is beyond {where}: the log was reset or recreated"
+    return f"{t.offset} {committed} is beyond {where}: the log was reset or recreated"
 
 
 def _not_enough_data(d: Decision, w: PartitionWindow, c: EvaluatorConfig, now_ms: int) -> str:
     watched = watched_share(w, d.commits, c)
     polls = "" if w.polls is None else f", seen by {w.polls} polls"
     return (
-        f"Only {len(d.commits)} of {c.window} commits in the window{polls} "
+        f"Only {len(d.commits)} of {c.window} {_terms(w).commits} in the window{polls} "
         f"({watched:.0%} < {c.minimum_complete:.0%} required): not enough data to judge"
     )
 
 
 def _within_allowed_lag(d: Decision, w: PartitionWindow, c: EvaluatorConfig, now_ms: int) -> str:
     idle_ms, span_ms = _idle_and_span(d.commits, now_ms)
-    old = f", although the last commit is {_secs(idle_ms)} old" if idle_ms > span_ms else ""
+    old = ""
+    if idle_ms > span_ms:
+        old = f", although the last commit is {_secs(idle_ms)} old"
+        if w.share:
+            old = f", although the start offset last moved {_secs(idle_ms)} ago"
     return f"Current lag {d.lag} is within the allowed lag of {c.allowed_lag}{old}"
 
 
 def _dead_consumer(d: Decision, w: PartitionWindow, c: EvaluatorConfig, now_ms: int) -> str:
     idle_ms, _ = _idle_and_span(d.commits, now_ms)
+    if w.share:
+        return (
+            f"No member holds the partition, the start offset has not moved for "
+            f"{_secs(idle_ms)} and {d.lag} records wait: the queue has no consumer"
+        )
     if _evidence(d, DEAD_CONSUMER)["source"] == "owner":
         return (
             f"Nobody owns the partition, no commit for {_secs(idle_ms)} and {d.lag} messages "
@@ -221,7 +262,8 @@ def _dead_consumer(d: Decision, w: PartitionWindow, c: EvaluatorConfig, now_ms: 
 def _stopped(d: Decision, w: PartitionWindow, c: EvaluatorConfig, now_ms: int) -> str:
     idle_ms, span_ms = _idle_and_span(d.commits, now_ms)
     return (
-        f"No commit for {_secs(idle_ms)}, longer than the window's {_secs(span_ms)} span, "
+        f"{_terms(w).not_moved} for {_secs(idle_ms)}, longer than the window's "
+        f"{_secs(span_ms)} span, "
         f"{_waiting_clause(d.lag, d.commits[-1])}"
     )
 
@@ -234,9 +276,11 @@ def _rewind(d: Decision, w: PartitionWindow, c: EvaluatorConfig, now_ms: int) ->
     commits = d.commits
     at = find_unrecovered_rewind(commits)
     assert at is not None, "rule rewind without a rewind"
+    t = _terms(w)
+    last = "now" if w.share else "last commit"
     return (
-        f"Committed offset went back from {commits[at - 1].offset} to "
-        f"{commits[at].offset} and never climbed back (last commit {commits[-1].offset})"
+        f"{t.offset} went back from {commits[at - 1].offset} to "
+        f"{commits[at].offset} and never climbed back ({last} {commits[-1].offset})"
     )
 
 
@@ -254,18 +298,20 @@ def _caught_up(d: Decision, w: PartitionWindow, c: EvaluatorConfig, now_ms: int)
     commit = had_lag_within_allowed(d.commits, c.allowed_lag)
     assert commit is not None, "rule caught_up without a commit within the allowed lag"
     return (
-        f"Lag was {commit.lag} (allowed {c.allowed_lag}) at a commit "
-        f"{_secs(now_ms - commit.timestamp_ms)} ago: the consumer caught up recently"
+        f"Lag was {commit.lag} (allowed {c.allowed_lag}) at {_terms(w).a_commit} "
+        f"{_secs(now_ms - commit.timestamp_ms)} ago: {_terms(w).consumer} caught up recently"
     )
 
 
 def _stalled(d: Decision, w: PartitionWindow, c: EvaluatorConfig, now_ms: int) -> str:
     offset = d.commits[-1].offset
+    if w.share:
+        return f"The start offset stayed at {offset} across the window, with lag {d.lag}"
     return f"All {len(d.commits)} commits in the window are at offset {offset} with lag {d.lag}"
 
 
 def _stalled_and_dead(d: Decision, w: PartitionWindow, c: EvaluatorConfig, now_ms: int) -> str:
-    return f"{_stalled(d, w, c, now_ms)}, and nobody works on it: the consumer is dead"
+    return f"{_stalled(d, w, c, now_ms)}, and nobody works on it: {_terms(w).consumer} is dead"
 
 
 def _stalled_but_alive(d: Decision, w: PartitionWindow, c: EvaluatorConfig, now_ms: int) -> str:
@@ -277,15 +323,15 @@ def _keeps_pace(d: Decision, w: PartitionWindow, c: EvaluatorConfig, now_ms: int
     assert jitter is not None, "rule keeps_pace without a rise within jitter"
     rise, batch = jitter
     return (
-        f"Lag rose by {rise} across the window's {len(d.commits)} commits, no more than "
-        f"the {batch} messages read between two polls: the consumer keeps pace"
+        f"Lag rose by {rise} across the window's {len(d.commits)} {_terms(w).commits}, no more "
+        f"than the {batch} messages read between two polls: {_terms(w).consumer} keeps pace"
     )
 
 
 def _lag_rising(d: Decision, w: PartitionWindow, c: EvaluatorConfig, now_ms: int) -> str:
     known = [commit.lag for commit in d.commits if commit.lag is not None]
     trend = f" (from {known[0]} to {known[-1]})" if known else ""
-    return f"Lag never decreased across the window's {len(d.commits)} commits{trend}"
+    return f"Lag never decreased across the window's {len(d.commits)} {_terms(w).commits}{trend}"
 
 
 def _backpressured(d: Decision, w: PartitionWindow, c: EvaluatorConfig, now_ms: int) -> str:
@@ -297,7 +343,10 @@ def _backpressured(d: Decision, w: PartitionWindow, c: EvaluatorConfig, now_ms: 
 
 def _catching_up(d: Decision, w: PartitionWindow, c: EvaluatorConfig, now_ms: int) -> str:
     drop = _last_drop(d.commits)
-    return f"Lag went down from {drop[0]} to {drop[1]} within the window: the consumer catches up"
+    return (
+        f"Lag went down from {drop[0]} to {drop[1]} within the window: "
+        f"{_terms(w).consumer} catches up"
+    )
 
 
 _BASES: dict[str, _Base] = {

@@ -142,7 +142,10 @@ class PartitionWindow:
     - ``time_lag_s``: the age of the oldest unconsumed message at the newest poll
       (collectors/timelag.py), and the topic's ``retention_ms`` and ``cleanup_policy``
       (DescribeConfigs, stored per topic; None: never read or unreadable): the retention
-      forecast and RETENTION_RISK (``retention.time_to_retention``).
+      forecast and RETENTION_RISK (``retention.time_to_retention``);
+    - ``share``: a share group's partition (KIP-932, a queue): its "commits" are the moves of
+      its start offset, which the reasons say; ``lag_upper_bound``: its lag is start offset to
+      log end (a broker before KIP-1226), at most the real one, which the reasons say too.
 
     ``stale`` is the source's own word at the newest poll; whether older figures or an older
     outage make the window stale is the evaluator's decision (``decide``), from the times.
@@ -171,6 +174,8 @@ class PartitionWindow:
     time_lag_s: float | None = None
     retention_ms: int | None = None
     cleanup_policy: str | None = None
+    share: bool = False
+    lag_upper_bound: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -207,6 +207,8 @@ _PARTITION_FIELDS = frozenset(
         "time_lag_s",
         "retention_ms",
         "cleanup_policy",
+        "share",
+        "lag_upper_bound",
     }
 )
 _GROUP_FIELDS = frozenset({"id", "partitions"})
@@ -317,6 +319,8 @@ def parse_partition(value: object, path: str = "partition") -> PartitionWindow:
         # -1: infinite retention, as Kafka says it.
         retention_ms=_int(doc.get("retention_ms"), f"{path}.retention_ms", -1, nullable=True),
         cleanup_policy=_maybe_string(doc.get("cleanup_policy"), f"{path}.cleanup_policy"),
+        share=bool(_bool(doc.get("share"), f"{path}.share")),
+        lag_upper_bound=bool(_bool(doc.get("lag_upper_bound"), f"{path}.lag_upper_bound")),
     )
 
 

@@ -55,6 +55,8 @@ def sample(**overrides: Any) -> dict[str, Any]:
         "spout_pending": None,
         "smallest_failed_offset": None,
         "max_offset_behind": None,
+        "share": None,
+        "lag_upper_bound": None,
     }
     row.update(overrides)
     return row
@@ -90,7 +92,8 @@ def test_round_trip_keeps_every_value_and_every_null(log: SampleLog) -> None:
         acked=None, stale=True, emitted=0, max_spout_pending=1000, spout_pending=1000,
         smallest_failed_offset=0, max_offset_behind=100000,
     )  # fmt: skip
-    rows = [sample(), storm]
+    queue = sample(group="jobs-workers", partition=3, share=True, lag_upper_bound=True)
+    rows = [sample(), queue, storm]
     log.write_batch("prod", "c1", rows)
 
     back = log.read()
@@ -601,7 +604,9 @@ def test_a_subtree_filesystem_and_from_url(tmp_path: Path) -> None:
 
 # The columns of the log before ``emitted`` .. ``max_offset_behind`` were added.
 OLD_COLUMNS = COLUMNS[: COLUMNS.index("stale") + 1]
-NEW_SPOUT_COLUMNS = COLUMNS[len(OLD_COLUMNS) :]
+NEW_SPOUT_COLUMNS = COLUMNS[len(OLD_COLUMNS) : COLUMNS.index("share")]
+# Added after them: a share group's partition, and its lag an upper bound.
+SHARE_COLUMNS = COLUMNS[COLUMNS.index("share") :]
 
 
 def write_old_batch(log: SampleLog, name: str, rows: list[dict[str, Any]]) -> Path:
@@ -626,6 +631,13 @@ def test_the_new_spout_columns_are_nullable_int64_after_the_old_ones() -> None:
         assert SAMPLE_SCHEMA.field(name).nullable
 
 
+def test_the_share_columns_are_nullable_booleans_last() -> None:
+    assert SHARE_COLUMNS == ("share", "lag_upper_bound")
+    for name in SHARE_COLUMNS:
+        assert SAMPLE_SCHEMA.field(name).type == pa.bool_()
+        assert SAMPLE_SCHEMA.field(name).nullable
+
+
 def test_a_file_of_the_old_schema_reads_with_the_new_columns_null(log: SampleLog) -> None:
     path = write_old_batch(log, "old", cycle(H10_MS))
     assert set(pq.read_schema(path).names) == set(OLD_COLUMNS)
@@ -633,7 +645,7 @@ def test_a_file_of_the_old_schema_reads_with_the_new_columns_null(log: SampleLog
     back = log.read()
 
     assert back.schema == SAMPLE_SCHEMA and back.num_rows == 3
-    for name in NEW_SPOUT_COLUMNS:
+    for name in (*NEW_SPOUT_COLUMNS, *SHARE_COLUMNS):
         assert back[name].null_count == 3, name
     assert back["committed"].to_pylist() == [100, 101, 102]
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+from typing import Any
 
 import pytest
 from django.core.management import call_command
@@ -13,6 +14,7 @@ from django.test import Client
 from prometheus_client.parser import text_string_to_metric_families
 
 from collectors.assemble import CycleMemory, assemble_cycle
+from collectors.cycle.write import sample_rows
 from collectors.figures import TimeTables
 from collectors.kafka.share_groups import share_commits, share_snapshot
 from collectors.kafka_wire import (
@@ -57,10 +59,24 @@ def _cycle(lag_reported: bool) -> CollectionResult:
     return result
 
 
-def _store(cluster: Cluster, lag_reported: bool) -> None:
+def _outcome(lag_reported: bool) -> Any:
     memory = CycleMemory(TimeTables(), RebalanceTracker())
-    outcome = assemble_cycle("c", CYCLE_MS, CYCLE_MS + 100, [_cycle(lag_reported)], memory)
-    store_cycle(cluster, outcome)
+    return assemble_cycle("c", CYCLE_MS, CYCLE_MS + 100, [_cycle(lag_reported)], memory)
+
+
+def _store(cluster: Cluster, lag_reported: bool) -> None:
+    store_cycle(cluster, _outcome(lag_reported))
+
+
+@pytest.mark.parametrize(("reported", "bound"), [(True, False), (False, True)])
+def test_the_sample_log_marks_a_share_partition_and_a_bounded_lag(
+    reported: bool, bound: bool
+) -> None:
+    """What the status job reads: the row is a share group's (its ``committed`` a start
+    offset), and its lag an upper bound when the broker reported none."""
+    [row] = sample_rows(_outcome(reported))
+    assert (row["group"], row["committed"]) == ("jobs-workers", 40)
+    assert (row["share"], row["lag_upper_bound"]) == (True, bound)
 
 
 @pytest.fixture
@@ -95,6 +111,11 @@ def test_the_group_page_and_metrics(cluster: Cluster, admin_client: Client) -> N
     page = admin_client.get(f"/groups/{group.id}/").content.decode()
     assert "share (KIP-932" in page and "Start offset" in page and "≤ 60" in page
     assert "worker-a" in page and "worker-b" in page
+    assert "Start offset moved" in page and "Last commit" not in page
+    row = PartitionState.objects.get(group=group)
+    partition_page = admin_client.get(f"/partitions/{row.id}/").content.decode()
+    assert "Start offset" in partition_page and "Committed" not in partition_page
+    assert "≤ 60" in partition_page and "Start offset moved" in partition_page
 
     text = Client().get("/metrics").content.decode()
     samples = {

@@ -243,10 +243,12 @@ CASES = [
     case("catching up, two topics on a path",     "0001 0100 0000 000? 000", OK,      "catching_up",        [SPOUT_ID_COLLISION], "100:20 110:15 120:10 130:12 140:14", lag=14, topics=("t1", "t2")),
     # Share groups (KIP-932, queues): the partition's start offset is the commit (records
     # below it acknowledged or archived), its liveness a member holding it (docs/EVALUATOR.md).
-    case("share: queue drained",                  "0001 0110 0010 1001 000", OK,      "within_allowed_lag", [], "100:0 110:0 120:0 130:0 140:0", alive=True),
-    case("share: filling while members fetch",    "0001 0100 0000 1001 000", WARN,    "lag_rising",         [SLOW_CONSUMER], "100:5 110:8 120:11 130:14 140:17", lag=17, alive=True),
-    case("share: records waiting, no member",     "0001 0100 0001 1010 000", STOP,    "dead_consumer",      [DEAD_CONSUMER], FROZEN, lag=10, after=2, alive=False),
-    case("share: start offset held, members on",  "0001 0100 0001 1001 000", STALL,   "stalled_but_alive",  [], FROZEN, lag=10, alive=True),
+    case("share: queue drained",                  "0001 0110 0010 1001 000", OK,      "within_allowed_lag", [], "100:0 110:0 120:0 130:0 140:0", alive=True, share=True),
+    case("share: filling while members fetch",    "0001 0100 0000 1001 000", WARN,    "lag_rising",         [SLOW_CONSUMER], "100:5 110:8 120:11 130:14 140:17", lag=17, alive=True, share=True),
+    case("share: records waiting, no member",     "0001 0100 0001 1010 000", STOP,    "dead_consumer",      [DEAD_CONSUMER], FROZEN, lag=10, after=2, alive=False, share=True),
+    case("share: start offset held, members on",  "0001 0100 0001 1001 000", STALL,   "stalled_but_alive",  [], FROZEN, lag=10, alive=True, share=True),
+    case("share: start offset silent, members on", "0001 0101 0000 1011 000", STALL,   "stopped_but_alive",  [], STEADY, lag=5, after=10, alive=True, share=True),
+    case("share: filling, lag an upper bound",     "0001 0100 0000 1001 000", WARN,    "lag_rising",         [SLOW_CONSUMER], "100:5 110:8 120:11 130:14 140:17", lag=17, alive=True, share=True, lag_upper_bound=True),
 ]
 # fmt: on
 BY_NAME = {c.name: c for c in CASES}

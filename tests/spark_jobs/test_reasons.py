@@ -120,7 +120,9 @@ SAYS: dict[str, tuple[str, ...]] = {
     "retention soon, catching up": ("within the window: the consumer catches up.",),
     "retention soon, lag rising": ("(from 1 to 40)", "so the lag never drains."),
     "retention soon, topology restarted": ("catches up; a new topology instance a-2",),
-    "already past retention, stalled": ("All 5 commits in the window are at offset 100 with lag 10.",),
+    "already past retention, stalled": (
+        "All 5 commits in the window are at offset 100 with lag 10.",
+    ),
     "retention a week off": ("the consumer catches up.",),
     "retention soon, horizon 0 (off)": ("the consumer catches up.",),
     "retention soon, source down": ("could not be reached;", "(lag 14), marked stale."),
@@ -128,8 +130,22 @@ SAYS: dict[str, tuple[str, ...]] = {
     "retention soon, compacted topic": ("the consumer catches up.",),
     "share: queue drained": ("Current lag 0 is within the allowed lag of 0.",),
     "share: filling while members fetch": ("(from 5 to 17)", "so the lag never drains."),
-    "share: records waiting, no member": ("Nobody owns the partition", "10 messages wait"),
-    "share: start offset held, members on": ("at offset 100 with lag 10", "alive (it owns"),
+    "share: records waiting, no member": (
+        "No member holds the partition, the start offset has not moved for 120 s",
+        "10 records wait: the queue has no consumer",
+    ),
+    "share: start offset held, members on": (
+        "The start offset stayed at 100 across the window, with lag 10",
+        "members hold the partition but not moving",
+    ),
+    "share: start offset silent, members on": (
+        "The start offset has not moved for 600 s, longer than the window's 240 s span",
+        "but members hold the partition: stalled, not stopped",
+    ),
+    "share: filling, lag an upper bound": (
+        "Lag never decreased across the window's 5 moves of the start offset (from 5 to 17)",
+        "(the lag is an upper bound, start offset to log end: the broker reports none)",
+    ),
 }
 
 

@@ -36,7 +36,8 @@ class SlowConsumer(Scenario):
     (lag never decreased over the window) with diagnosis SLOW_CONSUMER, consume rate <
     produce rate and an ETA of "never". By default the delay is chosen so the group consumes
     at half the produce rate. The protocol makes no difference: the members stay, only their
-    pace changes."""
+    pace changes. A share group (KIP-932) slows the same way: its start offset keeps moving,
+    its lag (the records not yet acknowledged) grows, and Lagwatch shows WARN."""
 
     name = "slow-consumer"
     params = (
@@ -77,7 +78,9 @@ class DeadConsumer(Scenario):
     and the broker describes the group as Empty. Committed offsets freeze, high watermarks
     keep growing and nobody owns the partitions: Lagwatch shows STOP with diagnosis
     DEAD_CONSUMER once the time since the last commit exceeds the window's span. Stop brings
-    the members back; they resume from the committed offsets and the lag drains."""
+    the members back; they resume from the committed offsets and the lag drains. A share
+    group's members leave alike: its start offset freezes with nobody holding a partition,
+    and Lagwatch shows STOP with DEAD_CONSUMER."""
 
     name = "dead-consumer"
     params = (Param("group", str, "Kafka group to kill (default: the world's dead group)"),)
@@ -105,7 +108,11 @@ class PoisonMessage(Scenario):
     half second instead of skipping it, so the partition's committed offset stays at X
     while its owner stays in the group: Lagwatch shows STALL once the silence exceeds the
     window's span (no POISON_MESSAGE: a group reports no failed count to tell it by).
-    Other partitions keep moving."""
+    Other partitions keep moving. A share group's members (KIP-932) work on the record
+    `hold_s` seconds at each delivery, then acknowledge it with `ack`: `release` (delivered
+    again, the partition's start offset held at X, until the group's delivery count limit,
+    `delivery_limit` if given, archives it: STALL while held) or `reject` (archived at
+    once); either way the record ends archived in the share-group state."""
 
     name = "poison-message"
     params = (
@@ -113,7 +120,13 @@ class PoisonMessage(Scenario):
         Param("group", str, "Kafka group whose members get the poison instead of a spout"),
         Param("partition", int, "partition of the poison message", default=0, minimum=0),
         Param("offset", int, "offset of the poison message (default: next produced)", minimum=0),
-    )
+        Param("ack", str, "a share group's answer to it", default="release",
+              choices=("release", "reject")),
+        Param("hold_s", float, "a share group's time on it per delivery", default=0.0,
+              minimum=0, maximum=25),
+        Param("delivery_limit", int, "a share group's share.delivery.count.limit",
+              minimum=2, maximum=10),
+    )  # fmt: skip
 
     def start(
         self,
@@ -122,6 +135,9 @@ class PoisonMessage(Scenario):
         group: str | None = None,
         partition: int = 0,
         offset: int | None = None,
+        ack: str = "release",
+        hold_s: float = 0.0,
+        delivery_limit: int | None = None,
     ) -> dict:
         if topology and group:
             raise ScenarioError("pass either topology or group, not both")
@@ -131,6 +147,14 @@ class PoisonMessage(Scenario):
             # processed yet, so it will fail.
             high = world.high_watermark(g.spec.topic, partition)
             offset = high if offset is None else offset
+            if group in world.share_groups:
+                share = world.share_groups[group]
+                if delivery_limit is not None:
+                    share.set_config("share.delivery.count.limit", str(delivery_limit))
+                share.set_poison(partition, offset, ack=ack, hold_s=hold_s)
+                self._undo = share.clear_poison
+                return {"group": group, "partition": partition, "offset": offset, "ack": ack,
+                        "hold_s": hold_s, "delivery_limit": delivery_limit}  # fmt: skip
             g.set_poison(partition, offset)
             self._undo = g.clear_poison
             return {"group": g.name, "partition": partition, "offset": offset}
