@@ -372,3 +372,6 @@ LAGWATCH_METRICS_PREBUILT = env_bool("LAGWATCH_METRICS_PREBUILT", True)
 LAGWATCH_METRICS_DIR = env_str("LAGWATCH_METRICS_DIR", str(DATA_DIR / "metrics"))
 LAGWATCH_METRICS_MAX_AGE_S = env_int("LAGWATCH_METRICS_MAX_AGE_S", 60)
 CELERY_TASK_ROUTES["dashboard.api.metrics.tasks.build_metrics_exposition"] = {"queue": "celery"}
+
+# Single sign-on, login limits, the audit log's client address, the Content-Security-Policy.
+from dashboard.settings.people import *  # noqa: E402, F403
