@@ -22,6 +22,7 @@ urlpatterns = [
     ),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
+    path("audit/", include("dashboard.accounts.urls")),
     path("api/v1/ingest/", include("dashboard.ingest.urls")),
     path("api/v1/", include("dashboard.api.urls")),
     path("v3/", include("dashboard.api.burrow.urls")),

@@ -53,6 +53,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     # Login on every page; the few open endpoints opt out with @login_not_required.
     "django.contrib.auth.middleware.LoginRequiredMiddleware",
+    # Who changes what, from where: the audit log's signals read the request (accounts/audit.py).
+    "dashboard.accounts.audit.AuditMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]

@@ -69,3 +69,10 @@ AUTHENTICATION_BACKENDS = [
     *(["dashboard.accounts.sso.Backend"] if SSO_ENABLED else []),
     "django.contrib.auth.backends.ModelBackend",
 ]
+
+# --- The client's address (the audit log, the login limits: dashboard/accounts/clients.py) -----
+
+# How many proxies in front append to X-Forwarded-For; 0: the peer's address is the client's.
+LAGWATCH_TRUSTED_PROXY_HOPS = env_int("LAGWATCH_TRUSTED_PROXY_HOPS", 0)
+if LAGWATCH_TRUSTED_PROXY_HOPS < 0:
+    raise ImproperlyConfigured("LAGWATCH_TRUSTED_PROXY_HOPS must be 0 or more")
