@@ -42,6 +42,8 @@ INSTALLED_APPS = [
     "dashboard.reports",
     "dashboard.api",
     "dashboard.ui",
+    # Failed logins counted per user and address, locked out past a limit (settings/people.py).
+    "axes",
 ]
 
 MIDDLEWARE = [
@@ -57,6 +59,8 @@ MIDDLEWARE = [
     "dashboard.accounts.audit.AuditMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Last, as django-axes asks: answers a locked-out login with its page (429).
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "dashboard.urls"

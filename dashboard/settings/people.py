@@ -7,6 +7,7 @@ discovery document names its endpoints (fetched once per process, at the first l
 ``dashboard.accounts.sso``), so a deployment sets the issuer, the client and the group map.
 """
 
+from datetime import timedelta
 from urllib.parse import urlparse
 
 from django.core.exceptions import ImproperlyConfigured
@@ -65,10 +66,29 @@ if SSO_ENABLED:
             "plain HTTP, for a local issuer only)"
         )
 
+# --- Login limits (django-axes) ---------------------------------------------------------------
+
+# django-axes's backend first: a locked-out user and address get no further with any backend.
 AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
     *(["dashboard.accounts.sso.Backend"] if SSO_ENABLED else []),
     "django.contrib.auth.backends.ModelBackend",
 ]
+AXES_ENABLED = env_bool("LAGWATCH_LOGIN_LIMITS", True)
+# Failures of one user name from one address before a lockout; how long it lasts. Per user
+# and address: a password guesser is stopped, and the same person elsewhere is not.
+AXES_FAILURE_LIMIT = env_int("LAGWATCH_LOGIN_FAILURE_LIMIT", 5)
+LOCKOUT_MINUTES = env_int("LAGWATCH_LOGIN_LOCKOUT_MINUTES", 15)
+AXES_COOLOFF_TIME = timedelta(minutes=LOCKOUT_MINUTES)
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_CLIENT_IP_CALLABLE = "dashboard.accounts.clients.axes_client_address"
+AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
+AXES_RESET_ON_SUCCESS = True
+AXES_VERBOSE = False
+if AXES_FAILURE_LIMIT < 1 or LOCKOUT_MINUTES < 1:
+    raise ImproperlyConfigured(
+        "LAGWATCH_LOGIN_FAILURE_LIMIT and LAGWATCH_LOGIN_LOCKOUT_MINUTES must be at least 1"
+    )
 
 # --- The client's address (the audit log, the login limits: dashboard/accounts/clients.py) -----
 
