@@ -44,6 +44,7 @@ INSTALLED_APPS = [
     "dashboard.ui",
     # Failed logins counted per user and address, locked out past a limit (settings/people.py).
     "axes",
+    "csp",
 ]
 
 MIDDLEWARE = [
@@ -59,6 +60,8 @@ MIDDLEWARE = [
     "dashboard.accounts.audit.AuditMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Content-Security-Policy on every answer (settings/people.py).
+    "csp.middleware.CSPMiddleware",
     # Last, as django-axes asks: answers a locked-out login with its page (429).
     "axes.middleware.AxesMiddleware",
 ]

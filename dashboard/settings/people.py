@@ -13,6 +13,7 @@ from urllib.parse import urlparse
 from django.core.exceptions import ImproperlyConfigured
 
 from dashboard.env import env_bool, env_int, env_str
+from dashboard.ui.plotly_csp import csp_hash, injected_style_hashes
 
 # --- Single sign-on (mozilla-django-oidc) ------------------------------------------------------
 
@@ -96,3 +97,30 @@ if AXES_FAILURE_LIMIT < 1 or LOCKOUT_MINUTES < 1:
 LAGWATCH_TRUSTED_PROXY_HOPS = env_int("LAGWATCH_TRUSTED_PROXY_HOPS", 0)
 if LAGWATCH_TRUSTED_PROXY_HOPS < 0:
     raise ImproperlyConfigured("LAGWATCH_TRUSTED_PROXY_HOPS must be 0 or more")
+
+# --- Content-Security-Policy (django-csp) -------------------------------------------------------
+
+# Scripts only from the site's own files: no inline script, no eval (every page's script is a
+# static file; its data comes in data- attributes or as JSON). Styles, without 'unsafe-inline'
+# either: Plotly sets its charts' styles through the CSSOM, which a policy does not govern; it
+# adds its own rules to an EMPTY <style> element it creates (insertRule) and sets some EMPTY
+# style attributes, both allowed by the hash of the empty text and nothing else; the one
+# stylesheet it injects with text (maplibre's) is allowed by that text's hash, read from the
+# installed bundle (dashboard/ui/plotly_csp.py). data: images are the admin's icons.
+# docs/SECURITY.md, "Content-Security-Policy".
+EMPTY = csp_hash("")
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'", EMPTY, *injected_style_hashes()],
+        "style-src-attr": ["'unsafe-hashes'", EMPTY],
+        "img-src": ["'self'", "data:"],
+        "font-src": ["'self'"],
+        "connect-src": ["'self'"],
+        "object-src": ["'none'"],
+        "base-uri": ["'self'"],
+        "form-action": ["'self'"],
+        "frame-ancestors": ["'none'"],
+    },
+}

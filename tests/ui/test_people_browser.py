@@ -1,11 +1,15 @@
-"""Single sign-on in a real browser (Playwright driving Debian's Chromium): the product's web
-server and the lab's OIDC issuer (oidc-provider, lab/oidc_issuer.py) as processes of a lab
-stack, each person logging in through the issuer's own login form.
+"""People in a real browser (Playwright driving Debian's Chromium): the product's web server
+and the lab's OIDC issuer (oidc-provider, lab/oidc_issuer.py) as processes of a lab stack,
+each person logging in through the issuer's own login form; then every page, charts drawn,
+without one Content-Security-Policy violation.
 
 alice (lagwatch-admins) is an admin, bob (lagwatch-operators) an operator, carol
 (lagwatch-viewers) and dave (in no group) viewers: each sees their role, and only the actions
 it allows. A wrong password stays at the issuer. When bob's group is taken away at the issuer,
 his next login makes him a viewer. A local account still logs in beside single sign-on.
+
+The pages' data (tests/ui/people_world.py) is written into the stack's database by a process
+of its own before the browser opens them.
 """
 
 from __future__ import annotations
@@ -32,13 +36,17 @@ class SsoWorld:
         self.stack = stack
         self.web_url = endpoints["web"].rstrip("/")
         self.ctx = stack._context(stack._read_state())
+        self.ids: dict[str, int] = {}
 
     def password(self, user: str) -> str:
         return oidc_issuer.password(self.ctx, user)
 
     def manage(self, *args: str) -> str:
+        return self.python("manage.py", *args)
+
+    def python(self, *args: str) -> str:
         return subprocess.run(
-            [self.ctx.python, "manage.py", *args],
+            [self.ctx.python, *args],
             cwd=self.ctx.repo,
             env=self.stack.django_env(),
             capture_output=True,
@@ -53,7 +61,9 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SsoWorld]:
     stack = Stack(tmp_path_factory.mktemp("sso"))
     endpoints = stack.up(["oidc", "web"])
     try:
-        yield SsoWorld(stack, endpoints)
+        world = SsoWorld(stack, endpoints)
+        world.ids = json.loads(world.python("-m", "tests.ui.people_world").strip().splitlines()[-1])
+        yield world
     finally:
         stack.down()
 
@@ -69,9 +79,18 @@ def browser() -> Iterator[Browser]:
             b.close()
 
 
+# Every CSP violation a page causes, as the page itself sees it (before any of its scripts).
+WATCH_CSP = """
+window.__csp = [];
+document.addEventListener('securitypolicyviolation', e => window.__csp.push(
+  `${e.effectiveDirective} blocked ${e.blockedURI || 'inline'} at ${e.sourceFile}:${e.lineNumber} ${e.sample}`));
+"""
+
+
 @pytest.fixture
 def page(browser: Browser) -> Iterator[Page]:
     context = browser.new_context(viewport={"width": 1280, "height": 860})
+    context.add_init_script(WATCH_CSP)
     try:
         yield context.new_page()
     finally:
@@ -192,3 +211,41 @@ def test_a_local_account_still_logs_in_beside_single_sign_on(world: SsoWorld, pa
         timeout=30,
     )  # fmt: skip
     assert answer.status_code == 200 and "didn" in answer.text
+
+
+PAGES = [
+    "/", "/groups/", "/groups/{group}/", "/partitions/{partition}/", "/clusters/prod/",
+    "/sources/", "/jobs/", "/producers/", "/alerts/", "/alerts/{alert}/", "/alerts/rules/",
+    "/alerts/rules/new/", "/alerts/rules/{rule}/", "/alerts/channels/",
+    "/alerts/channels/new/", "/alerts/silences/", "/reports/", "/reports/schedules/",
+    "/audit/", "/admin/", "/admin/monitoring/cluster/", "/admin/monitoring/cluster/{cluster}/change/",
+    "/admin/auth/user/", "/admin/accounts/auditentry/", "/admin/api/apitoken/add/",
+]  # fmt: skip
+# Pages whose charts must be drawn (Plotly ran under the policy).
+CHARTS = {"/": "#fig-heatmap", "/groups/{group}/": "#fig-lag",
+          "/partitions/{partition}/": "#fig-offsets"}  # fmt: skip
+
+
+def test_every_page_passes_the_content_security_policy(world: SsoWorld, page: Page) -> None:
+    console: list[str] = []
+    page.on("console", lambda m: console.append(m.text) if "Content Security" in m.text else None)
+    page.goto(world.web_url + "/accounts/login/")
+    assert "script-src 'self'" in (page.context.request.get(page.url).headers
+                                   .get("content-security-policy", ""))  # fmt: skip
+    sso_login(page, world, "alice")
+    expect(page.locator("h2", has_text="Groups by status")).to_be_visible()
+    seen: dict[str, list[str]] = {}
+    for template in PAGES:
+        url = template.format(**world.ids)
+        answer = page.goto(world.web_url + url)
+        assert answer is not None and answer.status == 200, (url, answer and answer.status)
+        assert answer.headers.get("content-security-policy"), url
+        if template in CHARTS:
+            expect(page.locator(f"{CHARTS[template]}.js-plotly-plot")).to_be_visible()
+            page.locator(CHARTS[template]).hover()  # Plotly's hover labels, styled at run time
+        page.wait_for_load_state("networkidle")
+        violations = page.evaluate("window.__csp")
+        if violations:
+            seen[url] = violations
+    assert not seen, seen
+    assert not console, console
