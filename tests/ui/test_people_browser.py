@@ -234,6 +234,11 @@ def test_every_page_passes_the_content_security_policy(world: SsoWorld, page: Pa
                                    .get("content-security-policy", ""))  # fmt: skip
     sso_login(page, world, "alice")
     expect(page.locator("h2", has_text="Groups by status")).to_be_visible()
+    # Her account, made or updated by single sign-on, is in the audit log she may read.
+    logged = page.request.get(world.web_url + "/api/v1/audit/?object_type=user").json()
+    made = [e for e in logged["results"] if e["object"] == "alice" and e["via"] == "sso"]
+    assert made and made[-1]["action"] == "created", logged["results"]
+    assert made[-1]["client_address"] == "127.0.0.1"
     seen: dict[str, list[str]] = {}
     for template in PAGES:
         url = template.format(**world.ids)
