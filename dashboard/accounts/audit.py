@@ -85,7 +85,10 @@ TRACKED: dict[str, Tracked] = {
         only=frozenset({"acknowledged_at", "acknowledged_by"}),
         action=_alert_action,
     ),
-    "monitoring.cluster": Tracked("cluster", mask={"kafka_config": mask_config}),
+    # (a re-import that changes nothing only moves updated_at: not a change)
+    "monitoring.cluster": Tracked(
+        "cluster", frozenset({"created_at", "updated_at"}), {"kafka_config": mask_config}
+    ),
     "api.apitoken": Tracked(
         "token",
         frozenset({"secret_hash", "prefix", "last_used_at", "created_at"}),
