@@ -43,6 +43,9 @@ AUDIENCE = "kafka"
 RESOURCE = "urn:lagwatch:kafka"  # the resource indicator (RFC 8707: an absolute URI)
 TOKEN_TTL_VAR = "LAGWATCH_LAB_OIDC_TOKEN_TTL_S"
 REDIRECT_URIS_VAR = "LAGWATCH_LAB_OIDC_REDIRECT_URIS"
+# JSON {"bob": ["lagwatch-viewers"]}: other groups for some users, read at each (re)start, so
+# a test takes a group away from a person and restarts the issuer.
+GROUPS_VAR = "LAGWATCH_LAB_OIDC_GROUPS"
 DEFAULT_TOKEN_TTL_S = 300
 CALLBACK_PATH = "/oidc/callback/"
 ISSUER_DIR = Path(__file__).resolve().parent / "oidc"
@@ -122,11 +125,22 @@ def product_env(ctx: Context) -> dict[str, str]:
     }
 
 
+def user_groups() -> dict[str, list[str]]:
+    """Each user's groups: ``USERS``, with ``$LAGWATCH_LAB_OIDC_GROUPS`` over it."""
+    groups = {name: list(listed) for name, listed in USERS.items()}
+    override = json.loads(os.environ.get(GROUPS_VAR) or "{}")
+    unknown = set(override) - set(USERS)
+    if unknown:
+        raise ValueError(f"{GROUPS_VAR} names unknown users: {', '.join(sorted(unknown))}")
+    groups.update({name: [str(g) for g in listed] for name, listed in override.items()})
+    return groups
+
+
 def _env(ctx: Context) -> dict[str, str]:
     env = dict(os.environ)
     users = {
-        name: {"password": password(ctx, name), "groups": list(groups), "name": name.title()}
-        for name, groups in USERS.items()
+        name: {"password": password(ctx, name), "groups": groups, "name": name.title()}
+        for name, groups in user_groups().items()
     }
     env.update(
         LAB_OIDC_ISSUER=issuer_url(ctx),

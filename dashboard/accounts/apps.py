@@ -7,3 +7,9 @@ class AccountsConfig(AppConfig):
 
     name = "dashboard.accounts"
     label = "accounts"
+    verbose_name = "Accounts"
+
+    def ready(self) -> None:
+        from dashboard.accounts import audit
+
+        audit.connect()

@@ -7,7 +7,7 @@ Three roles, each one the one before plus more (docs/DASHBOARD.md "Roles"):
 - **operator** also acts on alerts (acknowledge, silence), builds stored reports and
   schedules them (report schedules, mailed);
 - **admin** also changes what Lagwatch watches and tells: rules, channels, clusters, API
-  tokens and users.
+  tokens and users, and reads the audit log of changes.
 
 A user's role comes from the Django group of the same name (the highest one when in several);
 a superuser is an admin; a logged-in user in no role group is a viewer, so an account that
@@ -37,6 +37,7 @@ class Action(StrEnum):
     EDIT_CLUSTERS = "edit_clusters"
     MANAGE_TOKENS = "manage_tokens"
     MANAGE_USERS = "manage_users"
+    VIEW_AUDIT = "view_audit"  # the audit log of changes (who, when, what, from where)
     # Any other change: what an API endpoint taking POST/PUT/DELETE needs when it does not
     # name its action, so a new endpoint is admin-only until someone decides otherwise.
     CHANGE = "change"
@@ -64,6 +65,7 @@ ACTION_TEXT: dict[Action, str] = {
     Action.EDIT_CLUSTERS: "change monitored clusters",
     Action.MANAGE_TOKENS: "manage API tokens",
     Action.MANAGE_USERS: "manage users",
+    Action.VIEW_AUDIT: "read the audit log",
     Action.CHANGE: "change this",
 }
 
@@ -115,6 +117,7 @@ ACTION_PERMISSIONS: dict[Action, tuple[str, ...]] = {
     ),  # fmt: skip
     Action.MANAGE_TOKENS: _crud("api", "apitoken"),
     Action.MANAGE_USERS: _crud("auth", "user") + _crud("auth", "group"),
+    Action.VIEW_AUDIT: ("accounts.view_auditentry",),
     Action.CHANGE: (),
 }
 

@@ -38,5 +38,10 @@ class ApiTokenAdmin(RoleAdmin):
 
     @admin.action(description="Revoke selected tokens")
     def revoke(self, request, queryset) -> None:
-        n = queryset.filter(revoked_at__isnull=True).update(revoked_at=timezone.now())
+        # One save per token, not a bulk update: the audit log records each revocation.
+        now, n = timezone.now(), 0
+        for token in queryset.filter(revoked_at__isnull=True):
+            token.revoked_at = now
+            token.save(update_fields=["revoked_at"])
+            n += 1
         self.message_user(request, f"{n} token(s) revoked.")

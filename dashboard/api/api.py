@@ -68,6 +68,7 @@ def build_api() -> LagwatchApi:
     """The API with its routers (imported here: their modules import this package)."""
     from dashboard.api.views import (
         alerts,
+        audit,
         clusters,
         events,
         groups,
@@ -103,6 +104,7 @@ def build_api() -> LagwatchApi:
     api.add_router("producers/", producers.router)
     api.add_router("alerts/", alerts.router)
     api.add_router("reports/", reports.router)
+    api.add_router("audit/", audit.router)
     return api
 
 

@@ -42,6 +42,9 @@ INSTALLED_APPS = [
     "dashboard.reports",
     "dashboard.api",
     "dashboard.ui",
+    # Failed logins counted per user and address, locked out past a limit (settings/people.py).
+    "axes",
+    "csp",
 ]
 
 MIDDLEWARE = [
@@ -53,8 +56,14 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     # Login on every page; the few open endpoints opt out with @login_not_required.
     "django.contrib.auth.middleware.LoginRequiredMiddleware",
+    # Who changes what, from where: the audit log's signals read the request (accounts/audit.py).
+    "dashboard.accounts.audit.AuditMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Content-Security-Policy on every answer (settings/people.py).
+    "csp.middleware.CSPMiddleware",
+    # Last, as django-axes asks: answers a locked-out login with its page (429).
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "dashboard.urls"
@@ -372,3 +381,6 @@ LAGWATCH_METRICS_PREBUILT = env_bool("LAGWATCH_METRICS_PREBUILT", True)
 LAGWATCH_METRICS_DIR = env_str("LAGWATCH_METRICS_DIR", str(DATA_DIR / "metrics"))
 LAGWATCH_METRICS_MAX_AGE_S = env_int("LAGWATCH_METRICS_MAX_AGE_S", 60)
 CELERY_TASK_ROUTES["dashboard.api.metrics.tasks.build_metrics_exposition"] = {"queue": "celery"}
+
+# Single sign-on, login limits, the audit log's client address, the Content-Security-Policy.
+from dashboard.settings.people import *  # noqa: E402, F403

@@ -189,7 +189,8 @@ async function interaction(req, res, uid, submitted) {
     res.writeHead(status, {
       'content-type': 'text/html; charset=utf-8',
       'cache-control': 'no-store',
-      'content-security-policy': "default-src 'none'; form-action 'self'; frame-ancestors 'none'",
+      // No form-action: the browser would hold the login's redirect to the product to it.
+      'content-security-policy': "default-src 'none'; frame-ancestors 'none'",
     });
     res.end(html);
   };

@@ -31,6 +31,7 @@ EXPECTED: dict[Action, set[Role]] = {
     Action.EDIT_CLUSTERS: {AD},
     Action.MANAGE_TOKENS: {AD},
     Action.MANAGE_USERS: {AD},
+    Action.VIEW_AUDIT: {AD},
     Action.CHANGE: {AD},
 }
 
