@@ -44,7 +44,7 @@ def note_identities(cluster: Cluster, outcome: CycleOutcome, at: datetime) -> Cl
         row.save(update_fields=["marks", "seen_at"])
     if not texts:
         return None
-    text = "cluster rebuilt: " + "; ".join(texts) + ". Its offsets history starts over here."
+    text = "; ".join(texts) + ". Its offsets history starts over here."
     event, _ = ClusterEvent.objects.update_or_create(
         cluster=cluster, at=at, kind=ClusterEvent.REBUILT, defaults={"text": text, "detail": detail}
     )
