@@ -70,7 +70,8 @@ def collect_cluster(name: str, cycle_ms: int) -> dict | None:
     worker; under it, a slot at or below the cluster's mark (the newest slot stored) is
     skipped: stored already, or older than one that is (a redelivery after its worker died).
     A task waits for the lease while another cycle of the cluster runs, and for as long as a
-    dead holder's lease takes to expire, so the next slot is collected, late, not lost.
+    dead holder's lease takes to expire, so the next slot is collected, late, not lost; the
+    waiting tasks take it in slot order (a newer slot first would mark the older one stored).
     """
     cluster = Cluster.objects.filter(name=name, enabled=True).first()
     if cluster is None:
@@ -81,7 +82,7 @@ def collect_cluster(name: str, cycle_ms: int) -> dict | None:
     wait_s = max(0.0, (deadline_ms - time.time() * 1000) / 1000)
     mark = f"lagwatch:collected:{name}"
     me = collector_id()
-    with lease(f"lagwatch:collecting:{name}", ttl_s, wait_s, holder=me) as mine:
+    with lease(f"lagwatch:collecting:{name}", ttl_s, wait_s, holder=me, order=cycle_ms) as mine:
         if not mine:
             log.warning("cluster %s: previous cycle still running, slot %d skipped", name, cycle_ms)
             return None
