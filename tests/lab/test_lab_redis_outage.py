@@ -97,6 +97,9 @@ def stack(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Stack]:
     monkeypatch.setenv("LAGWATCH_ALERTS_RETRY_BASE_S", "3")
     monkeypatch.setenv("LAGWATCH_ALERTS_RETRY_MAX_S", "5")
     monkeypatch.setenv("LAGWATCH_ALERTS_MAX_ATTEMPTS", "50")
+    # No Spark job in this stack: nothing is collected, and the worker's JVM would only load it.
+    monkeypatch.setenv("LAGWATCH_STATUS_EVERY_S", "3600")
+    monkeypatch.setenv("LAGWATCH_ROLLUPS_EVERY_S", "3600")
     lab = Stack(tmp_path)
     try:
         lab.up(SERVICES)
