@@ -18,12 +18,12 @@ where, from one sample of a partition to the next:
 The first sample of a partition is its first commit. A commit's time is the best known
 (SPEC §4): ``commit_time_ms`` when the source gave it, else the ``ts_ms`` of the poll that first
 saw it. Times never go backwards (a commit time older than the previous commit's is raised to
-it): the rules measure spans between commits. Nor do they precede the cluster's history start
-(``config.history_from_ms``, a cluster rebuilt under the same name): the status job reads only
-samples polled since then, and a commit the new cluster took before its first poll is raised
-to it, so that the evaluator, which leaves out commits before the start, keeps it. The lag and
-the log's start and end offsets at a commit are the sample's (a commit beyond the end of a
-re-created log shows there).
+it): the rules measure spans between commits. A commit older than the cluster's history start
+(``config.history_from_ms``, a cluster rebuilt under the same name: the last poll of the old
+one) is the old cluster's, even when a poll after the start still shows it (an outage's last
+known figures, a spout's offset in ZooKeeper not yet corrected): the evaluator leaves it out.
+The lag and the log's start and end offsets at a commit are the sample's (a commit beyond the
+end of a re-created log shows there).
 ``build_window`` then keeps the last ``config.window`` commits (``min_distance_s``
 applied), and the rest of the evidence comes from the samples since the one that first saw the
 window's first commit: the spout's pending/failed/acked series and the topology ids.
@@ -166,16 +166,14 @@ def raw_commit_time(samples: Mapping[str, Sequence[Any]], i: int) -> int:
     return at if at is not None else samples["ts_ms"][i]
 
 
-def _seen_commits(
-    samples: Mapping[str, Sequence[Any]], floor_ms: int = 0
-) -> list[tuple[int, Commit]]:
+def _seen_commits(samples: Mapping[str, Sequence[Any]]) -> list[tuple[int, Commit]]:
     """The commits seen in one partition's samples, each with the index of the sample that
-    first saw it; no commit time below ``floor_ms`` (the cluster's history start)."""
+    first saw it."""
     offsets = samples["committed"]
     seen: list[tuple[int, Commit]] = []
     for i in commit_rows(samples):
         offset = offsets[i]
-        at = max(raw_commit_time(samples, i), floor_ms)
+        at = raw_commit_time(samples, i)
         if seen and at < seen[-1][1].timestamp_ms:
             at = seen[-1][1].timestamp_ms
         lag, earliest, latest = samples["lag"][i], samples["earliest"][i], samples["latest"][i]
@@ -234,7 +232,7 @@ def window_from_samples(
     evaluator's retention forecast.
     """
     ts = samples["ts_ms"]
-    seen = _seen_commits(samples, config.history_from_ms)
+    seen = _seen_commits(samples)
     commits = build_window([commit for _, commit in seen], config)
     # build_window keeps commit objects as they are: find the samples that first saw them.
     row = {id(commit): i for i, commit in seen}

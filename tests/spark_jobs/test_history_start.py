@@ -10,6 +10,7 @@ from typing import Any
 import pyarrow as pa
 
 from spark_jobs.evaluator import EvaluatorConfig
+from spark_jobs.evaluator.decide import since_history
 from spark_jobs.state import PARTITION_STATE_SCHEMA, explode_state, fingerprint, judge_group
 from spark_jobs.status import Older, evaluate_group_samples, since_history_start
 from spark_jobs.windows import window_from_samples
@@ -17,7 +18,10 @@ from tests.spark_jobs.samples import SEC, T0, columns, sample
 from tests.spark_jobs.test_status_state import table
 
 POLL = 10 * SEC
-REBUILT_AT = T0 + 30 * POLL  # the first poll that saw the new cluster id
+# Just after the last poll that saw the old cluster id (the 24th); the new one is first seen
+# at the 30th, after a minute of outage.
+REBUILT_AT = T0 + 23 * POLL + 1
+FIRST_NEW = T0 + 30 * POLL
 PLAIN = EvaluatorConfig(window=5)
 RESTARTED = EvaluatorConfig(window=5, history_from_ms=REBUILT_AT)
 
@@ -72,7 +76,7 @@ def test_another_clusters_start_cuts_nothing_here() -> None:
 
 
 def test_a_group_with_nothing_since_the_start_has_no_rows() -> None:
-    old = [r for r in history() if r["ts_ms"] < REBUILT_AT]
+    old = [r for r in history() if r["ts_ms"] < REBUILT_AT]  # the old cluster's polls only
     assert since_history_start(columns(old), REBUILT_AT) is None
     rows = evaluate_group_samples(columns(old), RESTARTED, T0 + 34 * POLL)
     assert rows is not None and rows["status"] == []
@@ -90,13 +94,18 @@ def test_a_slice_cut_by_the_start_forgets_its_older_samples() -> None:
     assert got == whole and got is not None and got["status"] == ["OK"]
 
 
-def test_the_new_clusters_first_commit_is_kept_at_the_start() -> None:
+def test_old_commits_polled_after_the_start_are_left_out() -> None:
+    """The outage's last known figures (and a spout's offset not corrected yet) are polled
+    after the start: their commit is the old cluster's. The new cluster's first commit, taken
+    before its first poll, counts at its own time."""
     rows = [r for r in history() if r["ts_ms"] >= REBUILT_AT]
+    assert rows[0]["stale"] and rows[0]["committed"] == 5230
     samples = {name: [r[name] for r in rows] for name in rows[0]}
     window = window_from_samples("c1/kafka/g/t/0", samples, RESTARTED)
-    assert window.commits[0].offset == 10
-    assert window.commits[0].timestamp_ms == REBUILT_AT  # raised from 3 s before it
-    assert all(c.timestamp_ms >= REBUILT_AT for c in window.commits)
+    assert window.commits[0].offset == 5230  # the window as the samples give it
+    kept = since_history(window, REBUILT_AT)
+    assert [c.offset for c in kept.commits] == [10, 20, 30, 40]
+    assert kept.commits[0].timestamp_ms == FIRST_NEW - 3 * SEC < FIRST_NEW
 
 
 def test_the_state_carries_on_across_the_start() -> None:
@@ -104,7 +113,7 @@ def test_the_state_carries_on_across_the_start() -> None:
     from it, leaving out what it carried from before the start."""
     assert fingerprint(PLAIN, {"c1": PLAIN}) == fingerprint(PLAIN, {"c1": RESTARTED})
     rows = history()
-    first_now = REBUILT_AT - POLL
+    first_now = FIRST_NEW - POLL
     judged = judge_group(
         table([r for r in rows if r["ts_ms"] <= first_now]), {}, T0, first_now + 1, first_now,
         PLAIN, {"c1": PLAIN},
