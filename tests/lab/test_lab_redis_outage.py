@@ -55,11 +55,10 @@ print(json.dumps(ids))
 
 STATES = """
 import json
-from django.utils import timezone
+from dashboard.alerts.due import due_deliveries
 from dashboard.alerts.models import Delivery
-now = timezone.now()
-print(json.dumps([[d.alert_id, d.state, d.attempts,
-                   d.next_attempt_at is not None and d.next_attempt_at <= now]
+due = {pk for pk, _ in due_deliveries()}
+print(json.dumps([[d.alert_id, d.state, d.attempts, d.pk in due]
                   for d in Delivery.objects.filter(channel_name="outage-hook")]))
 """
 
