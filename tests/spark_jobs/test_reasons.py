@@ -120,7 +120,9 @@ SAYS: dict[str, tuple[str, ...]] = {
     "retention soon, catching up": ("within the window: the consumer catches up.",),
     "retention soon, lag rising": ("(from 1 to 40)", "so the lag never drains."),
     "retention soon, topology restarted": ("catches up; a new topology instance a-2",),
-    "already past retention, stalled": ("All 5 commits in the window are at offset 100 with lag 10.",),
+    "already past retention, stalled": (
+        "All 5 commits in the window are at offset 100 with lag 10.",
+    ),
     "retention a week off": ("the consumer catches up.",),
     "retention soon, horizon 0 (off)": ("the consumer catches up.",),
     "retention soon, source down": ("could not be reached;", "(lag 14), marked stale."),
@@ -130,6 +132,12 @@ SAYS: dict[str, tuple[str, ...]] = {
     "share: filling while members fetch": ("(from 5 to 17)", "so the lag never drains."),
     "share: records waiting, no member": ("Nobody owns the partition", "10 messages wait"),
     "share: start offset held, members on": ("at offset 100 with lag 10", "alive (it owns"),
+    "rebuilt, read as one history": ("went back from 5020 to 10",),
+    "rebuilt, old commits left out": ("across the window's 2 commits (from 5 to 5)",),
+    "rebuilt, old skip left out": ("Lag went down from 3 to 2",),
+    "rebuilt, old instance left out": ("across the window's 2 commits",),
+    "rebuilt, old polls and outage left out": ("across the window's 2 commits",),
+    "rebuilt, no commit since": ("No commit since the cluster was rebuilt 90 s ago",),
 }
 
 
