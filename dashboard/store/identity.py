@@ -1,27 +1,27 @@
 """A cluster rebuilt under the same name: its sources' identity marks compared with the stored
 ones in each cycle's transaction (``collectors.identity`` says what the marks are).
 
-When a mark changes, the cluster's offsets history starts over just after the last cycle that
-saw the old marks (the rebuild happened since): its ``history_from``, which the status job
-hands the evaluator. No sample polled before it is read, and no commit taken before it (an
-outage's last known figures, a spout's offset in ZooKeeper not yet corrected, polled after it
-all the same), so no REWIND, SKIPPED_DATA or TOPOLOGY_RESTARTED comes from the old cluster's
-offsets, while the new cluster's commits taken before its first poll count. A
-``cluster_rebuilt`` event goes on the cluster's timeline at the cycle that saw the change. The
+When a mark changes, the cluster's offsets history starts over at this cycle, the first that
+saw the new marks: its ``history_from``, which the status job hands the evaluator. No sample
+polled before it is read, and no commit taken before it, so no REWIND, SKIPPED_DATA or
+TOPOLOGY_RESTARTED comes from the old cluster's offsets. Between the last cycle that saw the
+old marks and this one nothing tells which cluster a commit belongs to (consumers go on
+committing while a broker shuts down; a spout acks what was in flight), so none of them is
+read; the new cluster's first commits, if taken before this cycle, are not counted either (the
+next ones are). A ``cluster_rebuilt`` event goes on the cluster's timeline at this cycle. The
 first marks a source reports are stored without an event: nothing is known to have changed.
 """
 
 from __future__ import annotations
 
 import logging
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from collectors.identity import changes, describe_changes
 from collectors.outcome import CycleOutcome
 from dashboard.monitoring.models import Cluster, ClusterEvent, ClusterIdentity
 
 log = logging.getLogger(__name__)
-_JUST_AFTER = timedelta(milliseconds=1)
 
 __all__ = ["note_identities"]
 
@@ -33,7 +33,6 @@ def note_identities(cluster: Cluster, outcome: CycleOutcome, at: datetime) -> Cl
     stored = {row.source: row for row in ClusterIdentity.objects.filter(cluster=cluster)}
     texts: list[str] = []
     detail: dict[str, dict[str, list[str]]] = {}
-    starts: list[datetime] = []
     for source, marks in sorted(outcome.identities.items()):
         row = stored.get(source)
         if row is None:
@@ -42,7 +41,6 @@ def note_identities(cluster: Cluster, outcome: CycleOutcome, at: datetime) -> Cl
         changed = changes(row.marks, marks)
         if changed:
             texts.append(describe_changes(source, changed))
-            starts.append(min(row.seen_at, at - _JUST_AFTER) + _JUST_AFTER)
             detail[source] = {name: [old, new] for name, (old, new) in changed.items()}
         if changed or marks.keys() - row.marks.keys():
             row.marks = {**row.marks, **marks}
@@ -54,8 +52,7 @@ def note_identities(cluster: Cluster, outcome: CycleOutcome, at: datetime) -> Cl
     event, _ = ClusterEvent.objects.update_or_create(
         cluster=cluster, at=at, kind=ClusterEvent.REBUILT, defaults={"text": text, "detail": detail}
     )
-    start = max(starts)
-    Cluster.objects.filter(pk=cluster.pk).update(history_from=start)
-    cluster.history_from = start
+    Cluster.objects.filter(pk=cluster.pk).update(history_from=at)
+    cluster.history_from = at
     log.warning("cluster %s rebuilt: %s", cluster.name, text)
     return event

@@ -66,13 +66,12 @@ def test_a_changed_cluster_id_starts_the_history_over(cluster: Cluster) -> None:
     cycle(cluster, T + 30_000, kafka={KAFKA_CLUSTER_ID: "new-id"})  # a retried cycle
     cycle(cluster, T + 40_000, kafka={KAFKA_CLUSTER_ID: "new-id"})
     cluster.refresh_from_db()
-    # Just after the last cycle that saw the old id: the rebuild happened since.
-    assert cluster.history_from == ms_to_dt(T + 10_001)
+    assert cluster.history_from == ms_to_dt(T + 30_000)  # the first cycle with the new id
     (event,) = ClusterEvent.objects.filter(cluster=cluster)
     assert (event.kind, event.at) == (ClusterEvent.REBUILT, ms_to_dt(T + 30_000))
     assert "cluster id old-id → new-id" in event.text
     assert event.detail == {"kafka": {KAFKA_CLUSTER_ID: ["old-id", "new-id"]}}
-    assert cluster_evaluator_configs()["c"].history_from_ms == T + 10_001
+    assert cluster_evaluator_configs()["c"].history_from_ms == T + 30_000
     assert ClusterIdentity.objects.get(cluster=cluster, source="kafka").marks == {
         KAFKA_CLUSTER_ID: "new-id"
     }
@@ -87,7 +86,7 @@ def test_a_recreated_zookeeper_root_starts_it_over_and_a_new_root_does_not(
     assert not ClusterEvent.objects.exists()
     cycle(cluster, T + 20_000, zookeeper={SPOUTS: "0x2@900", "znode /consumers": "0x8@200"})
     cluster.refresh_from_db()
-    assert cluster.history_from == ms_to_dt(T + 10_001)
+    assert cluster.history_from == ms_to_dt(T + 20_000)
     (event,) = ClusterEvent.objects.all()
     assert "znode /kafka-spout 0x2@100 → 0x2@900" in event.text
 

@@ -18,10 +18,8 @@ from tests.spark_jobs.samples import SEC, T0, columns, sample
 from tests.spark_jobs.test_status_state import table
 
 POLL = 10 * SEC
-# Just after the last poll that saw the old cluster id (the 24th); the new one is first seen
-# at the 30th, after a minute of outage.
-REBUILT_AT = T0 + 23 * POLL + 1
-FIRST_NEW = T0 + 30 * POLL
+# The first poll that saw the new cluster id, after a minute of outage.
+REBUILT_AT = T0 + 30 * POLL
 PLAIN = EvaluatorConfig(window=5)
 RESTARTED = EvaluatorConfig(window=5, history_from_ms=REBUILT_AT)
 
@@ -94,18 +92,19 @@ def test_a_slice_cut_by_the_start_forgets_its_older_samples() -> None:
     assert got == whole and got is not None and got["status"] == ["OK"]
 
 
-def test_old_commits_polled_after_the_start_are_left_out() -> None:
-    """The outage's last known figures (and a spout's offset not corrected yet) are polled
-    after the start: their commit is the old cluster's. The new cluster's first commit, taken
-    before its first poll, counts at its own time."""
+def test_commits_taken_before_the_start_are_left_out() -> None:
+    """A commit polled after the start but taken before it (a spout's offset not corrected
+    yet; here the new cluster's first, taken 3 s before its first poll) is no evidence."""
     rows = [r for r in history() if r["ts_ms"] >= REBUILT_AT]
-    assert rows[0]["stale"] and rows[0]["committed"] == 5230
     samples = {name: [r[name] for r in rows] for name in rows[0]}
     window = window_from_samples("c1/kafka/g/t/0", samples, RESTARTED)
-    assert window.commits[0].offset == 5230  # the window as the samples give it
+    assert [c.offset for c in window.commits] == [10, 20, 30, 40]
     kept = since_history(window, REBUILT_AT)
-    assert [c.offset for c in kept.commits] == [10, 20, 30, 40]
-    assert kept.commits[0].timestamp_ms == FIRST_NEW - 3 * SEC < FIRST_NEW
+    assert [c.offset for c in kept.commits] == [20, 30, 40]
+    spout = [dict(r, committed=5230, commit_time_ms=T0 + 20 * POLL) for r in rows]
+    samples = {name: [r[name] for r in spout] for name in spout[0]}
+    window = window_from_samples("c1/storm/s/t/0", samples, RESTARTED)
+    assert since_history(window, REBUILT_AT).commits == ()
 
 
 def test_the_state_carries_on_across_the_start() -> None:
@@ -113,7 +112,7 @@ def test_the_state_carries_on_across_the_start() -> None:
     from it, leaving out what it carried from before the start."""
     assert fingerprint(PLAIN, {"c1": PLAIN}) == fingerprint(PLAIN, {"c1": RESTARTED})
     rows = history()
-    first_now = FIRST_NEW - POLL
+    first_now = REBUILT_AT - POLL
     judged = judge_group(
         table([r for r in rows if r["ts_ms"] <= first_now]), {}, T0, first_now + 1, first_now,
         PLAIN, {"c1": PLAIN},
