@@ -30,7 +30,8 @@ pytestmark = [pytest.mark.lab, pytest.mark.faults]
 # next one is by design, docs/OPERATIONS.md).
 POLL_S = 4
 LOCK_S = 10
-SERVICES = ["zookeeper", "kafka", "redis", "web", "collector", "beat"]
+# The worker runs beat's dispatch of the slots (queue "celery"); no Spark job in this stack.
+SERVICES = ["zookeeper", "kafka", "redis", "web", "worker", "collector", "beat"]
 
 
 def stored_slots(lab: Stack, vendor: str) -> list[tuple[int, int]]:
@@ -84,6 +85,9 @@ def stack(
     request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[tuple[Stack, str]]:
     monkeypatch.setenv("LAGWATCH_LAB_POLL_S", str(POLL_S))
+    monkeypatch.setenv("LAGWATCH_STATUS_AFTER_CYCLE", "0")
+    monkeypatch.setenv("LAGWATCH_STATUS_EVERY_S", "3600")
+    monkeypatch.setenv("LAGWATCH_ROLLUPS_EVERY_S", "3600")
     lab = Stack(tmp_path)
     services = SERVICES + (["postgres"] if request.param == "postgresql" else [])
     try:
