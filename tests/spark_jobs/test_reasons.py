@@ -133,11 +133,13 @@ SAYS: dict[str, tuple[str, ...]] = {
     "share: records waiting, no member": ("Nobody owns the partition", "10 messages wait"),
     "share: start offset held, members on": ("at offset 100 with lag 10", "alive (it owns"),
     "rebuilt, read as one history": ("went back from 5020 to 10",),
-    "rebuilt, old commits left out": ("across the window's 2 commits (from 5 to 5)",),
-    "rebuilt, old skip left out": ("Lag went down from 3 to 2",),
-    "rebuilt, old instance left out": ("across the window's 2 commits",),
-    "rebuilt, old polls and outage left out": ("across the window's 2 commits",),
+    "rebuilt, old commits left out": ("Only 2 of 5 commits",),
+    "rebuilt, old skip left out": ("Only 3 of 5 commits",),
+    "rebuilt, old instance left out": ("Only 2 of 5 commits",),
+    "rebuilt, old polls and outage left out": ("Only 2 of 5 commits",),
     "rebuilt, no commit since": ("No commit since the cluster was rebuilt 90 s ago",),
+    "rebuilt, a full window since": ("across the window's 5 commits",),
+    "rebuilt, one commit, a window of polls": ("No commit for 360 s",),
 }
 
 
