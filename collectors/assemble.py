@@ -91,6 +91,8 @@ def assemble_cycle(
         outcome.sources.append(_source_outcome(result))
         outcome.errors.extend(result.errors)
         outcome.topic_configs.extend(result.topic_configs)
+        if result.reachable and result.identity:
+            outcome.identities[str(result.source)] = dict(result.identity)
         if result.source is Source.STORM:
             storm_ui = result
         if result.source is Source.KAFKA and result.groups:

@@ -50,3 +50,5 @@ class CycleOutcome:
     # The collector process that ran the cycle (``collectors.cycle.runner.collector_id``):
     # stored with the cycle, so that the next process knows whose memory the store holds.
     collected_by: str = ""
+    # Each reachable source's identity marks (``CollectionResult.identity``), by source.
+    identities: dict[str, dict[str, str]] = field(default_factory=dict)

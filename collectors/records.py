@@ -257,3 +257,6 @@ class CollectionResult:
     # Storm UI only: the topology instances its summary listed (id -> name), including those
     # whose page could not be read this cycle (listed: running, whatever their figures).
     topologies: dict[str, str] = field(default_factory=dict)
+    # What identifies the system read, as marks that never change in its life (Kafka: the
+    # cluster id; ZooKeeper: each watched root's creation, ``collectors.identity``).
+    identity: dict[str, str] = field(default_factory=dict)

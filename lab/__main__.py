@@ -94,6 +94,11 @@ def _parser() -> argparse.ArgumentParser:
             verb, parents=[common], help=f"{verb} one service (same port: outage drills)"
         )
         one.add_argument("service")
+        if verb == "start":
+            one.add_argument(
+                "--fresh", action="store_true",
+                help="from empty storage: a broker rebuilt under the same name, a wiped ZooKeeper",
+            )  # fmt: skip
         one.set_defaults(func=func)
 
     scenario = commands.add_parser("scenario", parents=[common], help="workload scenarios")
@@ -255,8 +260,8 @@ def _cmd_stop(args: argparse.Namespace) -> int:
 
 
 def _cmd_start(args: argparse.Namespace) -> int:
-    Stack.load(_run_dir(args)).start_service(args.service)
-    print(f"{args.service}: running")
+    Stack.load(_run_dir(args)).start_service(args.service, fresh=args.fresh)
+    print(f"{args.service}: running{' (fresh)' if args.fresh else ''}")
     return 0
 
 

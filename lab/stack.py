@@ -309,8 +309,10 @@ class Stack:
         log.info("%s %s (process group %d)", name, "paused" if paused else "resumed", pgid)
         return pgid
 
-    def start_service(self, name: str) -> None:
-        """Start a stopped (or dead) service again on the same port(s)."""
+    def start_service(self, name: str, *, fresh: bool = False) -> None:
+        """Start a stopped (or dead) service again on the same port(s); ``fresh``: from empty
+        storage, as ``up`` starts it (its ``reset``): a broker restarted empty under the same
+        cluster name gets a new cluster id, a ZooKeeper loses every znode."""
         with self._locked():
             state, record = self._find(name)
             if record.reused:
@@ -324,7 +326,7 @@ class Stack:
                         name, f"port {port} is taken by another process", Path(record.log)
                     )
             try:
-                self._launch(spec, record, state, fresh=False)
+                self._launch(spec, record, state, fresh=fresh)
             except BaseException:
                 self._stop_record(record, state)
                 self._mark_stopped(state, record)

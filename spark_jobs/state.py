@@ -327,6 +327,12 @@ def judge_group(
     and summaries wholly before it are left out; no summaries: ``table``
     is the group's whole look-back.
     """
+    if table.num_rows and per_cluster:
+        # Nothing before the cluster's history started over is carried or read (a cluster
+        # rebuilt under the same name): as if the look-back began there, so the group is
+        # judged from its new samples, not sent back to a window that holds no more.
+        cluster = table.column("cluster")[0].as_py()
+        start_ms = max(start_ms, per_cluster.get(cluster, config).history_from_ms)
     table = _sorted_unique(table.filter(pc.greater_equal(table.column("ts_ms"), start_ms)))
     summaries = {key: s for key, s in summaries.items() if s.last_ms >= start_ms}
     if table.num_rows == 0:
@@ -568,10 +574,18 @@ def fingerprint(config: EvaluatorConfig, per_cluster: Mapping[str, EvaluatorConf
     doc = {
         # What a partition carries: a state written with other columns cannot be read on.
         "columns": STATE_COLUMNS,
-        "config": dataclasses.asdict(config),
-        "per_cluster": {k: dataclasses.asdict(v) for k, v in sorted((per_cluster or {}).items())},
+        "config": _thresholds(config),
+        "per_cluster": {k: _thresholds(v) for k, v in sorted((per_cluster or {}).items())},
     }
     return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def _thresholds(config: EvaluatorConfig) -> dict[str, Any]:
+    """A config's thresholds, without the history start: a cluster rebuilt under the same
+    name keeps the state, whose samples before the start ``judge_group`` leaves out."""
+    doc = dataclasses.asdict(config)
+    doc.pop("history_from_ms")
+    return doc
 
 
 class StatePlan(NamedTuple):

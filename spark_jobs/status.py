@@ -199,6 +199,25 @@ def _drop_duplicates(cols: dict[str, list[Any]]) -> dict[str, list[Any]]:
     return {name: [values[i] for i in keep] for name, values in cols.items()}
 
 
+def since_history_start(cols: dict[str, list[Any]], start_ms: int) -> dict[str, list[Any]] | None:
+    """A group's samples polled since its cluster's history started over (a cluster rebuilt
+    under the same name: ``EvaluatorConfig.history_from_ms``), ``cols`` itself when all are;
+    None when none is. The old cluster's samples are never read: its offsets, compared with
+    the new cluster's, would read as rewinds and skipped data, and its topology ids as a
+    restart."""
+    ts = cols["ts_ms"]
+    keep = [i for i, t in enumerate(ts) if t >= start_ms]
+    if len(keep) == len(ts):
+        return cols
+    if not keep:
+        return None
+    return {name: [values[i] for i in keep] for name, values in cols.items()}
+
+
+def _empty_rows() -> dict[str, list[Any]]:
+    return {name: [] for name in VERDICT_SCHEMA.names}
+
+
 class Older(NamedTuple):
     """What a partition's samples before the slice amount to (``evaluate_recent``): how many
     (duplicates included), and the latest commit time any of them could carry (the source's
@@ -273,10 +292,17 @@ def evaluate_group_samples(
     (``spark_jobs.state``), without building the windows twice.
     """
     cols = _drop_duplicates(cols)
-    topic, part = cols["topic"], cols["partition"]
-    cluster, source, group = cols["cluster"][0], cols["source"][0], cols["group"][0]
+    cluster = cols["cluster"][0]
     if per_cluster:
         config = per_cluster.get(cluster, config)
+    if config.history_from_ms:
+        kept = since_history_start(cols, config.history_from_ms)
+        if kept is None:
+            return None if older else _empty_rows()
+        if kept is not cols:
+            cols, older = kept, None  # every sample before the slice is older still
+    topic, part = cols["topic"], cols["partition"]
+    source, group = cols["source"][0], cols["group"][0]
     runs = _partition_runs(topic, part)
     older = older or {}
     if older and not older.keys() <= {(topic[a], part[a]) for a, _ in runs}:

@@ -24,8 +24,12 @@ where, from one sample of a partition to the next:
 The first sample of a partition is its first commit. A commit's time is the best known
 (SPEC §4): ``commit_time_ms`` when the source gave it, else the ``ts_ms`` of the poll that first
 saw it. Times never go backwards (a commit time older than the previous commit's is raised to
-it): the rules measure spans between commits. The lag and the log's start and end offsets at
-a commit are the sample's (a commit beyond the end of a re-created log shows there).
+it): the rules measure spans between commits. A commit older than the cluster's history start
+(``config.history_from_ms``, a cluster rebuilt under the same name) is no evidence, even when a
+poll after the start still shows it (a spout's offset in ZooKeeper not yet corrected): the
+evaluator leaves it out.
+The lag and the log's start and end offsets at a commit are the sample's (a commit beyond the
+end of a re-created log shows there).
 ``build_window`` then keeps the last ``config.window`` commits (``min_distance_s``
 applied), and the rest of the evidence comes from the samples since the one that first saw the
 window's first commit: the spout's pending/failed/acked series and the topology ids.

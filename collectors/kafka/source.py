@@ -43,6 +43,7 @@ from confluent_kafka import KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from collectors.consumer_offsets.reader import ConsumerOffsetsReader
+from collectors.identity import KAFKA_CLUSTER_ID
 from collectors.kafka.admin import (
     listed_groups,
     log_offsets,
@@ -286,6 +287,8 @@ class KafkaSource:
             cycle.error("cluster", f"unreachable: {describe_exc(exc)}")
             return
         partitions_of = self._remember_partitions(metadata, cycle)
+        if getattr(metadata, "cluster_id", None):  # none before Kafka 0.10.1
+            result.identity[KAFKA_CLUSTER_ID] = str(metadata.cluster_id)
         result.partition_counts.update((name, len(ps)) for name, ps in partitions_of.items())
 
         listed = listed_groups(groups_future, cycle, admin)

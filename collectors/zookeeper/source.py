@@ -40,6 +40,7 @@ from kazoo.retry import KazooRetry
 from collectors.records import CollectionResult, Source, SourceError
 from collectors.zookeeper.batched_reads import CycleFailed, Walker, new_kazoo_handler, run
 from collectors.zookeeper.consumers import walk_consumers
+from collectors.zookeeper.identity import walk_identity
 from collectors.zookeeper.spouts import walk_spouts
 
 __all__ = ["ZooKeeperSource"]
@@ -128,6 +129,10 @@ class ZooKeeperSource:
 
     # -- the cycle -----------------------------------------------------------------------
 
+    def _watched_roots(self) -> list[str]:
+        """The roots whose creation identifies the ensemble's data (``collectors.identity``)."""
+        return [*self.spout_roots, *(["/consumers"] if self.zk_consumers else [])]
+
     def collect(self, now_ms: int) -> CollectionResult:
         """Read everything once; ``now_ms`` is the caller's clock for ``started_ms``."""
         with self._lock:
@@ -136,7 +141,7 @@ class ZooKeeperSource:
             result = CollectionResult(source=Source.ZOOKEEPER, started_ms=now_ms)
             try:
                 client = self._connected_client(deadline)
-                walkers: list[Walker] = []
+                walkers: list[Walker] = [walk_identity(self._watched_roots(), result)]
                 if self.spout_roots:
                     walkers.append(walk_spouts(self.spout_roots, result))
                 if self.zk_consumers:

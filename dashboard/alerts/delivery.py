@@ -1,8 +1,10 @@
 """One attempt at one delivery, recorded; the back-off between attempts.
 
-The Celery task (tasks.deliver) is a thin shell: it calls :func:`attempt` and, when told to,
-retries after :func:`retry_wait_s`. A permanent failure (:mod:`failures`: the webhook is gone,
-the address refused) ends the delivery at once; a transient one is retried until
+The Celery task (tasks.deliver) is a thin shell: it claims the delivery (``due``) and calls
+:func:`attempt`, which on a transient failure makes the delivery due again after
+:func:`retry_wait_s` (``next_attempt_at``; beat's sweep sends it then). A permanent failure
+(:mod:`failures`: the webhook is gone, the address refused) ends the delivery at once; a
+transient one is retried until
 ``LAGWATCH_ALERTS_MAX_ATTEMPTS``. Every attempt is a DeliveryAttempt row, so the alert page
 shows what was tried, when, and why it failed.
 """

@@ -1,5 +1,6 @@
 """Queue notices: one Delivery row and one Celery task per (alert, notice, channel), sent
-after the transaction commits, so each channel fails, retries and succeeds on its own."""
+after the transaction commits, so each channel fails, retries and succeeds on its own. A task
+the broker cannot take now is sent by the sweep later (``due``): the row is the delivery."""
 
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ def channels_notified(alert: Alert) -> list[Channel]:
 
 
 def queue(alert: Alert, notice: str, channels: Iterable[Channel]) -> list[Delivery]:
-    from dashboard.alerts.tasks import deliver
+    from dashboard.alerts.due import dispatch
 
     created = []
     for channel in channels:
@@ -41,5 +42,5 @@ def queue(alert: Alert, notice: str, channels: Iterable[Channel]) -> list[Delive
         except IntegrityError:
             continue  # this notice was already queued to this channel
         created.append(delivery)
-        transaction.on_commit(lambda pk=delivery.pk: deliver.delay(pk))
+        transaction.on_commit(lambda pk=delivery.pk: dispatch(pk))
     return created

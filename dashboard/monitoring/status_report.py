@@ -10,7 +10,8 @@ lists each broker's delayed operations (purgatory, DOMAIN §5) from its metrics 
 last known). ``spouts`` holds each Storm spout's latest whole figures (Storm UI's emitted,
 acked, failed and complete latency; the tuples in flight and ``max_spout_pending`` from its
 push, else Storm UI's), by cluster and topology instance: a spout group's ``topology_id``
-finds its own.
+finds its own. ``cluster_events`` lists what happened to whole clusters (``cluster_rebuilt``:
+a source's identity changed, and the cluster's offsets history started over at ``at``).
 
 A group's ``last_commit_at`` is the newest of its partitions' (so a group whose consumers all
 stopped shows when they last committed), ``type`` and ``member_details`` are read through
@@ -29,6 +30,7 @@ from django.utils import timezone
 from dashboard.monitoring.membership import group_type, member_details
 from dashboard.monitoring.models import (
     BrokerPurgatory,
+    ClusterEvent,
     CollectionError,
     ConsumerGroup,
     PartitionState,
@@ -67,7 +69,9 @@ def status_document(
         "group__cluster"
     )
     brokers = BrokerPurgatory.objects.select_related("cluster").order_by("cluster__name", "broker")
+    cluster_events = ClusterEvent.objects.select_related("cluster").order_by("at")
     if cluster is not None:
+        cluster_events = cluster_events.filter(cluster__name=cluster)
         brokers = brokers.filter(cluster__name=cluster)
         groups = groups.filter(cluster__name=cluster)
         partitions = partitions.filter(group__cluster__name=cluster)
@@ -160,6 +164,10 @@ def status_document(
                 "detail": e.detail,
             }  # fmt: skip
             for e in events.order_by("at")
+        ],
+        "cluster_events": [
+            {"cluster": e.cluster.name, "at": _iso(e.at), "kind": e.kind, "text": e.text}
+            for e in cluster_events
         ],
         "errors": [
             {"cluster": e.cluster.name, "source": e.source, "where": e.where, "error": e.error}

@@ -14,6 +14,9 @@ its file), for ``range`` ending at the due time, so a late run reports the same 
 attached when at most ``LAGWATCH_REPORT_MAIL_MAX_BYTES``, else linked (the reports page's
 download, a login needed, kept ``LAGWATCH_REPORTS_KEEP_DAYS``). A mail refused for now (an SMTP
 4xx, no connection) is tried again, the file kept; refused for good (5xx) it fails the run.
+The retry is beat's too (:func:`requeue_due_retries`, in the same pass): a run waiting to retry
+is queued again once its back-off is over, never sent as a countdown message (a worker holding
+one when Redis went away could die of it, and a broker without persistence loses it).
 """
 
 from __future__ import annotations
@@ -59,6 +62,7 @@ def run_due_schedules(now: datetime | None = None) -> list[ScheduledRun]:
     made. Runs a lost worker left behind are marked failed."""
     now = now or timezone.now()
     fail_abandoned_runs(now)
+    requeue_due_retries(now)
     made = []
     for schedule in ReportSchedule.objects.filter(enabled=True):
         try:
@@ -82,6 +86,35 @@ def _queue(run_id: int) -> None:
     from dashboard.reports.tasks import send_scheduled_report
 
     send_scheduled_report.delay(run_id)
+
+
+def retry_due_at(run: ScheduledRun) -> datetime | None:
+    """When a run waiting to retry its mail is due: its first start plus the back-offs of its
+    attempts so far (the mails' own durations are not counted: at the earliest)."""
+    if run.started_at is None:
+        return None
+    waited = settings.LAGWATCH_REPORT_MAIL_RETRY_S * (2**run.attempts - 1)
+    return run.started_at + timedelta(seconds=waited)
+
+
+def requeue_due_retries(now: datetime) -> int:
+    """Queue the task of each run whose retry is due, once per attempt (``claim_once``: a
+    pass while the task waits in the queue sends none again; the task's claim sends the mail
+    once anyway). Redis down: nothing queued, the next pass tries."""
+    from dashboard.locks import claim_once
+
+    queued = 0
+    for run in ScheduledRun.objects.filter(state=RunState.RETRYING):
+        due = retry_due_at(run)
+        if due is None or due > now:
+            continue
+        try:
+            if claim_once(f"lagwatch:report-run:{run.pk}:{run.attempts}", ttl_s=3600):
+                _queue(run.pk)
+                queued += 1
+        except Exception as exc:  # noqa: BLE001 - the broker away: the next pass retries
+            log.warning("scheduled run %d not queued for its retry: %s", run.pk, exc)
+    return queued
 
 
 def fail_abandoned_runs(now: datetime) -> int:

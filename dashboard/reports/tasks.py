@@ -21,17 +21,13 @@ def prune_reports() -> int:
     return prune_old_reports()
 
 
-@shared_task(
-    bind=True, name="dashboard.reports.tasks.send_scheduled_report", max_retries=None,
-    ignore_result=True,
-)  # fmt: skip
-def send_scheduled_report(self, run_id: int) -> None:  # noqa: ANN001 - Celery's bound task
-    """Build and mail one scheduled run; a mail refused for now is tried again later."""
+@shared_task(name="dashboard.reports.tasks.send_scheduled_report", ignore_result=True)
+def send_scheduled_report(run_id: int) -> None:
+    """Build and mail one scheduled run; a mail refused for now waits to retry, and beat's
+    pass queues it again once the wait is over (``scheduled.requeue_due_retries``)."""
     from dashboard.reports.scheduled import send_run
 
-    retry_in = send_run(run_id)
-    if retry_in is not None:
-        raise self.retry(countdown=retry_in)
+    send_run(run_id)
 
 
 @shared_task(name="dashboard.reports.tasks.run_report_schedules", ignore_result=True)

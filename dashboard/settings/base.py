@@ -344,6 +344,15 @@ LAGWATCH_ALERTS_MAX_ATTEMPTS = env_int("LAGWATCH_ALERTS_MAX_ATTEMPTS", 6)
 LAGWATCH_ALERTS_RETRY_BASE_S = env_int("LAGWATCH_ALERTS_RETRY_BASE_S", 10)
 LAGWATCH_ALERTS_RETRY_MAX_S = env_int("LAGWATCH_ALERTS_RETRY_MAX_S", 600)
 CELERY_TASK_ROUTES["dashboard.alerts.tasks.deliver"] = {"queue": "celery"}
+# Retries are due times in the database, not countdown messages (dashboard/alerts/due.py):
+# beat sends the due deliveries this often, and those Redis lost once it is back.
+LAGWATCH_ALERTS_SWEEP_S = env_int("LAGWATCH_ALERTS_SWEEP_S", 5)
+CELERY_BEAT_SCHEDULE["send-due-deliveries"] = {
+    "task": "dashboard.alerts.tasks.send_due_deliveries",
+    "schedule": float(LAGWATCH_ALERTS_SWEEP_S),
+    "options": {"expires": LAGWATCH_ALERTS_SWEEP_S},
+}
+CELERY_TASK_ROUTES["dashboard.alerts.tasks.send_due_deliveries"] = {"queue": "celery"}
 # Alertmanager expects its clients to re-send firing alerts (every 30 s to 3 min): beat re-posts
 # every open alert to each Alertmanager channel this often; an alert not re-sent ends in
 # Alertmanager after 4 intervals (docs/ALERTS.md, "Prometheus Alertmanager").

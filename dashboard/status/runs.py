@@ -94,14 +94,21 @@ def evaluator_config() -> EvaluatorConfig:
 
 def cluster_evaluator_configs() -> dict[str, EvaluatorConfig]:
     """Each cluster's thresholds: those it sets itself (``Cluster.evaluator``) over the
-    deployment's (a cluster changes only what it names), and its RETENTION_RISK horizon
-    (``Cluster.retention_risk_s``, a field of its own), which the evaluator decides with."""
+    deployment's (a cluster changes only what it names), its RETENTION_RISK horizon
+    (``Cluster.retention_risk_s``, a field of its own), which the evaluator decides with, and
+    when its offsets history started over (``Cluster.history_from``: rebuilt under the same
+    name, ``dashboard/store/identity.py``), before which the evaluator reads nothing."""
     return {
         name: EvaluatorConfig(
-            **{**settings.LAGWATCH_EVALUATOR, **overrides, "retention_risk_s": risk_s}
+            **{
+                **settings.LAGWATCH_EVALUATOR,
+                **overrides,
+                "retention_risk_s": risk_s,
+                "history_from_ms": 0 if start is None else int(start.timestamp() * 1000),
+            }
         )
-        for name, overrides, risk_s in Cluster.objects.values_list(
-            "name", "evaluator", "retention_risk_s"
+        for name, overrides, risk_s, start in Cluster.objects.values_list(
+            "name", "evaluator", "retention_risk_s", "history_from"
         )
     }
 

@@ -42,6 +42,7 @@ from dashboard.monitoring.models import (
     TopicConfig,
 )
 from dashboard.store import raw_history
+from dashboard.store.identity import note_identities
 from dashboard.times import ms_to_dt
 
 GROUP_FIELDS = [
@@ -146,6 +147,7 @@ def store_cycle(cluster: Cluster, outcome: CycleOutcome, stale: Staleness | None
             group_totals.refresh(changed)
         _record_health(cluster, outcome, at)
         _record_brokers(cluster, outcome)
+        note_identities(cluster, outcome, at)
         if rows is not None:
             kept = _Written(at, outcome.collected_by, rows)
             transaction.on_commit(lambda: _WRITTEN.__setitem__(cluster.pk, kept))

@@ -55,21 +55,23 @@ def lease_ttl_s(poll_interval_s: int) -> int:
     return max(4, poll_interval_s // 2)
 
 
-@shared_task(
-    bind=True,
-    name="dashboard.store.tasks.collect_cluster",
-    ignore_result=True,
-    max_retries=3,
-)
-def collect_cluster(self, name: str, cycle_ms: int) -> dict | None:
-    """One cycle; retried with the same ``cycle_ms`` if storing failed (idempotent).
+# Storing a cycle that failed (the database locked or away) is tried again this many times,
+# a second apart, under the same lease: in the task, not as a countdown message, which a worker
+# holding it when Redis went away could die of (kombu's restore of unacknowledged messages).
+STORE_RETRIES = 3
+
+
+@shared_task(name="dashboard.store.tasks.collect_cluster", ignore_result=True)
+def collect_cluster(name: str, cycle_ms: int) -> dict | None:
+    """One cycle; tried again with the same ``cycle_ms`` if storing failed (idempotent).
 
     Any number of collector workers take these (docs/ARCHITECTURE.md, "What runs
     concurrently"): the cluster's lease makes its cycles run one at a time, in whichever
     worker; under it, a slot at or below the cluster's mark (the newest slot stored) is
     skipped: stored already, or older than one that is (a redelivery after its worker died).
     A task waits for the lease while another cycle of the cluster runs, and for as long as a
-    dead holder's lease takes to expire, so the next slot is collected, late, not lost.
+    dead holder's lease takes to expire, so the next slot is collected, late, not lost; the
+    waiting tasks take it in slot order (a newer slot first would mark the older one stored).
     """
     cluster = Cluster.objects.filter(name=name, enabled=True).first()
     if cluster is None:
@@ -80,7 +82,7 @@ def collect_cluster(self, name: str, cycle_ms: int) -> dict | None:
     wait_s = max(0.0, (deadline_ms - time.time() * 1000) / 1000)
     mark = f"lagwatch:collected:{name}"
     me = collector_id()
-    with lease(f"lagwatch:collecting:{name}", ttl_s, wait_s, holder=me) as mine:
+    with lease(f"lagwatch:collecting:{name}", ttl_s, wait_s, holder=me, order=cycle_ms) as mine:
         if not mine:
             log.warning("cluster %s: previous cycle still running, slot %d skipped", name, cycle_ms)
             return None
@@ -88,13 +90,18 @@ def collect_cluster(self, name: str, cycle_ms: int) -> dict | None:
         if newest is not None and newest >= cycle_ms:
             log.info("cluster %s: slot %d skipped, slot %d is stored", name, cycle_ms, newest)
             return None
-        try:
-            report = run_cluster_cycle(cluster, cycle_ms)
-        except SupersededCycle as exc:
-            log.warning("%s", exc)
-            return None
-        except (DatabaseError, OSError) as exc:
-            raise self.retry(exc=exc, countdown=1) from exc
+        for tries_left in range(STORE_RETRIES, -1, -1):
+            try:
+                report = run_cluster_cycle(cluster, cycle_ms)
+                break
+            except SupersededCycle as exc:
+                log.warning("%s", exc)
+                return None
+            except (DatabaseError, OSError):
+                if not tries_left:
+                    raise
+                log.warning("cluster %s: slot %d not stored, again in 1 s", name, cycle_ms)
+                time.sleep(1)
         # Kept a while past any redelivery (Celery's ``expires`` drops older tasks anyway).
         raise_mark(mark, cycle_ms, ttl_s=max(600, 10 * interval))
         announce_figures(cluster=name)

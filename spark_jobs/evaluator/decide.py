@@ -34,7 +34,7 @@ To add a rule: a predicate in ``rules``, its value in ``Facts`` and ``facts_of``
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from spark_jobs.evaluator.diagnoses import event_diagnoses, slow_consumer, state_diagnoses
@@ -64,6 +64,7 @@ from spark_jobs.evaluator.rules import (
     was_caught_up_recently,
     watched_share,
     window_complete,
+    young_history,
 )
 from spark_jobs.evaluator.types import (
     DEAD_CONSUMER,
@@ -83,7 +84,9 @@ from spark_jobs.evaluator.types import (
     PartitionWindow,
 )
 
-__all__ = ["RULES", "SPOUT_STATE", "Decision", "Facts", "Rule", "decide", "facts_of"]
+__all__ = [
+    "RULES", "SPOUT_STATE", "Decision", "Facts", "Rule", "decide", "facts_of", "since_history",
+]  # fmt: skip
 
 # In a rule's ``finds``: the spout's state diagnoses (POISON_MESSAGE, PENDING_LEAK,
 # BACKPRESSURE), whichever the figures show; none of them changes the status.
@@ -102,7 +105,9 @@ class Facts:
     source_down_since_commit: bool  # an outage since the commit, within its grace
     has_commits: bool
     out_of_range: bool  # the last commit lies outside [earliest, latest]
-    enough_data: bool  # rule 1: commits, or polls that watched the window, reach the minimum
+    # rule 1: commits, or polls that watched the window, reach the minimum (all of a window for
+    # one watched from its cluster's history start: ``rules.young_history``)
+    enough_data: bool
     within_allowed_lag: bool  # rule 2, with the lag fresh from the broker's latest offset
     stopped_committing: bool  # rule 3: silence longer than the window's span
     caught_up_recently: bool  # rule 3's exception: a recent broker offset <= the last commit
@@ -241,6 +246,8 @@ def facts_of(
     jitter = window.polls is not None and lag_rise_within_jitter(commits) is not None
     gap = collection_gap(window, now_ms) is not None
     down = down_since_commit(window, commits, now_ms) is not None
+    # Rule 1: a window watched from the cluster's history start must be full first.
+    needed = 1.0 if young_history(window, config.history_from_ms) else config.minimum_complete
     forecast = NO_FORECAST
     if not (window.stale or gap or down):
         forecast = time_to_retention(
@@ -252,7 +259,7 @@ def facts_of(
         source_down_since_commit=down,
         has_commits=some,
         out_of_range=some and out_of_range(window, commits[-1].offset, lag) is not None,
-        enough_data=watched_share(window, commits, config) >= config.minimum_complete,
+        enough_data=watched_share(window, commits, config) >= needed,
         within_allowed_lag=lag <= config.allowed_lag,
         stopped_committing=stopped_committing,
         caught_up_recently=some and was_caught_up_recently(commits, window.latest_offsets),
@@ -270,12 +277,39 @@ def facts_of(
     return facts, alive_evidence, forecast
 
 
+def since_history(window: PartitionWindow, start_ms: int) -> PartitionWindow:
+    """The window without what came before its cluster's history started over (a cluster
+    rebuilt under the same name, ``config.history_from_ms``): its commits, polls, outage polls
+    and rebalances before ``start_ms`` belong to the old cluster, whose offsets compared with
+    the new ones would read as a rewind or a jump over deleted data. When commits are left
+    out, only the newest topology instance is kept (instances carry no time: a change across
+    the start is no restart seen here). The status job reads no sample before the start
+    anyway (``spark_jobs.status``); this makes it the evaluator's rule for any window."""
+    if start_ms <= 0:
+        return window
+    commits = tuple(c for c in window.commits if c.timestamp_ms >= start_ms)
+    polls = tuple(t for t in window.poll_times_ms if t >= start_ms)
+    cut = len(commits) < len(window.commits)
+    return replace(
+        window,
+        commits=commits,
+        poll_times_ms=polls,
+        polls=window.polls if not window.poll_times_ms or window.polls is None
+        else min(window.polls, len(polls)),
+        down_polls_ms=tuple(t for t in window.down_polls_ms if t >= start_ms),
+        rebalances_ms=tuple(t for t in window.rebalances_ms if t >= start_ms),
+        topology_ids=window.topology_ids[-1:] if cut else window.topology_ids,
+    )  # fmt: skip
+
+
 def decide(window: PartitionWindow, config: EvaluatorConfig, now_ms: int) -> Decision:
     """The first row of ``RULES`` that holds for the window's facts, with its diagnoses.
 
     With ``earliest``, ``latest``, ``alive``, ``spout`` and the optional extras unknown, this is
-    Burrow's evaluation exactly: the rows that use more evidence never hold.
+    Burrow's evaluation exactly: the rows that use more evidence never hold. Nothing before
+    the cluster's history started over is read (``since_history``).
     """
+    window = since_history(window, config.history_from_ms)
     commits = window.commits
     if len(commits) > config.window or config.min_distance_s > 0:
         commits = build_window(commits, config)

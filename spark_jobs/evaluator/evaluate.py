@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from spark_jobs.evaluator.decide import decide
+from spark_jobs.evaluator.decide import decide, since_history
 from spark_jobs.evaluator.reasons import reason
 from spark_jobs.evaluator.types import (
     ERR,
@@ -40,6 +40,7 @@ def evaluate_partition(
     ``lag`` is left out (None) only where it cannot be stated: a commit beyond the latest
     offset, which is ERR.
     """
+    window = since_history(window, config.history_from_ms)  # the reason reads it too
     decision = decide(window, config, now_ms)
     lag: int | None = decision.lag
     if decision.status == ERR and decision.lag < 0:

@@ -204,6 +204,11 @@ def _source_unreachable(d: Decision, w: PartitionWindow, c: EvaluatorConfig, now
 
 
 def _no_commits(d: Decision, w: PartitionWindow, c: EvaluatorConfig, now_ms: int) -> str:
+    if 0 < c.history_from_ms <= now_ms:
+        return (
+            f"No commit since the cluster was rebuilt {_secs(now_ms - c.history_from_ms)} ago "
+            "(its offsets history started over): nothing to judge"
+        )
     if w.share:
         return "No start offset in the window yet: nothing to judge"
     return "No commit in the window yet: nothing to judge"

@@ -61,6 +61,26 @@ def watched_share(
     return max(complete, min(window.polls, config.window) / config.window)
 
 
+def young_history(window: PartitionWindow, start_ms: int) -> bool:
+    """Whether the window is watched from its cluster's history start (a cluster rebuilt under
+    the same name): its first poll is the first since the start (no poll before it since then),
+    or, without poll times, any start at all.
+
+    Every partition of a rebuilt cluster is young at once, and its consumers take a while to
+    find their new offsets (rejoin, reset, commit again: in the lab one committed offset 0 and
+    then nothing for 30 s while its partition filled); Burrow's rule 3 reads a one-commit
+    window that went quiet as stopped. So such a window needs to be full (rule 1 with a
+    ``minimum_complete`` of 1, polls counting) before it is judged.
+    """
+    if start_ms <= 0:
+        return False
+    polls = window.poll_times_ms
+    if not polls:
+        return True
+    step = polls[1] - polls[0] if len(polls) > 1 else 0
+    return polls[0] - step < start_ms
+
+
 # ---------------------------------------------------------------------------------------------
 # Burrow's predicates (SPEC §4 rules 3 to 7), one small function each
 

@@ -51,6 +51,9 @@ class EvaluatorConfig:
     ``backpressure_share`` is the share of spout samples at ``max.spout.pending`` that makes
     "most of the window" for BACKPRESSURE; ``retention_risk_s`` is RETENTION_RISK's horizon
     (0 turns it off), the cluster's ``retention_risk_s`` in the status job.
+    ``history_from_ms`` is when the partition's cluster's offsets history started over (a
+    cluster rebuilt under the same name; 0: never): commits and polls before it belong to
+    another cluster's life and are no evidence (``decide.since_history``).
     """
 
     allowed_lag: int = 0
@@ -60,6 +63,7 @@ class EvaluatorConfig:
     rebalance_storm_count: int = 3
     backpressure_share: float = 0.8
     retention_risk_s: int = 3600
+    history_from_ms: int = 0
 
     def __post_init__(self) -> None:
         if self.window < 1:
@@ -72,6 +76,8 @@ class EvaluatorConfig:
             raise ValueError("backpressure_share must be in (0, 1]")
         if self.retention_risk_s < 0:
             raise ValueError("retention_risk_s must be >= 0")
+        if self.history_from_ms < 0:
+            raise ValueError("history_from_ms must be >= 0")
 
 
 @dataclass(frozen=True, slots=True)

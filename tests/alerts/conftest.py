@@ -85,9 +85,28 @@ def run_on_commit(django_capture_on_commit_callbacks, eager_celery):
 
     def apply(world: MonitoredWorld, step_s: float = 15) -> datetime:
         with django_capture_on_commit_callbacks(execute=True):
-            return world.apply(step_s)
+            at = world.apply(step_s)
+        drain_retries()
+        return at
 
     return apply
+
+
+def drain_retries(rounds: int = 20) -> None:
+    """Every retry's wait run out at once: each delivery due again is sent as beat's sweep
+    would, until none is left waiting (the tests of back-off read the waits chosen from the
+    attempts' log, not from the clock)."""
+    from dashboard.alerts.due import due_deliveries
+    from dashboard.alerts.models import Delivery, DeliveryState
+    from dashboard.alerts.tasks import deliver
+
+    for _ in range(rounds):
+        waiting = Delivery.objects.filter(state=DeliveryState.RETRYING)
+        if not waiting.exists():
+            return
+        waiting.update(next_attempt_at=timezone.now())
+        for pk, _due in due_deliveries():
+            deliver(pk)
 
 
 @pytest.fixture

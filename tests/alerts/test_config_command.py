@@ -78,17 +78,44 @@ def test_import_creates_and_updates_by_name(tmp_path):
         ("rules: [{name: x, statuses: [BOGUS]}]", "rules[0] (x): statuses:"),
         ("rules: [{name: x, statuses: [STOP], channels: [nope]}]", "channels: unknown nope"),
         ("rules: [{name: x, statuses: [STOP], min_evaluations: zero}]", "min_evaluations:"),
-        ("channels: [{name: h, kind: webhook}]", "channels[0] (h): url: This kind of channel needs a URL"),
+        (
+            "channels: [{name: h, kind: webhook}]",
+            "channels[0] (h): url: This kind of channel needs a URL",
+        ),
         ("channels: [{name: h, kind: carrier-pigeon}]", "kind:"),
         ("channels: [{name: m, kind: email, recipients: [not-an-address]}]", "Not an email"),
-        ("channels: [{name: p, kind: pagerduty}]", "channels[0] (p): secret: This kind of channel needs its key"),
-        ("channels: [{name: p, kind: pagerduty, api_key: k}]", "channels[0] (p): api_key: not a field of a channel of kind pagerduty"),
-        ("channels: [{name: o, kind: opsgenie, routing_key: k}]", "routing_key: not a field of a channel of kind opsgenie"),
-        ("channels: [{name: o, kind: opsgenie, secret: k}]", "secret: write routing_key (pagerduty) or api_key (opsgenie)"),
-        ("channels: [{name: o, kind: opsgenie, api_key: 'two words'}]", "secret: A key is one word"),
-        ("channels: [{name: o, kind: opsgenie, api_key: k, region: mars}]", "region: Select a valid choice"),
-        ("channels: [{name: t, kind: teams, url: 'ftp://x'}]", "url: Enter an http:// or https:// URL"),
-        ("channels: [{name: a, kind: alertmanager}]", "channels[0] (a): url: This kind of channel needs a URL"),
+        (
+            "channels: [{name: p, kind: pagerduty}]",
+            "channels[0] (p): secret: This kind of channel needs its key",
+        ),
+        (
+            "channels: [{name: p, kind: pagerduty, api_key: k}]",
+            "channels[0] (p): api_key: not a field of a channel of kind pagerduty",
+        ),
+        (
+            "channels: [{name: o, kind: opsgenie, routing_key: k}]",
+            "routing_key: not a field of a channel of kind opsgenie",
+        ),
+        (
+            "channels: [{name: o, kind: opsgenie, secret: k}]",
+            "secret: write routing_key (pagerduty) or api_key (opsgenie)",
+        ),
+        (
+            "channels: [{name: o, kind: opsgenie, api_key: 'two words'}]",
+            "secret: A key is one word",
+        ),
+        (
+            "channels: [{name: o, kind: opsgenie, api_key: k, region: mars}]",
+            "region: Select a valid choice",
+        ),
+        (
+            "channels: [{name: t, kind: teams, url: 'ftp://x'}]",
+            "url: Enter an http:// or https:// URL",
+        ),
+        (
+            "channels: [{name: a, kind: alertmanager}]",
+            "channels[0] (a): url: This kind of channel needs a URL",
+        ),
         ("silences: [{group_pattern: x}]", "silences[0]: until: Give a duration"),
         ("silences: [{hours: 1, rule: nope}]", "rule: unknown nope"),
         ("bogus: []", "unknown section(s): bogus"),

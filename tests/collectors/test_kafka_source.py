@@ -38,6 +38,7 @@ from confluent_kafka.admin import (
     OffsetSpec,
 )
 
+from collectors.identity import KAFKA_CLUSTER_ID
 from collectors.kafka import KafkaSource, snapshot_from_description
 from collectors.kafka_wire import ClassicGroup
 from collectors.rebalance import MEMBER_JOINED, MEMBER_LEFT, derive_rebalance_events
@@ -1027,3 +1028,12 @@ def test_offsets_topic_unreadable_falls_back_with_a_warning(
     warnings = [e.error for e in result.errors if e.where == "__consumer_offsets"]
     assert any("TOPIC_AUTHORIZATION_FAILED" in w for w in warnings)
     assert any("not readable" in w for w in warnings)
+
+
+@lab
+def test_the_cluster_id_is_the_identity(admin: AdminClient, source: KafkaSource) -> None:
+    """The id the broker was formatted with (KIP-78), from the metadata every cycle reads."""
+    result = source.collect(now_ms())
+    expected = admin.describe_cluster(request_timeout=10).result(timeout=15).cluster_id
+    assert result.identity == {KAFKA_CLUSTER_ID: expected}
+    assert len(expected) == 22  # a 16-byte id in base64

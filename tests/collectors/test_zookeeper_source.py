@@ -23,6 +23,7 @@ from kazoo.exceptions import NoNodeError
 from kazoo.security import make_digest_acl
 
 from collectors import storm_znode
+from collectors.identity import changes, znode_mark, znode_mark_key
 from collectors.records import CommittedOffset, GroupMember, GroupSnapshot, Source, SourceError
 from collectors.storm_znode import BadZnode
 from collectors.zookeeper import (
@@ -906,3 +907,22 @@ def test_poll_select_follows_kazoos_select_contract() -> None:
         b.close()
     with pytest.raises(TypeError):
         select_([a], [], [], 0)  # closed: fileno() is -1, as kazoo's own select refuses
+
+
+# --- identity ---------------------------------------------------------------------------------
+
+
+def test_each_watched_roots_creation_is_a_mark(
+    zk: KazooClient, root: str, make_source: Callable[..., ZooKeeperSource]
+) -> None:
+    """The roots' ``czxid`` and ``ctime``: the same from any session, new when a root is made
+    again (as by a wiped ensemble's spouts); a missing root gives none."""
+    missing = f"{root}-absent"
+    result = make_source([root, missing]).collect(now_ms=0)
+    stat = stat_of(zk, root)
+    assert result.identity == {znode_mark_key(root): znode_mark(stat.czxid, stat.ctime)}
+    assert make_source([root]).collect(now_ms=0).identity == result.identity  # another session
+    zk.delete(root, recursive=True)
+    zk.ensure_path(root)
+    again = make_source([root]).collect(now_ms=0).identity
+    assert changes(result.identity, again)  # recreated: czxid moved on

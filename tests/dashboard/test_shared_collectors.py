@@ -13,6 +13,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -167,3 +168,47 @@ def test_a_slot_is_collected_once_and_an_older_one_not_after_it(
         assert locks.newest_mark("lagwatch:collected:fake") == slot + 10_000
     finally:
         runner.forget_clusters()
+
+
+def test_waiting_slots_take_the_lease_in_slot_order(redis: str) -> None:
+    """Two cycles wait behind a holder; the newer slot asked first and polls as often, yet
+    the older is served first (a newer slot first would mark the older one stored)."""
+    key = "lagwatch:test-ordered"
+    taken: list[int] = []
+    started = threading.Event()
+
+    def wait_for_lease(slot: int) -> None:
+        started.set()
+        with locks.lease(key, 5, wait_s=30, order=slot) as mine:
+            assert mine
+            taken.append(slot)
+            time.sleep(0.3)
+
+    with locks.lease(key, 5, order=0) as mine:
+        assert mine
+        newer = threading.Thread(target=wait_for_lease, args=(2_000,))
+        newer.start()
+        started.wait(5)
+        time.sleep(1)  # the newer one has asked several times already
+        older = threading.Thread(target=wait_for_lease, args=(1_000,))
+        older.start()
+        time.sleep(1)
+    newer.join(30)
+    older.join(30)
+    assert taken == [1_000, 2_000]
+    assert locks.client().zcard(f"{key}:queue") == 0  # nobody left waiting
+
+
+def test_a_dead_waiter_does_not_hold_the_queue(redis: str) -> None:
+    """A waiter that stopped asking (its process died) is passed over after a second or so."""
+    key = "lagwatch:test-dead-waiter"
+    locks.client().zadd(f"{key}:queue", {f"{1:020d}/dead": 1})
+    locks.client().hset(f"{key}:queue:seen", f"{1:020d}/dead", 0)
+    started = time.monotonic()
+    with locks.lease(key, 5, wait_s=10, order=5) as mine:
+        assert mine and time.monotonic() - started < 3
+    # One that asked a moment ago is waited for, until it stops asking.
+    locks.client().zadd(f"{key}:queue", {f"{1:020d}/slow": 1})
+    locks.client().hset(f"{key}:queue:seen", f"{1:020d}/slow", int(time.time() * 1000))
+    with locks.lease(key, 5, wait_s=0.5, order=5) as mine:
+        assert not mine

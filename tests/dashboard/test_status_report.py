@@ -142,9 +142,9 @@ def test_one_cluster_only_and_the_query_count_stays_fixed(
         partition(g, 0, i)
     doc = status("--cluster", "prod")
     assert {g["cluster"] for g in doc["groups"]} == {"prod"}
-    # 9 whatever the number of groups: groups, partitions, rebalance events, errors, brokers,
-    # spouts, the Spark jobs' runs (one per job that ran, two here), producers.
-    with django_assert_max_num_queries(9):
+    # 10 whatever the number of groups: groups, partitions, rebalance events, cluster events,
+    # errors, brokers, spouts, the Spark jobs' runs (one per job that ran, two here), producers.
+    with django_assert_max_num_queries(10):
         doc = status()
     assert len(doc["groups"]) == 24
     assert by_name(doc)["g3"]["type"] == "classic"

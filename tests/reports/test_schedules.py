@@ -14,10 +14,16 @@ import pytest
 from django.db import IntegrityError, transaction
 from django.test import Client
 
+from dashboard import locks
 from dashboard.accounts.roles import Role
 from dashboard.reports import cron
 from dashboard.reports.models import ReportSchedule, RunState, ScheduledRun
-from dashboard.reports.scheduled import run_due_schedules, send_run
+from dashboard.reports.scheduled import (
+    requeue_due_retries,
+    retry_due_at,
+    run_due_schedules,
+    send_run,
+)
 from tests.alerts.receivers import SmtpReceiver
 from tests.reports.factory import HOUR, MINUTE, T0, regular_samples, write_cycles
 from tests.roles import user_with_role
@@ -132,7 +138,9 @@ def test_a_large_report_is_linked_not_attached(world, smtp, settings):
     assert (run.state, run.delivered_as) == ("sent", "link")
 
 
-def test_a_refused_mail_fails_the_run_and_one_refused_for_now_is_retried(world, smtp):
+def test_a_refused_mail_fails_the_run_and_one_refused_for_now_is_retried(
+    world, smtp, redis_url, settings
+):
     schedule(recipients="nobody@example.com")
     smtp.refuse("nobody@example.com", "550 5.1.1 No such user")
     (run,) = world(DUE)
@@ -146,7 +154,20 @@ def test_a_refused_mail_fails_the_run_and_one_refused_for_now_is_retried(world, 
 
     schedule(name="retried", recipients="busy@example.com")
     smtp.refuse("busy@example.com", "451 4.7.1 Greylisted, try again")
-    (run,) = world(DUE)  # the eager task retries at once: the second attempt goes through
+    (run,) = world(DUE)
+    run.refresh_from_db()
+    assert (run.state, run.attempts) == ("retrying", 1) and smtp.messages == []
+    # No countdown message: beat's pass queues it again once its back-off is over.
+    due = retry_due_at(run)
+    assert due == run.started_at + timedelta(seconds=settings.LAGWATCH_REPORT_MAIL_RETRY_S)
+    settings.REDIS_URL = redis_url
+    locks._client = None
+    try:
+        assert requeue_due_retries(due - timedelta(seconds=1)) == 0
+        assert requeue_due_retries(due) == 1  # the eager task runs: the second attempt
+        assert requeue_due_retries(due) == 0  # sent: nothing waits
+    finally:
+        locks._client = None
     run.refresh_from_db()
     assert (run.state, run.attempts) == ("sent", 2) and len(smtp.wait(1)) == 1
     assert ScheduledRun.objects.filter(schedule__name="retried").count() == 1

@@ -152,6 +152,14 @@ SKIP = (Commit(50, MIN, 5), Commit(100, 2 * MIN, 5, earliest=80), Commit(110, 3 
 SKIP_TO_START = (Commit(50, MIN, 5), Commit(80, 2 * MIN, 25, earliest=80),
                  Commit(110, 3 * MIN, 4), Commit(120, 4 * MIN, 3), Commit(130, 5 * MIN, 2))  # fmt: skip
 
+# A cluster rebuilt under the same name between minutes 3 and 4: its offsets start again near
+# zero, and its history with them (``EvaluatorConfig.history_from_ms``, at minute 3.5).
+REBUILT = "5000:5 5010:5 5020:5 10:5 20:5"
+AFTER_REBUILD = EvaluatorConfig(window=5, history_from_ms=int(3.5 * MIN))
+SKIP_THEN_REBUILT = EvaluatorConfig(window=5, history_from_ms=int(2.5 * MIN))
+FULL_SINCE = EvaluatorConfig(window=5, history_from_ms=int(1.5 * MIN))
+SINCE_MINUTE = EvaluatorConfig(window=5, history_from_ms=int(1.5 * MIN))
+
 # fmt: off
 CASES = [
     # name                                         SGDC REAT UWHO NJVL PK status    rule                 diagnoses, window
@@ -241,6 +249,15 @@ CASES = [
     case("retention soon, nothing unread",        "0001 0110 0010 100? 000", OK,      "within_allowed_lag", [], "100:0 110:0 120:0 130:0 140:0", **SHORT),
     case("retention soon, compacted topic",       "0001 0100 0000 000? 000", OK,      "catching_up",        [], CATCHING, lag=14, time_lag_s=240.0, retention_ms=300_000, cleanup_policy="compact"),
     case("catching up, two topics on a path",     "0001 0100 0000 000? 000", OK,      "catching_up",        [SPOUT_ID_COLLISION], "100:20 110:15 120:10 130:12 140:14", lag=14, topics=("t1", "t2")),
+    # A cluster rebuilt under the same name: nothing before its history started over is read.
+    case("rebuilt, read as one history",          "0001 0100 0100 100? 000", REWIND,  "rewind",             [], REBUILT, lag=5),
+    case("rebuilt, old commits left out",         "0001 0000 0000 100? 000", OK,      "not_enough_data",    [], REBUILT, lag=5, config=AFTER_REBUILD),
+    case("rebuilt, old skip left out",            "0001 0000 0000 000? 000", OK,      "not_enough_data",    [], SKIP, lag=2, config=SKIP_THEN_REBUILT),
+    case("rebuilt, old instance left out",        "0001 0000 0000 100? 000", OK,      "not_enough_data",    [], REBUILT, lag=5, config=AFTER_REBUILD, topology_ids=("a-1", "a-2")),
+    case("rebuilt, old polls and outage left out", "0001 0000 0000 100? 000", OK,     "not_enough_data",    [], REBUILT, lag=5, config=AFTER_REBUILD, poll_times_ms=polled(1, 5), down_polls_ms=(3 * MIN + HALF // 2,), rebalances_ms=(MIN, 2 * MIN, 3 * MIN, 4 * MIN)),
+    case("rebuilt, no commit since",              "0000 0010 0000 100? 000", OK,      "no_commits",         [], "5000:5 5010:5", config=AFTER_REBUILD, after=3),
+    case("rebuilt, a full window since",          "0001 0100 0000 100? 000", WARN,    "lag_rising",         [SLOW_CONSUMER], "5000:5 10:5 20:5 30:5 40:5 50:5", lag=5, config=FULL_SINCE),
+    case("rebuilt, one commit, a window of polls", "0001 0101 0001 101? 000", STOP,   "stopped",            [], "5000:5 10:5", lag=60, after=6, config=SINCE_MINUTE, polls=12, poll_times_ms=polled(1.5, 8)),
     # Share groups (KIP-932, queues): the partition's start offset is the commit (records
     # below it acknowledged or archived), its liveness a member holding it (docs/EVALUATOR.md).
     case("share: queue drained",                  "0001 0110 0010 1001 000", OK,      "within_allowed_lag", [], "100:0 110:0 120:0 130:0 140:0", alive=True, share=True),

@@ -146,6 +146,14 @@ SAYS: dict[str, tuple[str, ...]] = {
         "Lag never decreased across the window's 5 moves of the start offset (from 5 to 17)",
         "(the lag is an upper bound, start offset to log end: the broker reports none)",
     ),
+    "rebuilt, read as one history": ("went back from 5020 to 10",),
+    "rebuilt, old commits left out": ("Only 2 of 5 commits",),
+    "rebuilt, old skip left out": ("Only 3 of 5 commits",),
+    "rebuilt, old instance left out": ("Only 2 of 5 commits",),
+    "rebuilt, old polls and outage left out": ("Only 2 of 5 commits",),
+    "rebuilt, no commit since": ("No commit since the cluster was rebuilt 90 s ago",),
+    "rebuilt, a full window since": ("across the window's 5 commits",),
+    "rebuilt, one commit, a window of polls": ("No commit for 360 s",),
 }
 
 

@@ -74,8 +74,12 @@ def test_sources_say_collection_stopped_while_no_cycle_is_stored(web: Client) ->
     now = timezone.now()
     for c, age in ((running, 4), (stopped, 95)):
         world.health(c, "kafka")
-        CollectedCycle.objects.create(cluster=c, at=now - timedelta(seconds=age), collected_by="h:1")
-        CollectedCycle.objects.create(cluster=c, at=now - timedelta(seconds=age + 10), collected_by="h:1")
+        CollectedCycle.objects.create(
+            cluster=c, at=now - timedelta(seconds=age), collected_by="h:1"
+        )
+        CollectedCycle.objects.create(
+            cluster=c, at=now - timedelta(seconds=age + 10), collected_by="h:1"
+        )
     r = web.get(reverse("ui:sources"))
     flags = {row["cluster"].name: row["collection_stopped"] for row in r.context["clusters"]}
     assert flags == {"running": False, "stopped": True}
@@ -123,3 +127,26 @@ def test_jobs_show_last_runs_and_failures(web: Client) -> None:
 
 def test_no_job_yet(web: Client) -> None:
     assert "No Spark job has run yet" in web.get(reverse("ui:jobs")).content.decode()
+
+
+def test_a_rebuilt_cluster_is_said_on_the_sources_page_and_its_timeline(web: Client) -> None:
+    from dashboard.monitoring.models import ClusterEvent
+
+    c = world.cluster("a")
+    world.health(c, "kafka")
+    at = timezone.now() - timedelta(minutes=3)
+    ClusterEvent.objects.create(
+        cluster=c, at=at, kind=ClusterEvent.REBUILT,
+        text="kafka: cluster id <old> → new. Its offsets history starts over here.",
+    )  # fmt: skip
+    body = web.get(reverse("ui:sources")).content.decode()
+    assert 'data-cluster="rebuilt"' in body and "Cluster rebuilt" in body
+    assert "cluster id &lt;old&gt; → new" in body and at.strftime("%Y-%m-%d %H:%M:%S") in body
+    page = web.get(reverse("ui:cluster", args=["a"])).content.decode()
+    assert 'data-event="cluster_rebuilt"' in page and "cluster rebuilt" in page
+    assert "cluster id &lt;old&gt; → new" in page
+    world.health(world.cluster("b"), "kafka")
+    assert (
+        'data-cluster="rebuilt"'
+        not in web.get(reverse("ui:sources"), {"cluster": "b"}).content.decode()
+    )

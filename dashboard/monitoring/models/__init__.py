@@ -3,6 +3,7 @@
 from dashboard.monitoring.models.brokers import BrokerPurgatory
 from dashboard.monitoring.models.config import Cluster
 from dashboard.monitoring.models.health import CollectionError, ServiceHeartbeat, SourceHealth
+from dashboard.monitoring.models.identity import ClusterEvent, ClusterIdentity
 from dashboard.monitoring.models.ingest import ClientReportRow, IngestKind
 from dashboard.monitoring.models.jobs import SparkJobOutcome, SparkJobRun
 from dashboard.monitoring.models.rollups import LagRollup, RollupLevel
@@ -26,6 +27,8 @@ __all__ = [
     "BrokerPurgatory",
     "ClientReportRow",
     "Cluster",
+    "ClusterEvent",
+    "ClusterIdentity",
     "CollectedCycle",
     "CollectionError",
     "ConsumerGroup",

@@ -79,6 +79,10 @@ class Cluster(models.Model):
         "allowed_lag, minimum_complete, window, min_distance_s, rebalance_storm_count, "
         "backpressure_share. Empty: the deployment's (LAGWATCH_EVALUATOR).",
     )
+    # When the cluster's offsets history last started over (a source's identity changed:
+    # rebuilt under this name, dashboard/store/identity.py); the status job reads no sample
+    # before it. Null: the whole history is this cluster's.
+    history_from = models.DateTimeField(null=True, blank=True, editable=False)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:

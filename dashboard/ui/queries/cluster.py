@@ -1,7 +1,7 @@
 """One cluster's page: its groups' lag beside its brokers' delayed operations (DOMAIN §5).
 
 A constant number of queries: the cluster, its groups with their partitions' lag summed in
-the database, its brokers, its source health.
+the database, its brokers, its source health, its timeline (``ClusterEvent``: a rebuild).
 """
 
 from __future__ import annotations
@@ -10,8 +10,16 @@ from typing import Any
 
 from django.db.models import Count, Max, Sum
 
-from dashboard.monitoring.models import BrokerPurgatory, Cluster, ConsumerGroup, SourceHealth
+from dashboard.monitoring.models import (
+    BrokerPurgatory,
+    Cluster,
+    ClusterEvent,
+    ConsumerGroup,
+    SourceHealth,
+)
 from dashboard.ui.queries.common import SOURCE_LABEL
+
+EVENTS_SHOWN = 50
 
 
 def cluster_page(cluster: Cluster) -> dict[str, Any]:
@@ -39,4 +47,5 @@ def cluster_page(cluster: Cluster) -> dict[str, Any]:
         "broker_metrics_health": health,
         "broker_metrics_label": SOURCE_LABEL["broker_metrics"],
         "broker_metrics_urls": list(cluster.broker_metrics_urls or []),
+        "events": list(ClusterEvent.objects.filter(cluster=cluster)[:EVENTS_SHOWN]),
     }

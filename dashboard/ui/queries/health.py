@@ -12,6 +12,7 @@ from django.utils.dateparse import parse_datetime
 
 from dashboard.monitoring.models import (
     Cluster,
+    ClusterEvent,
     CollectedCycle,
     CollectionError,
     ConsumerGroup,
@@ -26,9 +27,7 @@ ERRORS_SHOWN = 100
 RUNS_SHOWN = 50
 
 
-def collection_stopped(
-    cluster: Cluster, last_cycle_at: datetime | None, now: datetime
-) -> bool:
+def collection_stopped(cluster: Cluster, last_cycle_at: datetime | None, now: datetime) -> bool:
     """No cycle stored for more than ``COLLECTION_GAP_POLLS`` poll intervals: collection
     itself has stopped (collectors, beat or Redis down), which no source's row can show,
     since nobody is there to record a failure. Never polled is "not polled yet" instead."""
@@ -76,6 +75,11 @@ def sources(cluster: str = "") -> dict[str, Any]:
         :ERRORS_SHOWN
     ]:
         errors[e.cluster_id].append(e)
+    rebuilt = {}
+    for event in ClusterEvent.objects.filter(
+        cluster_id__in=ids, kind=ClusterEvent.REBUILT
+    ).order_by("at"):
+        rebuilt[event.cluster_id] = event  # the newest wins
     return {
         "clusters": [
             {
@@ -86,6 +90,7 @@ def sources(cluster: str = "") -> dict[str, Any]:
                 "stale_groups": stale[c.id],
                 "errors": errors[c.id],
                 "error_count": error_counts.get(c.id, 0),
+                "rebuilt": rebuilt.get(c.id),
             }
             for c in clusters
         ]
