@@ -4,9 +4,9 @@ environment) by ``tests/dashboard/test_backup.py``, once on the original and onc
 restored copy, which must answer the same.
 
 Pages are compared as served, less what differs between any two requests (the CSRF token,
-the time since an event, a chart's time axis up to now); ``/api/v1`` and Burrow's ``/v3`` answers as
-JSON, less the times of the answer itself (``as_of``); the sample log as its closed hours'
-rows.
+the time since an event, a chart's time axis up to now, the worker's liveness by its
+heartbeat's age); ``/api/v1`` and Burrow's ``/v3`` answers as JSON, less the times of the
+answer itself (``as_of``); the sample log as its closed hours' rows.
 """
 
 from __future__ import annotations
@@ -21,11 +21,14 @@ _TOKEN = re.compile(r'(csrfmiddlewaretoken" value="|csrfToken\W+|csrf_token\W+)[
 _AGO = re.compile(r"(\b\d+(\.\d+)?\s?(ms|s|m|min|h|d)\b\s*)+")
 # A sparkline's x axis, and a chart's time range, run up to now.
 _POINTS = re.compile(r'points="[^"]*"|"range": \["[^"\]]*", "[^"\]]*"\]')
+# The worker's liveness, judged from its heartbeat's age at the request.
+_LIVENESS = re.compile(r"Celery \w+ \(heartbeat")
 _ANSWER_TIMES = {"as_of", "generated_at"}
 
 
 def _page(text: str) -> str:
-    return _POINTS.sub("<axis>", _AGO.sub("<d> ", _TOKEN.sub(r"\1<csrf>", text)))
+    text = _LIVENESS.sub("Celery <liveness> (heartbeat", _TOKEN.sub(r"\1<csrf>", text))
+    return _POINTS.sub("<axis>", _AGO.sub("<d> ", text))
 
 
 def _json(value: Any) -> Any:
