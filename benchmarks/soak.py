@@ -22,7 +22,10 @@ Faults, one each, at even spacing: ZooKeeper stopped ``OUTAGE_S`` and started; t
 same; Redis the same; the collector SIGKILLed while it holds the lab cluster's lease (mid
 cycle) and started again; every Spark JVM of the worker SIGKILLed while a status run is
 going (the worker's next run starts a new one: ``spark_jobs.session``); the SQLite database
-held by ``BEGIN EXCLUSIVE`` for 10 s from this process.
+held by ``BEGIN EXCLUSIVE`` for 10 s from this process; then the network's faults through
+Toxiproxy, which the product reaches Kafka, ZooKeeper and Redis through (2 s latency, a
+10 KB/s link, hung connections, resets, a 60-s cut on Kafka and on ZooKeeper; Redis cut 60 s:
+``benchmarks/soak_network.py``). ``--faults a,b`` runs only those.
 
 Figures (printed as JSON, and written to ``--json``):
 
@@ -39,7 +42,7 @@ Figures (printed as JSON, and written to ``--json``):
 - each fault: whether the sources page (logged in as a ``demo_user``) showed the source down
   while it lasted (ZooKeeper, Kafka) and whether it was served at all (every fault).
 
-    .venv/bin/python -m benchmarks.soak [--minutes 30] [--json FILE]
+    .venv/bin/python -m benchmarks.soak [--minutes 30] [--json FILE] [--faults a,b]
 """
 
 from __future__ import annotations
@@ -66,6 +69,8 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from benchmarks.soak_network import EXCUSED as NETWORK_EXCUSED  # noqa: E402
+from benchmarks.soak_network import network_faults  # noqa: E402
 from lab.services import LAB_CLUSTER  # noqa: E402
 from lab.stack import Stack  # noqa: E402
 from lab.workload.control import start_scenario, stop_scenario  # noqa: E402
@@ -73,7 +78,9 @@ from tests.lab_world import Browser  # noqa: E402
 from tests.waiting import wait_for  # noqa: E402
 
 POLL_S, JOB_S, WINDOW = 5, 15, 10
-SERVICES = ["zookeeper", "kafka", "redis", "workload", "web", "worker", "collector", "beat"]
+SERVICES = [
+    "toxiproxy", "zookeeper", "kafka", "redis", "workload", "web", "worker", "collector", "beat",
+]  # fmt: skip
 PRODUCT = ("web", "worker", "collector", "beat", "workload")
 OUTAGE_S = 30  # ZooKeeper, the broker, Redis
 COLLECTOR_DOWN_S = 5
@@ -83,7 +90,7 @@ ACTIVE_S, REST_S = 180, 60
 GRACE_S = WINDOW * POLL_S + 3 * JOB_S + 25
 STUCK = ("STALL", "STOP", "ERR")
 # Slots missing while these were down are not counted lost: nothing could collect them.
-EXCUSED = {"redis", "collector-kill"}
+EXCUSED = {"redis", "collector-kill", *NETWORK_EXCUSED}
 DOWN_ROW = re.compile(r'<tr class="down-row">\s*<td>([^<]+)</td>')
 COLLECTION_STOPPED = 'data-collection="stopped"'
 USER = "soak"
@@ -431,6 +438,8 @@ FAULTS: list[tuple[str, Callable[[Lab, Fault], None], str | None]] = [
     ("collector-kill", kill_collector_mid_cycle, None),
     ("spark-kill", kill_spark_mid_run, None),
     ("db-lock", lock_database, None),
+    # The network's faults through Toxiproxy, each kind on Kafka and ZooKeeper, the Redis cut.
+    *network_faults(with_postgres=False),
 ]
 
 
@@ -713,11 +722,13 @@ def warm_up(lab: Lab) -> float:
     return round(now() - t, 1)
 
 
-def run_faults(lab: Lab, start: float, span_s: float) -> list[Fault]:
-    """The six faults at even spacing over the run, each in the middle of its share."""
+def run_faults(lab: Lab, start: float, span_s: float, only: list[str] | None) -> list[Fault]:
+    """The faults (``only``: those named) at even spacing over the run, each in the middle of
+    its share."""
     faults = []
-    for i, (name, how, shows) in enumerate(FAULTS):
-        due = start + (i + 0.5) * span_s / len(FAULTS)
+    chosen = [f for f in FAULTS if only is None or f[0] in only]
+    for i, (name, how, shows) in enumerate(chosen):
+        due = start + (i + 0.5) * span_s / len(chosen)
         time.sleep(max(0.0, due - now()))
         faults.append(inject(lab, name, how, shows))
     return faults
@@ -736,7 +747,7 @@ def figures(lab: Lab, cycler: Cycler, faults: list[Fault], start: float, end: fl
     }
 
 
-def soak(minutes: float) -> dict[str, Any]:
+def soak(minutes: float, only: list[str] | None = None) -> dict[str, Any]:
     """One soak of ``minutes`` after the warm-up; the stack is always stopped at the end."""
     run_dir = Path(tempfile.mkdtemp(prefix="soak-"))
     lab = Lab(run_dir)
@@ -754,7 +765,7 @@ def soak(minutes: float) -> dict[str, Any]:
         end = start + minutes * 60
         cycler = Cycler(lab.endpoints["control"], end)
         cycler.start()
-        faults = run_faults(lab, start, end - start)
+        faults = run_faults(lab, start, end - start, only)
         time.sleep(max(0.0, end - now()))
         cycler.join()
         out["memory_end"] = memory(lab)
@@ -773,8 +784,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--minutes", type=float, default=30.0)
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--faults", help="only these faults, comma-separated (default: all)")
     args = parser.parse_args()
-    result = soak(args.minutes)
+    result = soak(args.minutes, args.faults.split(",") if args.faults else None)
     text = json.dumps(result, indent=1, default=str)
     print(text, flush=True)
     if args.json:

@@ -157,3 +157,14 @@ def socket_inodes(pid: int) -> set[int]:
         if target.startswith("socket:["):
             inodes.add(int(target[8:-1]))
     return inodes
+
+
+def four_letter_word(addr: str, word: str, timeout: float = 2.0) -> str:
+    """Send a ZooKeeper four-letter command and return the whole answer."""
+    host, port = addr.rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=timeout) as sock:
+        sock.sendall(word.encode())
+        chunks = []
+        while chunk := sock.recv(4096):
+            chunks.append(chunk)
+    return b"".join(chunks).decode(errors="replace")

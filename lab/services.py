@@ -18,7 +18,6 @@ import re
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import urllib.request
@@ -27,7 +26,7 @@ from dataclasses import dataclass
 from importlib import import_module
 from pathlib import Path
 
-from lab.ports import LOOPBACK
+from lab.ports import LOOPBACK, four_letter_word
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -172,17 +171,6 @@ def _zk_argv(ctx: Context) -> list[str]:
     ]
 
 
-def four_letter_word(addr: str, word: str, timeout: float = 2.0) -> str:
-    """Send a ZooKeeper four-letter command and return the whole answer."""
-    host, port = addr.rsplit(":", 1)
-    with socket.create_connection((host, int(port)), timeout=timeout) as sock:
-        sock.sendall(word.encode())
-        chunks = []
-        while chunk := sock.recv(4096):
-            chunks.append(chunk)
-    return b"".join(chunks).decode(errors="replace")
-
-
 def _zk_ready(ctx: Context, log: str) -> bool:
     return four_letter_word(ctx.addr("zookeeper"), "ruok") == "imok"
 
@@ -234,6 +222,9 @@ def kafka_properties(ctx: Context) -> str:
         "advertised.listeners": f"PLAINTEXT://{ctx.addr('kafka')}",
         "log.dirs": str(_kafka_dir(ctx) / "data"),
     }
+    from lab.toxiproxy import proxied_listener  # the optional fault proxy (lab/toxiproxy.py)
+
+    settings = proxied_listener(ctx, settings)
     return "".join(f"{key}={value}\n" for key, value in settings.items())
 
 
@@ -434,8 +425,10 @@ def production_env(ctx: Context) -> dict[str, str]:
     }
 
 
-def django_env(ctx: Context) -> dict[str, str]:
-    """The product's processes find the lab through these variables (see docs/CONTRACTS.md)."""
+def django_env(ctx: Context, *, direct: bool = False) -> dict[str, str]:
+    """The product's processes find the lab through these variables (see docs/CONTRACTS.md);
+    with Toxiproxy in the stack, its Redis and database through their proxies unless
+    ``direct`` (``manage.py`` run from outside the product: lab/toxiproxy.py)."""
     env = dict(os.environ)
     env.update(
         DJANGO_SETTINGS_MODULE="dashboard.settings.base",
@@ -460,7 +453,9 @@ def django_env(ctx: Context) -> dict[str, str]:
         # The stack's Spark cluster runs the jobs; its executors find this interpreter.
         env["SPARK_MASTER"] = f"spark://{LOOPBACK}:{ctx.ports['spark_master']}"
         env["PYSPARK_PYTHON"] = sys.executable
-    return env
+    from lab.toxiproxy import product_env
+
+    return env if direct else product_env(ctx, env)
 
 
 def _prepare_web(ctx: Context, env: dict[str, str], log: Path) -> None:

@@ -48,15 +48,19 @@ from lab.services import (
 from lab.spark_cluster import SPARK_SERVICES
 from lab.storm.services import STORM_SERVICES, storm_cluster_yaml
 from lab.storm2.services import STORM2_SERVICES
+from lab.toxiproxy import TOXIPROXY_SERVICES, source_addr
 
 log = logging.getLogger("lab")
 
-# Every service ``up`` knows: the optional PostgreSQL server, Spark cluster and OIDC issuer
-# first (they need nothing; started only when asked for by name; see ``ServiceSpec.optional``).
+# Every service ``up`` knows: the optional PostgreSQL server, Spark cluster, OIDC issuer and
+# Toxiproxy first (they need nothing; started only when named; see ``ServiceSpec.optional``).
 # The real Storm (its Kafka 3.9 broker and the Storm daemons, optional too) and the secured
 # broker (lab/secured_kafka.py, optional) right after the lab's own broker: sources first.
 ALL_SERVICES: dict[str, ServiceSpec] = {
-    **{s.name: s for s in (*POSTGRES_SERVICES, *SPARK_SERVICES, *OIDC_SERVICES)},
+    **{
+        s.name: s
+        for s in (*POSTGRES_SERVICES, *SPARK_SERVICES, *OIDC_SERVICES, *TOXIPROXY_SERVICES)
+    },
     **{name: spec for name, spec in SERVICES.items() if name in ("zookeeper", "kafka")},
     **{s.name: s for s in STORM_SERVICES},
     **{s.name: s for s in STORM2_SERVICES},
@@ -263,7 +267,7 @@ class Stack:
         state = self._read_state()
         if state is None:
             raise StackError(f"no lab stack is recorded in {self.run_dir}")
-        return django_env(self._context(state))
+        return django_env(self._context(state), direct=True)
 
     def stop_service(self, name: str) -> str:
         """Stop one service, keeping its port reserved in the record for ``start_service``."""
@@ -676,12 +680,14 @@ def clusters_yaml(ctx: Context) -> str:
 
 
 def _lab_cluster(ctx: Context) -> list[str]:
+    # With Toxiproxy in the stack the collectors reach the sources through it (lab/toxiproxy.py).
+    kafka, zk = source_addr(ctx, "kafka"), source_addr(ctx, "zookeeper")
     lines = [
         f"  - name: {LAB_CLUSTER}",
         f"    poll_interval_s: {lab_poll_interval_s()}",
-        f"    kafka: {{bootstrap_servers: {json.dumps(ctx.addr('kafka'))}, config: {{}}, "
+        f"    kafka: {{bootstrap_servers: {json.dumps(kafka)}, config: {{}}, "
         "read_consumer_offsets_topic: true}",
-        f"    zookeeper: {{hosts: {json.dumps(ctx.addr('zookeeper'))}, "
+        f"    zookeeper: {{hosts: {json.dumps(zk)}, "
         'storm_spout_roots: ["/kafka-spout"], zk_consumers: true}',
     ]
     storm_ui = ctx.url("storm_ui") if "storm_ui" in ctx.ports else None

@@ -37,7 +37,13 @@ from dashboard.store import raw_history
 from dashboard.store.rows import store_cycle
 from dashboard.times import ms_to_dt
 
-__all__ = ["OrmCycleStore", "cluster_settings", "run_cluster_cycle"]
+__all__ = ["OrmCycleStore", "cluster_settings", "run_cluster_cycle", "source_timeout_s"]
+
+# The share of a poll interval a source may take: the rest is the cycle's write and the slack
+# that keeps a cycle whose source hangs (a network fault) inside its slot. With the whole
+# interval, such a cycle overran it, the next slots were collected late or skipped, and the
+# evaluator read the healthy sources' groups as a collection gap (UNKNOWN) too.
+SOURCE_SHARE_OF_POLL = 0.6
 
 
 def run_cluster_cycle(cluster: Cluster, cycle_ms: int | None = None) -> CycleReport:
@@ -62,10 +68,16 @@ def cluster_settings(cluster: Cluster) -> ClusterSettings:
         zk_consumers=cluster.zk_consumers,
         storm_ui_url=cluster.storm_ui_url or None,
         broker_metrics_urls=tuple(cluster.broker_metrics_urls or ()),
-        # A cycle must finish within its interval, or the next one is skipped.
-        timeout_s=float(min(settings.LAGWATCH_SOURCE_TIMEOUT_S, max(1, cluster.poll_interval_s))),
+        timeout_s=source_timeout_s(cluster.poll_interval_s, settings.LAGWATCH_SOURCE_TIMEOUT_S),
         topic_config_refresh_s=float(settings.LAGWATCH_TOPIC_CONFIG_REFRESH_S),
     )
+
+
+def source_timeout_s(poll_interval_s: int, configured_s: float) -> float:
+    """A source's deadline in one cycle: ``configured_s``, but within its share of the poll
+    interval (at least 1 s), so that a cycle finishes within its interval even when a source
+    takes all of its time; otherwise the next one is late or skipped."""
+    return float(min(configured_s, max(1.0, SOURCE_SHARE_OF_POLL * poll_interval_s)))
 
 
 class OrmCycleStore:

@@ -38,12 +38,12 @@ def evaluate_partition(
     """Status, completeness, diagnoses and reason of one partition (SPEC §4).
 
     ``lag`` is left out (None) only where it cannot be stated: a commit beyond the latest
-    offset, which is ERR.
+    offset (ERR, or read after that offset at its first poll: ``rules.out_of_range``).
     """
     window = since_history(window, config.history_from_ms)  # the reason reads it too
     decision = decide(window, config, now_ms)
     lag: int | None = decision.lag
-    if decision.status == ERR and decision.lag < 0:
+    if decision.lag < 0:
         lag = None
     sentence = reason(decision, window, config, now_ms)
     return PartitionVerdict(

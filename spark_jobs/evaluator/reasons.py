@@ -237,6 +237,12 @@ def _not_enough_data(d: Decision, w: PartitionWindow, c: EvaluatorConfig, now_ms
 
 
 def _within_allowed_lag(d: Decision, w: PartitionWindow, c: EvaluatorConfig, now_ms: int) -> str:
+    if d.lag < 0:  # beyond the log end of its first poll only (rules.out_of_range)
+        return (
+            f"Committed offset {d.commits[-1].offset} is {-d.lag} beyond the latest offset "
+            "read at this poll, before the commit was: caught up (a second poll that reads it "
+            "beyond would make it OUT_OF_RANGE)"
+        )
     idle_ms, span_ms = _idle_and_span(d.commits, now_ms)
     old = ""
     if idle_ms > span_ms:

@@ -313,8 +313,17 @@ def out_of_range(window: PartitionWindow, committed: int, lag: int) -> dict[str,
 
     Without a broker ``latest`` a negative collector lag is the only sign of a commit beyond
     the log's end; a lag is never clamped to hide it.
+
+    In a window measured at polls (``polls`` given), a commit beyond the log end is out of
+    range only once it is beyond the log end of two polls (``latest_offsets``, read since the
+    commit was first seen): a poll reads the commit and the log end by different requests
+    (ZooKeeper and the broker, or OffsetFetch after ListOffsets), and a commit read later than
+    the log end passes it by what was produced in between. Over a slow ZooKeeper link a live
+    spout's partition read ERR for one poll so; a log truly reset stays below the commit.
     """
     if window.latest is not None and committed > window.latest:
+        if window.polls is not None and len(window.latest_offsets) < 2:
+            return None  # beyond the log end of its first poll only: a read skew, so far
         return {"committed": committed, "latest": window.latest, "side": "ahead_of_latest"}
     if window.earliest is not None and committed < window.earliest:
         return {"committed": committed, "earliest": window.earliest, "side": "behind_earliest"}

@@ -16,15 +16,12 @@ the hash of its sources.
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
-import os
 import shutil
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
+from lab.go_build import go_built
 from lab.kafka_dist import cache_root
 
 HELM_VERSION = "v3.22.0"
@@ -42,7 +39,7 @@ def debian_tool(name: str) -> str:
 def helm_binary() -> Path:
     """The cached helm, built from its Go module first if it is not there yet."""
     target = cache_root() / f"helm-{HELM_VERSION}" / "helm"
-    return _go_built(target, ["install", f"{HELM_MODULE}@{HELM_VERSION}"], Path.cwd())
+    return go_built(target, ["install", f"{HELM_MODULE}@{HELM_VERSION}"], Path.cwd())
 
 
 def kubecheck_binary() -> Path:
@@ -50,29 +47,7 @@ def kubecheck_binary() -> Path:
     sources = sorted(p for p in KUBECHECK.iterdir() if p.name in ("go.mod", "go.sum", "main.go"))
     digest = hashlib.sha256(b"".join(p.read_bytes() for p in sources)).hexdigest()[:16]
     target = cache_root() / f"kubecheck-{digest}" / "kubecheck"
-    return _go_built(target, ["build", "-o", "{out}", "."], KUBECHECK)
-
-
-def _go_built(target: Path, args: list[str], cwd: Path) -> Path:
-    """``target``, made by ``go <args>`` (into a temporary folder, then renamed) unless it
-    exists: never a half-written binary, and one build at a time (a file lock)."""
-    if target.is_file():
-        return target
-    go = shutil.which("go")
-    assert go, f"no Go toolchain to build {target.name} with (go {' '.join(args)})"
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with open(target.parent / ".lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # another process may be building it right now
-        if not target.is_file():
-            with tempfile.TemporaryDirectory(dir=target.parent) as built:
-                out = Path(built) / target.name
-                env = {**os.environ, "GOBIN": built, "GOFLAGS": "-buildvcs=false"}
-                subprocess.run(
-                    [go, *(a.replace("{out}", str(out)) for a in args)],
-                    cwd=cwd, env=env, check=True, timeout=1800,
-                )  # fmt: skip
-                os.replace(out, target)
-    return target
+    return go_built(target, ["build", "-o", "{out}", "."], KUBECHECK)
 
 
 if __name__ == "__main__":

@@ -182,6 +182,10 @@ CASES = [
     case("beyond latest",                         "0001 1110 0000 100? 000", ERR,     "out_of_range",       [OUT_OF_RANGE], STEADY, latest=130),
     case("beyond latest, latest unknown",         "0001 1110 0000 100? 000", ERR,     "out_of_range",       [OUT_OF_RANGE], STEADY, lag=-3),
     case("beyond latest, window not full",        "0001 1010 0000 100? 000", ERR,     "out_of_range",       [OUT_OF_RANGE], "100:5 110:5 120:5", latest=110, config=STRICT),
+    # Polled: beyond the log end of two polls since it was first seen, not of its first only
+    # (the commit read after the log end: a skew of the two reads, not a reset log).
+    case("beyond latest at two polls",            "0001 1110 1000 110? 000", ERR,     "out_of_range",       [OUT_OF_RANGE], STEADY, latest=130, polls=5, latest_offsets=(130, 130)),
+    case("beyond latest at its first poll only",  "0001 0110 1000 110? 000", OK,      "within_allowed_lag", [], STEADY, latest=130, polls=5, latest_offsets=(130,)),
     # Burrow 1: not enough data; a poller's window counts its polls too.
     case("three of five commits",                 "0001 0000 0000 100? 000", OK,      "not_enough_data",    [], "100:5 110:5 120:5", lag=5, config=STRICT),
     case("three of five commits, nothing waits",  "0001 0010 0010 100? 000", OK,      "not_enough_data",    [], "100:0 110:0 120:0", config=STRICT),

@@ -50,6 +50,11 @@ SAYS: dict[str, tuple[str, ...]] = {
     "beyond latest": ("offset 140 is beyond the latest offset 130",),
     "beyond latest, latest unknown": ("offset 140 is beyond the latest offset:",),
     "beyond latest, window not full": ("offset 120 is beyond the latest offset 110",),
+    "beyond latest at two polls": ("offset 140 is beyond the latest offset 130",),
+    "beyond latest at its first poll only": (
+        "offset 140 is 10 beyond the latest offset read",
+        "caught up",
+    ),
     "three of five commits": ("Only 3 of 5 commits", "(60% < 100% required)"),
     "three of five commits, nothing waits": ("Only 3 of 5 commits", "not enough data"),
     "three commits, five polls": ("rose by 0 across the window's 3 commits", "the 10 messages"),

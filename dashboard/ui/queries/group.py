@@ -255,7 +255,8 @@ def rebalances(g: ConsumerGroup, since: datetime) -> list[dict[str, Any]]:
 
 
 def status_changes(g: ConsumerGroup) -> list[dict[str, Any]]:
-    rows = StatusChange.objects.filter(group_id=g.id).order_by("-at")[:CHANGES_SHOWN]
+    # A status run writes its changes at one time: ties in the order they were written, as the API.
+    rows = StatusChange.objects.filter(group_id=g.id).order_by("-at", "-id")[:CHANGES_SHOWN]
     out = []
     for c in rows.values(
         "at", "topic", "partition", "old_status", "new_status", "diagnosis", "reason"

@@ -32,7 +32,7 @@ def diagnosis(p: PartitionState) -> list[dict[str, Any]]:
 def status_changes(p: PartitionState) -> list[dict[str, Any]]:
     rows = StatusChange.objects.filter(
         group_id=p.group_id, topic=p.topic, partition=p.partition
-    ).order_by("-at")[:CHANGES_SHOWN]
+    ).order_by("-at", "-id")[:CHANGES_SHOWN]  # ties (one status run): the later write first
     out = []
     for c in rows.values("at", "old_status", "new_status", "diagnosis", "reason"):
         c["codes"] = diagnosis_codes(c["diagnosis"])
