@@ -43,6 +43,11 @@ Figures (printed as JSON, and written to ``--json``):
   while it lasted (ZooKeeper, Kafka) and whether it was served at all (every fault).
 
     .venv/bin/python -m benchmarks.soak [--minutes 30] [--json FILE] [--faults a,b]
+
+**Why some 650 lines in one module**: the faults, the scenario rounds and the figures that
+judge them read each other's records (a gap is excused by the fault active then, an alert by
+the round that made the partition stuck); what stands apart is in ``soak_network`` (the
+network's faults) and ``soak_watch`` (memory, the sources page).
 """
 
 from __future__ import annotations
@@ -50,7 +55,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import signal
 import sqlite3
 import subprocess
@@ -59,8 +63,7 @@ import tempfile
 import threading
 import time
 import traceback
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -71,6 +74,15 @@ sys.path.insert(0, str(REPO))
 
 from benchmarks.soak_network import EXCUSED as NETWORK_EXCUSED  # noqa: E402
 from benchmarks.soak_network import network_faults  # noqa: E402
+from benchmarks.soak_watch import (  # noqa: E402
+    PageWatcher,
+    cmdline,
+    descendants,
+    iso,
+    memory,
+    now,
+    page_figures,
+)
 from lab.services import LAB_CLUSTER  # noqa: E402
 from lab.stack import Stack  # noqa: E402
 from lab.workload.control import start_scenario, stop_scenario  # noqa: E402
@@ -82,6 +94,7 @@ SERVICES = [
     "toxiproxy", "zookeeper", "kafka", "redis", "workload", "web", "worker", "collector", "beat",
 ]  # fmt: skip
 PRODUCT = ("web", "worker", "collector", "beat", "workload")
+WATCHED = (*PRODUCT, "zookeeper", "kafka", "redis")  # whose memory the figures follow
 OUTAGE_S = 30  # ZooKeeper, the broker, Redis
 COLLECTOR_DOWN_S = 5
 DB_LOCK_S = 10
@@ -91,18 +104,7 @@ GRACE_S = WINDOW * POLL_S + 3 * JOB_S + 25
 STUCK = ("STALL", "STOP", "ERR")
 # Slots missing while these were down are not counted lost: nothing could collect them.
 EXCUSED = {"redis", "collector-kill", *NETWORK_EXCUSED}
-DOWN_ROW = re.compile(r'<tr class="down-row">\s*<td>([^<]+)</td>')
-COLLECTION_STOPPED = 'data-collection="stopped"'
 USER = "soak"
-
-
-def now() -> float:
-    return time.time()
-
-
-def iso(t: float) -> str:
-    """A wall time as the figures print it (UTC, to the second): to match logs by eye."""
-    return datetime.fromtimestamp(t, UTC).strftime("%H:%M:%S")
 
 
 def loadavg() -> list[float]:
@@ -173,137 +175,6 @@ class Lab:
         ) or [(0, 0)]
         groups = self.rows("SELECT COUNT(*) FROM monitoring_consumergroup")
         return bool(row[0]) and not row[1] and groups[0][0] >= 8
-
-
-# --- processes ---------------------------------------------------------------------------------
-
-
-def _children() -> dict[int, list[int]]:
-    out: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        ppid = int(stat.rsplit(")", 1)[1].split()[1])
-        out.setdefault(ppid, []).append(int(entry.name))
-    return out
-
-
-def descendants(pid: int) -> list[int]:
-    """``pid`` and every process under it (a worker's Spark JVM and its Python workers)."""
-    children = _children()
-    found, todo = [], [pid]
-    while todo:
-        p = todo.pop()
-        found.append(p)
-        todo.extend(children.get(p, []))
-    return found
-
-
-def rss_kib(pid: int) -> int:
-    """VmRSS of one process, 0 if it is gone (a child may exit while the tree is read)."""
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    except OSError:
-        pass
-    return 0
-
-
-def cmdline(pid: int) -> str:
-    """What a process runs: how a Spark JVM is told from the worker's Python children."""
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
-    except OSError:
-        return ""
-
-
-def memory(lab: Lab) -> dict[str, dict[str, Any]]:
-    """Each service's RSS: its main process and its whole process tree, in MiB."""
-    out = {}
-    for name in (*PRODUCT, "zookeeper", "kafka", "redis"):
-        pid = lab.pid(name)
-        if pid is None:
-            out[name] = {"pid": None}
-            continue
-        tree = descendants(pid)
-        out[name] = {
-            "pid": pid,
-            "rss_mib": round(rss_kib(pid) / 1024, 1),
-            "tree_rss_mib": round(sum(rss_kib(p) for p in tree) / 1024, 1),
-            "processes": len(tree),
-        }
-    return out
-
-
-# --- the sources page --------------------------------------------------------------------------
-
-
-@dataclass
-class PageLook:
-    """One fetch of the sources page: its status and the sources it showed unreachable."""
-
-    at: float
-    status: int | str
-    down: list[str]
-
-
-class PageWatcher:
-    """Fetches the sources page every few seconds while a fault lasts: was the page served,
-    and which sources did it show unreachable?"""
-
-    def __init__(self, browser: Browser, every_s: float = 3.0) -> None:
-        self.browser = browser
-        self.every_s = every_s
-        self.looks: list[PageLook] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            self.looks.append(self.look())
-            self._stop.wait(self.every_s)
-
-    def look(self) -> PageLook:
-        t = now()
-        try:
-            status, body, _ = self.browser.get(f"/sources/?cluster={LAB_CLUSTER}")
-        except Exception as exc:  # noqa: BLE001 - a failed fetch is a finding, not a crash
-            return PageLook(t, f"{type(exc).__name__}: {exc}"[:200], [])
-        text = body.decode(errors="replace")
-        if 'name="password"' in text:
-            return PageLook(t, "login page", [])
-        down = set(DOWN_ROW.findall(text))
-        if COLLECTION_STOPPED in text:  # no source row can show Redis or beat down
-            down.add("collection")
-        return PageLook(t, status, sorted(down))
-
-    @contextmanager
-    def watching(self) -> Iterator[PageWatcher]:
-        self._thread.start()
-        try:
-            yield self
-        finally:
-            self._stop.set()
-            self._thread.join(60)
-
-
-def page_figures(looks: list[PageLook], expected: str | None, t0: float) -> dict[str, Any]:
-    """Whether every fetch was served, and when the expected source first showed down."""
-    shown = [lk for lk in looks if expected and expected in lk.down]
-    return {
-        "fetches": len(looks),
-        "served": sum(1 for lk in looks if lk.status == 200),
-        "not_served": [f"{iso(lk.at)} {lk.status}" for lk in looks if lk.status != 200][:5],
-        "expected_down": expected,
-        "shown_down": (bool(shown) if expected else None),
-        "first_shown_after_s": round(shown[0].at - t0, 1) if shown else None,
-        "down_seen": sorted({s for lk in looks for s in lk.down}),
-    }
 
 
 # --- faults ------------------------------------------------------------------------------------
@@ -760,7 +631,7 @@ def soak(minutes: float, only: list[str] | None = None) -> dict[str, Any]:
     start = end = 0.0
     try:
         out["warm_up_s"] = warm_up(lab)
-        out["memory_start"] = memory(lab)
+        out["memory_start"] = memory(lab, WATCHED)
         start = now()
         end = start + minutes * 60
         cycler = Cycler(lab.endpoints["control"], end)
@@ -768,7 +639,7 @@ def soak(minutes: float, only: list[str] | None = None) -> dict[str, Any]:
         faults = run_faults(lab, start, end - start, only)
         time.sleep(max(0.0, end - now()))
         cycler.join()
-        out["memory_end"] = memory(lab)
+        out["memory_end"] = memory(lab, WATCHED)
         out.update(figures(lab, cycler, faults, start, end))
         out["states_end"] = {n: s["state"] for n, s in lab.stack.status()["services"].items()}
     finally:
