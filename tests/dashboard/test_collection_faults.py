@@ -26,6 +26,7 @@ from typing import Any
 import pytest
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
+from django.conf import settings
 from kazoo.client import KazooClient
 
 from collectors.cycle.runner import CycleReport, _memories, cycle_slot, forget_clusters
@@ -37,7 +38,7 @@ from dashboard.monitoring.models import (
     PartitionState,
     SourceHealth,
 )
-from dashboard.store.cycle import run_cluster_cycle
+from dashboard.store.cycle import run_cluster_cycle, source_timeout_s
 from dashboard.times import ms_to_dt
 from lab.services import SERVICES
 from lab.stack import Stack
@@ -523,8 +524,11 @@ def test_zookeeper_stopped_then_restarted(
     slot, report = cycle(fast_cluster, slots)
 
     error = assert_zookeeper_outage(fast_cluster, world, slot, report, zk_hosts, sample_log_url)
-    assert error.startswith(("cannot connect to ZooKeeper within 3 s", "session lost mid-cycle",
-                             "no reply from ZooKeeper within 3 s"))  # fmt: skip
+    # The source's deadline: its share of the cluster's poll interval (dashboard.store.cycle).
+    deadline = source_timeout_s(fast_cluster.poll_interval_s, settings.LAGWATCH_SOURCE_TIMEOUT_S)
+    assert error.startswith((f"cannot connect to ZooKeeper within {deadline:g} s",
+                             "session lost mid-cycle",
+                             f"no reply from ZooKeeper within {deadline:g} s")), error  # fmt: skip
     assert_sampled_at(fast_cluster, world, {"storm", "zookeeper"}, first_slot)
 
     services.start("zookeeper")
