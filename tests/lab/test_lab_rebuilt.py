@@ -196,7 +196,10 @@ def test_a_rebuilt_broker_and_a_wiped_zookeeper_raise_no_false_alarm(stack: Stac
         assert not alarms, alarms[:20]
         doc = reader.newest()
     texts = [e["text"] for e in rebuilt_events(doc)]
-    assert len(texts) == 2 and "cluster id" in texts[0] and "znode" in texts[1], texts
+    # The broker's rebuild, then the ZooKeeper roots': a root the restarted workload creates
+    # again while the product watches is recreated once more, and that is an event too.
+    assert len(texts) >= 2 and "cluster id" in texts[0], texts
+    assert all("znode" in t for t in texts[1:]), texts
 
     browser = Browser(env_web_url(lab))
     user, password = login(env)
@@ -204,7 +207,7 @@ def test_a_rebuilt_broker_and_a_wiped_zookeeper_raise_no_false_alarm(stack: Stac
     _, page, _ = browser.get("/sources/")
     assert b'data-cluster="rebuilt"' in page
     _, page, _ = browser.get(f"/clusters/{LAB_CLUSTER}/")
-    assert page.count(b'data-event="cluster_rebuilt"') == 2
+    assert page.count(b'data-event="cluster_rebuilt"') == len(texts)
 
     late = []
     for run in status_runs_after(env, int(kafka_at * 1000)):
