@@ -449,6 +449,8 @@ def django_env(ctx: Context, *, direct: bool = False) -> dict[str, str]:
         env["DATABASE_URL"] = import_module("lab.postgres").database_url(ctx)
     if "oidc" in ctx.ports:  # the optional OIDC issuer (lab/oidc_issuer.py): single sign-on
         env.update(import_module("lab.oidc_issuer").product_env(ctx))
+    if "s3" in ctx.ports:  # the sample log on the optional object store (lab/object_store.py)
+        env.update(import_module("lab.object_store").store_env(ctx))
     if "spark_master" in ctx.ports:
         # The stack's Spark cluster runs the jobs; its executors find this interpreter.
         env["SPARK_MASTER"] = f"spark://{LOOPBACK}:{ctx.ports['spark_master']}"

@@ -31,6 +31,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from lab import ports, procs
+from lab.object_store import OBJECT_STORE_SERVICES
 from lab.oidc_issuer import OIDC_SERVICES
 from lab.postgres import POSTGRES_SERVICES
 from lab.secured_kafka import SECURED_SERVICES
@@ -52,15 +53,13 @@ from lab.toxiproxy import TOXIPROXY_SERVICES, source_addr
 
 log = logging.getLogger("lab")
 
-# Every service ``up`` knows: the optional PostgreSQL server, Spark cluster, OIDC issuer and
-# Toxiproxy first (they need nothing; started only when named; see ``ServiceSpec.optional``).
+# Every service ``up`` knows: the optional PostgreSQL server, Spark cluster, OIDC issuer,
+# Toxiproxy and object store first (they need nothing; started only when named: ``optional``).
 # The real Storm (its Kafka 3.9 broker and the Storm daemons, optional too) and the secured
 # broker (lab/secured_kafka.py, optional) right after the lab's own broker: sources first.
 ALL_SERVICES: dict[str, ServiceSpec] = {
-    **{
-        s.name: s
-        for s in (*POSTGRES_SERVICES, *SPARK_SERVICES, *OIDC_SERVICES, *TOXIPROXY_SERVICES)
-    },
+    **{s.name: s for s in (*POSTGRES_SERVICES, *SPARK_SERVICES, *OIDC_SERVICES)},
+    **{s.name: s for s in (*TOXIPROXY_SERVICES, *OBJECT_STORE_SERVICES)},
     **{name: spec for name, spec in SERVICES.items() if name in ("zookeeper", "kafka")},
     **{s.name: s for s in STORM_SERVICES},
     **{s.name: s for s in STORM2_SERVICES},

@@ -9,7 +9,11 @@ Every entry point and test calls :func:`spark_session`, so the choices live here
   the session time zone is UTC whatever the host's;
 - Arrow carries rows to and from Python (``applyInArrow``);
 - the web UI is off and the logs are quiet: the jobs run every minute from Celery, and a port
-  per run or a screen of INFO lines helps nobody.
+  per run or a screen of INFO lines helps nobody;
+- a sample log on an object store (``s3a://``) is read by Hadoop's ``hadoop-aws`` connector:
+  its jars (``LAGWATCH_SPARK_JARS``, fetched by Maven coordinates from ``deploy/spark/pom.xml``)
+  go in ``spark.jars``, which Spark ships to the executors itself, and the store's options
+  (``collectors.sample_log.object_store.S3Options``) in ``spark.hadoop.fs.s3a.*``.
 
 In local mode the Python workers must be the driver's interpreter (the one with pandas and
 pyarrow) and must import this project: both are set here, since a bare ``python3`` on ``PATH``
@@ -23,15 +27,19 @@ import os
 import socket
 import sys
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 
 from pyspark import SparkContext
 from pyspark.sql import SparkSession
 
+from collectors.sample_log.object_store import S3Options
+
 __all__ = [
     "DEFAULT_MASTER",
     "SparkMasterUnreachable",
     "check_master",
+    "jar_paths",
     "job_pool",
     "resolve_master",
     "spark_session",
@@ -157,7 +165,34 @@ def _forget_dead_jvm() -> None:
 _SESSION_LOCK = threading.Lock()
 
 
-def spark_session(app_name: str, master: str | None = None) -> SparkSession:
+def jar_paths(setting: str | Sequence[str]) -> list[str]:
+    """The jar files a ``LAGWATCH_SPARK_JARS`` value names: comma-separated paths, a folder
+    standing for every ``*.jar`` in it (what ``mvn dependency:copy-dependencies`` fills)."""
+    items = setting.split(",") if isinstance(setting, str) else list(setting)
+    jars = []
+    for item in (i.strip() for i in items):
+        if not item:
+            continue
+        path = Path(item).expanduser()
+        if path.is_dir():
+            found = sorted(str(p) for p in path.glob("*.jar"))
+            if not found:
+                raise FileNotFoundError(f"LAGWATCH_SPARK_JARS: no *.jar in {path}")
+            jars.extend(found)
+        elif path.is_file():
+            jars.append(str(path))
+        else:
+            raise FileNotFoundError(f"LAGWATCH_SPARK_JARS: {path} does not exist")
+    return jars
+
+
+def spark_session(
+    app_name: str,
+    master: str | None = None,
+    *,
+    s3: S3Options | None = None,
+    jars: str | Sequence[str] = "",
+) -> SparkSession:
     """The active session if there is one, else a new one configured for Lagwatch's jobs.
 
     Reusing the active session matters twice: a test suite pays the JVM start (4-9 s) once,
@@ -168,9 +203,11 @@ def spark_session(app_name: str, master: str | None = None) -> SparkSession:
     milliseconds throughout), so a session made elsewhere gives the same answers.
 
     Thread-safe: the worker's threads may ask at once, and must share one session (one JVM).
+    ``s3`` and ``jars`` (the ``LAGWATCH_S3_*`` options, ``LAGWATCH_SPARK_JARS``) are for a
+    sample log on an object store, and like every setting here count only for a new session.
     """
     with _SESSION_LOCK:
-        return _session(app_name, master)
+        return _session(app_name, master, s3, jar_paths(jars))
 
 
 def job_pool(spark: SparkSession, job: str) -> None:
@@ -181,7 +218,9 @@ def job_pool(spark: SparkSession, job: str) -> None:
     spark.sparkContext.setLocalProperty("spark.scheduler.pool", job)
 
 
-def _session(app_name: str, master: str | None) -> SparkSession:
+def _session(
+    app_name: str, master: str | None, s3: S3Options | None, jars: list[str]
+) -> SparkSession:
     _forget_dead_jvm()
     # The builder reuses the process's instantiated session whether or not it is active, and
     # Spark clears the active one when it stops a context itself: look at both.
@@ -203,6 +242,10 @@ def _session(app_name: str, master: str | None) -> SparkSession:
     if local:
         java_options = os.environ.get("LAGWATCH_SPARK_JAVA_OPTIONS", _LOCAL_JAVA_OPTIONS)
         config["spark.driver.extraJavaOptions"] = java_options
+    if s3 is not None:
+        config.update({f"spark.hadoop.{k}": v for k, v in s3.hadoop_conf().items()})
+    if jars:
+        config["spark.jars"] = ",".join(jars)
     if os.environ.get("SPARK_DRIVER_MEMORY"):
         config.pop("spark.driver.memory", None)  # spark-submit's own variable wins
     for key, value in config.items():

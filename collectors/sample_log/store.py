@@ -48,6 +48,7 @@ from collectors.sample_log.layout import (
     renames_atomically,
     to_ms,
 )
+from collectors.sample_log.object_store import S3Options, s3_filesystem, translated
 from collectors.sample_log.schema import (
     BATCH_ZSTD_LEVEL,
     COMPACT_ZSTD_LEVEL,
@@ -86,10 +87,17 @@ class SampleLog:
     """Writer, compactor and reader of the sample log under one base path.
 
     ``base`` is a local directory when ``filesystem`` is None, else a path inside
-    ``filesystem`` (e.g. ``"bucket/samples"`` with an ``S3FileSystem``).
+    ``filesystem`` (e.g. ``"bucket/samples"`` with an ``S3FileSystem``). ``store``: the
+    options of an S3 store, whose failures are then raised naming the settings at fault
+    (``object_store``).
     """
 
-    def __init__(self, base: str | PurePath, filesystem: pafs.FileSystem | None = None) -> None:
+    def __init__(
+        self,
+        base: str | PurePath,
+        filesystem: pafs.FileSystem | None = None,
+        store: S3Options | None = None,
+    ) -> None:
         fs = filesystem if filesystem is not None else pafs.LocalFileSystem()
         if isinstance(fs, pafs.LocalFileSystem):
             base = Path(base).expanduser().resolve().as_posix()
@@ -100,23 +108,27 @@ class SampleLog:
             raise ValueError("the sample log needs a base path")
         self.base: str = base
         self.fs: pafs.FileSystem = fs
+        self.store = store
 
     @classmethod
-    def from_url(cls, url: str) -> SampleLog:
-        """Open the log at the URL Spark uses too (a local path, ``file://``, ``s3a://``…).
+    def from_url(cls, url: str, s3: S3Options | None = None) -> SampleLog:
+        """Open the log at the URL Spark uses too (a local path, ``file://``, ``s3a://``).
 
-        pyarrow knows ``s3://`` where Hadoop says ``s3a://``/``s3n://``; the objects are the same.
+        An ``s3a://``/``s3://`` URL is reached with ``s3`` (default: the ``LAGWATCH_S3_*``
+        settings of the environment) and the environment's AWS credentials.
         """
         scheme = urlsplit(url).scheme.lower()
         if scheme == "" or len(scheme) == 1:  # a plain path (or a Windows drive letter)
             return cls(url)
-        if scheme in ("s3a", "s3n"):
-            url = "s3" + url[len(scheme) :]
+        if scheme in ("s3a", "s3n", "s3"):
+            fs, path = s3_filesystem(url, s3)
+            return cls(path, fs, s3 if s3 is not None else S3Options.from_environ())
         fs, path = pafs.FileSystem.from_uri(url)
         return cls(path, fs)
 
     # -- writing ---------------------------------------------------------------------------
 
+    @translated
     def write_batch(
         self, cluster: str, cycle_id: str | int, rows: pa.Table | Sequence[Mapping[str, Any]]
     ) -> list[str]:
@@ -149,6 +161,7 @@ class SampleLog:
 
     # -- compaction and retention ----------------------------------------------------------
 
+    @translated
     def compact(self, cluster: str, day: date, hour: int) -> CompactResult:
         """Merge an hour's micro-batches (and any earlier compacted file) into one file.
 
@@ -162,6 +175,7 @@ class SampleLog:
         partition = HourPartition(cluster, to_ms(start), self._hour_dir(cluster, to_ms(start)))
         return self._compact(partition)
 
+    @translated
     def compact_closed_hours(
         self, now: datetime | int, grace: timedelta = timedelta(minutes=5)
     ) -> list[CompactResult]:
@@ -180,6 +194,7 @@ class SampleLog:
                 results.append(self._compact(partition))
         return results
 
+    @translated
     def compact_open_hours(
         self,
         now: datetime | int,
@@ -207,6 +222,7 @@ class SampleLog:
                 results.append(self._merge_files(partition, batches))
         return results
 
+    @translated
     def apply_retention(self, older_than: datetime | int) -> list[HourPartition]:
         """Delete every hour partition that ended at or before ``older_than``; returns them.
 
@@ -224,6 +240,7 @@ class SampleLog:
 
     # -- reading ---------------------------------------------------------------------------
 
+    @translated
     def hours(
         self,
         cluster: str | None = None,
@@ -257,6 +274,7 @@ class SampleLog:
                         found.append(HourPartition(name, day + hour * HOUR_MS, hour_info.path))
         return sorted(found, key=lambda p: (p.cluster, p.start_ms))
 
+    @translated
     def read(
         self,
         cluster: str | None = None,

@@ -51,7 +51,7 @@ class ExportProgress:
 
 
 def sample_log() -> SampleLog:
-    return SampleLog.from_url(settings.LAGWATCH_SAMPLE_LOG_URL)
+    return SampleLog.from_url(settings.LAGWATCH_SAMPLE_LOG_URL, settings.LAGWATCH_S3)
 
 
 def report_chunks(

@@ -5,11 +5,13 @@ deployment sets ``DATABASE_URL`` (PostgreSQL), ``REDIS_URL`` and secrets, and us
 ``dashboard.settings.production``.
 """
 
+import os
 from pathlib import Path
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
+from collectors.sample_log.object_store import S3Options
 from dashboard.env import env_bool, env_int, env_list, env_str
 
 BASE_DIR = Path(__file__).resolve().parents[2]
@@ -204,6 +206,16 @@ if LAGWATCH_SAMPLE_LOG_COMPACT_S <= 0:
 
 SPARK_MASTER = env_str("SPARK_MASTER", "local[*]")
 LAGWATCH_SAMPLE_LOG_URL = env_str("LAGWATCH_SAMPLE_LOG_URL", str(DATA_DIR / "samples"))
+# An s3a:// sample log's store: LAGWATCH_S3_ENDPOINT, _REGION, _PATH_STYLE, _CONNECT_TIMEOUT_S,
+# _REQUEST_TIMEOUT_S, _RETRIES (collectors/sample_log/object_store.py); the credentials are
+# AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY, read from the environment where they are used.
+try:
+    LAGWATCH_S3 = S3Options.from_environ(os.environ)
+except ValueError as exc:
+    raise ImproperlyConfigured(str(exc)) from None
+# Jars the Spark jobs need beyond pyspark's (spark.jars): hadoop-aws and the AWS SDK for an
+# s3a:// log, a folder or comma-separated paths (deploy/spark/pom.xml fetches them).
+LAGWATCH_SPARK_JARS = env_str("LAGWATCH_SPARK_JARS", "")
 # Where the Spark jobs write their runs (spark_jobs/jobs.py), and how many runs of a job stay.
 LAGWATCH_RESULTS_URL = env_str("LAGWATCH_RESULTS_URL", str(DATA_DIR / "results"))
 LAGWATCH_SPARK_KEEP_RUNS = env_int("LAGWATCH_SPARK_KEEP_RUNS", 5)

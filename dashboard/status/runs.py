@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 from django.conf import settings
 from django.utils import timezone
 
+from collectors.sample_log.object_store import explain
 from dashboard.locks import exclusive
 from dashboard.monitoring.models import Cluster, SparkJobOutcome, SparkJobRun, TopicConfig
 from dashboard.signals import announce_figures, announce_status
@@ -131,7 +132,10 @@ def _execute(job: str, window_s: int, now_ms: int) -> JobResult:
     from spark_jobs.jobs import run_rollups_job, run_status_job
     from spark_jobs.session import job_pool, spark_session
 
-    spark = spark_session(f"lagwatch-{job}", settings.SPARK_MASTER)
+    spark = spark_session(
+        f"lagwatch-{job}", settings.SPARK_MASTER,
+        s3=settings.LAGWATCH_S3, jars=settings.LAGWATCH_SPARK_JARS,
+    )  # fmt: skip
     job_pool(spark, job)
     sample_url = settings.LAGWATCH_SAMPLE_LOG_URL
     results_url = settings.LAGWATCH_RESULTS_URL
@@ -155,7 +159,22 @@ def error_text(exc: BaseException) -> str:
     frames (``\tat …``, ``\t… 42 more``) that make a Py4J error ten thousand characters."""
     lines = f"{type(exc).__name__}: {exc}".splitlines()
     kept = [line.rstrip() for line in lines if line.strip() and not line[:1].isspace()]
-    return "\n".join(kept)[:_ERROR_CHARS]
+    text = "\n".join(kept)
+    hint = _store_hint(text)
+    return (f"{hint}\n{text}" if hint else text)[:_ERROR_CHARS]
+
+
+def _store_hint(text: str) -> str | None:
+    """What to check when the run failed on the sample log's object store (refused
+    credentials, no answer, or no ``s3a`` connector), ahead of the JVM's own words."""
+    if 'No FileSystem for scheme "s3a"' in text or "S3AFileSystem not found" in text:
+        return (
+            "Spark has no s3a connector: set LAGWATCH_SPARK_JARS to hadoop-aws and its AWS SDK "
+            "bundle (deploy/spark/pom.xml)"
+        )
+    if "s3a://" not in text and "S3A" not in text:
+        return None
+    return explain(text, settings.LAGWATCH_S3.where)
 
 
 def _finish(run: SparkJobRun, outcome: str, started: float, error: str = "") -> SparkJobRun:

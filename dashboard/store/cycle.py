@@ -51,7 +51,7 @@ def run_cluster_cycle(cluster: Cluster, cycle_ms: int | None = None) -> CycleRep
     return run_cycle(
         cluster_settings(cluster),
         OrmCycleStore(cluster),
-        SampleLog.from_url(settings.LAGWATCH_SAMPLE_LOG_URL),
+        SampleLog.from_url(settings.LAGWATCH_SAMPLE_LOG_URL, settings.LAGWATCH_S3),
         poll_interval_s=cluster.poll_interval_s,
         cycle_ms=cycle_ms,
     )

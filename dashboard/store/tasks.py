@@ -116,7 +116,7 @@ def maintain_storage() -> dict:
     now = timezone.now()
     pruned = prune_history(timedelta(hours=settings.LAGWATCH_RAW_HISTORY_HOURS), now)
     pruned += prune_reports(now - timedelta(hours=1))
-    sample_log = SampleLog.from_url(settings.LAGWATCH_SAMPLE_LOG_URL)
+    sample_log = SampleLog.from_url(settings.LAGWATCH_SAMPLE_LOG_URL, settings.LAGWATCH_S3)
     compacted = sample_log.compact_closed_hours(now)
     removed = sample_log.apply_retention(
         now - timedelta(days=settings.LAGWATCH_SAMPLE_RETENTION_DAYS)
@@ -128,6 +128,6 @@ def maintain_storage() -> dict:
 def compact_sample_log() -> dict:
     """Compact the sample log's open hours in chunks, so the jobs that read the last hour
     every period open a few tens of files instead of one per cycle."""
-    sample_log = SampleLog.from_url(settings.LAGWATCH_SAMPLE_LOG_URL)
+    sample_log = SampleLog.from_url(settings.LAGWATCH_SAMPLE_LOG_URL, settings.LAGWATCH_S3)
     results = sample_log.compact_open_hours(timezone.now())
     return {"hours": len(results), "files_merged": sum(r.inputs for r in results)}
