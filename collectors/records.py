@@ -22,6 +22,9 @@ class Source(StrEnum):
     # A broker's Prometheus JMX exporter (purgatory figures, DOMAIN §5). Its outage hides no
     # consumer's figures: it is a warning about the brokers, never a stale partition.
     BROKER_METRICS = "broker_metrics"
+    # The sample log's object store, as the collector writing to it sees it: its outage hides
+    # no figure (the batches wait in a local spool, collectors.sample_log.spool).
+    SAMPLE_LOG = "sample_log"
 
 
 @dataclass(slots=True, unsafe_hash=True)

@@ -202,6 +202,8 @@ def _run_cycle(
         reports, pushed = store.recent_reports(now_ms, max_age_s)
         outcome = assemble_cycle(cluster.name, slot, now_ms, results, held.memory, reports, pushed)
         outcome.collected_by = me
+        if (log_source := getattr(sample_log, "source_outcome", None)) is not None:
+            outcome.sources.append(log_source(now_ms))  # a store-backed log's spool (SpooledLog)
         held.observed_slot = slot
 
         def stored() -> None:

@@ -26,6 +26,7 @@ STALE_WHEN_UNREACHABLE: dict[Source, tuple[Source, ...]] = {
     Source.ZOOKEEPER: (Source.ZOOKEEPER, Source.STORM),
     Source.STORM: (),
     Source.BROKER_METRICS: (),  # brokers' purgatory figures: no consumer's lag depends on them
+    Source.SAMPLE_LOG: (),  # the log's store: its batches wait in the collector's spool
 }
 
 

@@ -4,11 +4,12 @@ from datetime import datetime
 
 from django.db import connection
 
-from dashboard.monitoring.models import ServiceHeartbeat
+from dashboard.monitoring.models import ServiceHeartbeat, SourceHealth
 
 
 def health_report(now: datetime, heartbeat_max_age_s: float) -> dict:
-    """Database reachability and the age of the Celery heartbeat.
+    """Database reachability, the age of the Celery heartbeat and, when the sample log is on
+    an object store the collectors could not reach, that store's outage (``sample_log``).
 
     ``ok`` only requires the database: a stalled pipeline is reported, not hidden, but must not
     make an orchestrator restart a web server that is itself fine.
@@ -25,4 +26,11 @@ def health_report(now: datetime, heartbeat_max_age_s: float) -> dict:
     else:
         age = (now - beat.at).total_seconds()
         celery = {"status": "ok" if age <= heartbeat_max_age_s else "late", "age_s": round(age, 1)}
-    return {"ok": True, "database": database, "celery": celery}
+    report = {"ok": True, "database": database, "celery": celery}
+    down = SourceHealth.objects.filter(source="sample_log", reachable=False).order_by(
+        "-last_error_at"
+    )
+    if (outage := down.first()) is not None:
+        report["sample_log"] = {"status": "unreachable", "error": outage.last_error,
+                                "since": outage.last_error_at.isoformat()}  # fmt: skip
+    return report

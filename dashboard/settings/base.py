@@ -213,6 +213,10 @@ try:
     LAGWATCH_S3 = S3Options.from_environ(os.environ)
 except ValueError as exc:
     raise ImproperlyConfigured(str(exc)) from None
+# Where a collector keeps the batches an object store did not take, until it answers again.
+LAGWATCH_SAMPLE_LOG_SPOOL_DIR = env_str(
+    "LAGWATCH_SAMPLE_LOG_SPOOL_DIR", str(DATA_DIR / "sample-log-spool")
+)
 # Jars the Spark jobs need beyond pyspark's (spark.jars): hadoop-aws and the AWS SDK for an
 # s3a:// log, a folder or comma-separated paths (deploy/spark/pom.xml fetches them).
 LAGWATCH_SPARK_JARS = env_str("LAGWATCH_SPARK_JARS", "")

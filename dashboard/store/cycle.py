@@ -24,6 +24,7 @@ from collectors.outcome import CycleOutcome
 from collectors.rebalance import GROUP_DELETED
 from collectors.records import GroupMember, GroupSnapshot, Source, SpoutFigures
 from collectors.sample_log import SampleLog
+from collectors.sample_log.spool import SpooledLog
 from dashboard.ingest.store import recent_reports
 from dashboard.monitoring.models import (
     BrokerOffsets,
@@ -37,7 +38,10 @@ from dashboard.store import raw_history
 from dashboard.store.rows import store_cycle
 from dashboard.times import ms_to_dt
 
-__all__ = ["OrmCycleStore", "cluster_settings", "run_cluster_cycle", "source_timeout_s"]
+__all__ = [
+    "OrmCycleStore", "cluster_settings", "cycle_sample_log", "run_cluster_cycle",
+    "source_timeout_s",
+]  # fmt: skip
 
 # The share of a poll interval a source may take: the rest is the cycle's write and the slack
 # that keeps a cycle whose source hangs (a network fault) inside its slot. With the whole
@@ -51,10 +55,19 @@ def run_cluster_cycle(cluster: Cluster, cycle_ms: int | None = None) -> CycleRep
     return run_cycle(
         cluster_settings(cluster),
         OrmCycleStore(cluster),
-        SampleLog.from_url(settings.LAGWATCH_SAMPLE_LOG_URL, settings.LAGWATCH_S3),
+        cycle_sample_log(),
         poll_interval_s=cluster.poll_interval_s,
         cycle_ms=cycle_ms,
     )
+
+
+def cycle_sample_log() -> SampleLog | SpooledLog:
+    """The configured sample log; on an object store, with the local spool that keeps a
+    cycle's batch while the store does not answer (``LAGWATCH_SAMPLE_LOG_SPOOL_DIR``)."""
+    log = SampleLog.from_url(settings.LAGWATCH_SAMPLE_LOG_URL, settings.LAGWATCH_S3)
+    if log.store is None:
+        return log
+    return SpooledLog(log, settings.LAGWATCH_SAMPLE_LOG_SPOOL_DIR)
 
 
 def cluster_settings(cluster: Cluster) -> ClusterSettings:

@@ -22,6 +22,7 @@ SOURCE_LABEL = {
     "zookeeper": "ZooKeeper",
     "storm": "Storm UI",
     "broker_metrics": "Broker metrics",
+    "sample_log": "Sample log store",
 }
 
 
