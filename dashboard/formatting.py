@@ -73,3 +73,4 @@ def rate(per_s: float | None) -> str:
         return "—"
     shown = f"{per_s:,.2f}" if abs(per_s) < 10 else f"{per_s:,.0f}"
     return shown.replace(",", "\u202f") + "/s"
+

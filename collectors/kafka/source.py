@@ -222,8 +222,7 @@ class KafkaSource:
                 if topic not in self._partitions_of:
                     cycle.error(f"topic {topic}", "not found on the broker")
             configs = self._topic_configs.submit(
-                admin,
-                self._topic_configs.due(self._partitions_of.keys() & set(wanted), now_ms),
+                admin, self._topic_configs.due(self._partitions_of.keys() & set(wanted), now_ms),
                 cycle,
             )
             if partitions:

@@ -187,7 +187,9 @@ def snapshot_from_epochs(
                     # A regex subscription's names are the broker's current resolution of
                     # it; the what-if would read them as fixed, so they are "not said".
                     subscription=(
-                        None if m.subscribed_topic_regex else tuple(sorted(m.subscribed_topics))
+                        None
+                        if m.subscribed_topic_regex
+                        else tuple(sorted(m.subscribed_topics))
                     ),
                 )
                 for m in group.members

@@ -52,12 +52,12 @@ PARTITION_ORDER_CHOICES = tuple(o for name in PARTITION_ORDERINGS for o in (name
 PARTITION_MODES = ("non_ok", "all", "none")
 
 
+
 def where(rows: QuerySet, **lookups: Any) -> QuerySet:
     """``rows`` filtered by each lookup whose value was given (not None): the optional filters
     of a list endpoint in one line, each one an exact field lookup or ``__gte``/``__lt``."""
     given = {name: value for name, value in lookups.items() if value is not None}
     return rows.filter(**given) if given else rows
-
 
 def severity(field: str = "status") -> Case:
     return Case(

@@ -101,10 +101,8 @@ def group_trends(keys: Iterable[GroupKey], now: datetime) -> dict[GroupKey, Tren
         return {}
     rows = (
         LagRollup.objects.filter(
-            level="group",
-            resolution="1m",
-            cluster__in={k[0] for k in keys},
-            group__in={k[2] for k in keys},
+            level="group", resolution="1m",
+            cluster__in={k[0] for k in keys}, group__in={k[2] for k in keys},
             bucket_start__gte=now - MAX_AGE["1m"],
         )  # fmt: skip
         .order_by("bucket_start")
@@ -120,22 +118,13 @@ def partition_trends(keys: Iterable[PartitionKey], now: datetime) -> dict[Partit
         return {}
     rows = (
         LagRollup.objects.filter(
-            level="partition",
-            resolution="1h",
-            cluster__in={k[0] for k in keys},
-            group__in={k[2] for k in keys},
-            topic__in={k[3] for k in keys},
-            bucket_start__gte=now - MAX_AGE["1h"],
+            level="partition", resolution="1h",
+            cluster__in={k[0] for k in keys}, group__in={k[2] for k in keys},
+            topic__in={k[3] for k in keys}, bucket_start__gte=now - MAX_AGE["1h"],
         )  # fmt: skip
         .order_by("bucket_start")
         .values_list(
-            "cluster",
-            "source",
-            "group",
-            "topic",
-            "partition",
-            *FIELDS,
-            "bucket_start",
+            "cluster", "source", "group", "topic", "partition", *FIELDS, "bucket_start",
             "resolution",
         )
     )

@@ -122,7 +122,9 @@ def test_poison_message_alert_fires_once_resolves_and_silence_sends_nothing(lab_
         lab_world.stop_scenario("poison-message")
 
     t_stop = time.time()
-    wait_for_verdict(lambda: mine(hook, "resolved"), RESOLVE_TIMEOUT_S, "the resolve notice", runs)
+    wait_for_verdict(
+        lambda: mine(hook, "resolved"), RESOLVE_TIMEOUT_S, "the resolve notice", runs
+    )
     print(f"resolve webhook {time.time() - t_stop:.0f} s after the fix", flush=True)
     wait_for(lambda: mails(smtp, "RESOLVED"), 30, "the resolve email", 0.5)
     (resolved,) = mine(hook, "resolved")

@@ -39,7 +39,6 @@ CLEAR_TIMEOUT_S = 5 * (TOPIC_CONFIG_REFRESH_S + POLL_S + 2 * JOB_S)
 # /metrics' series are built by a debounced Celery task after a stored cycle or Spark run.
 METRICS_TIMEOUT_S = 5 * (3 * POLL_S + JOB_S)
 
-
 def mine(doc: dict[str, Any]) -> list[dict[str, Any]]:
     return [p for p in doc["partitions"] if p["source"] == "kafka" and p["group"] == GROUP]
 

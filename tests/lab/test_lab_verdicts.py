@@ -573,7 +573,9 @@ def test_each_scenario_yields_its_verdict_and_the_healthy_stay_ok(
         zk_fed = [("zookeeper", "legacy-audit")] + [
             ("storm", s) for s in ("orders-spout", "clicks-spout", "audit-spout")
         ]
-        outage_at, _ = start("source-outage", *zk_fed, service="zookeeper", seconds=OUTAGE_CAP_S)
+        outage_at, _ = start(
+            "source-outage", *zk_fed, service="zookeeper", seconds=OUTAGE_CAP_S
+        )
 
         def all_unreachable(doc: Doc) -> bool:
             fed = zk_fed_partitions(doc)

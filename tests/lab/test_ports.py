@@ -58,13 +58,8 @@ def test_two_processes_picking_at_once_get_disjoint_ports(claims: Path) -> None:
     )  # fmt: skip
     root = Path(__file__).resolve().parents[2]
     procs = [
-        subprocess.Popen(
-            [sys.executable, "-c", code],
-            cwd=root,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-        )  # fmt: skip
+        subprocess.Popen([sys.executable, "-c", code], cwd=root, stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, text=True)  # fmt: skip
         for _ in range(2)
     ]
     try:

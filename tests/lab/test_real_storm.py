@@ -211,9 +211,7 @@ def test_the_spouts_znodes_and_ui_figures_are_read_as_real_storm_writes_them(
 ) -> None:
     doc = storm_world.status()
     for topology in TOPOLOGIES:
-        (group,) = [
-            g for g in doc["groups"] if g["cluster"] == CLUSTER and g["group"] == topology.spout_id
-        ]
+        (group,) = [g for g in doc["groups"] if g["cluster"] == CLUSTER and g["group"] == topology.spout_id]
         assert group["topology_id"].startswith(topology.name + "-"), group
         parts = spout_partitions(doc, topology.spout_id)
         assert [p["partition"] for p in parts] == [0, 1]

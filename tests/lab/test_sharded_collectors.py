@@ -329,9 +329,9 @@ def test_two_collectors_share_three_clusters_and_survive_one_killed(
             return set(stored) <= have | cut_at_the_kill(found)
 
         logged = wait_for(
-            lambda: (
-                (found := collected_in_logs(stack.run_dir / "logs")) and every_line(found) and found
-            ),
+            lambda: (found := collected_in_logs(stack.run_dir / "logs"))
+            and every_line(found)
+            and found,
             120,
             "a log line for every stored cycle",
             every=0.5,

@@ -108,8 +108,7 @@ def consumer_detail(request: HttpRequest, cluster: str, group: str) -> ApiJsonRe
         return _refuse(request, 404, "cluster or consumer not found", {})
     points = burrow_data.window_points(found)
     topics = burrow.consumer_topics(
-        burrow_data.partition_rows(found, points),
-        burrow_data.poll_offsets(found, points),
+        burrow_data.partition_rows(found, points), burrow_data.poll_offsets(found, points),
         found.window,
     )
     return ApiJsonResponse(

@@ -347,14 +347,10 @@ class LagwatchCollector:
                 ("failed", "Tuples failed or timed out (Storm UI; restarts with the worker)."),
             )
         }
-        latency = _gauge(
-            "lagwatch_spout_complete_latency_ms",
-            "Storm UI's complete latency of the spout, milliseconds.",
-            SPOUT,
-        )
-        pending = _gauge(
-            "lagwatch_spout_pending", "The spout task's tuples in flight (its push).", SPOUT
-        )
+        latency = _gauge("lagwatch_spout_complete_latency_ms",
+                         "Storm UI's complete latency of the spout, milliseconds.", SPOUT)
+        pending = _gauge("lagwatch_spout_pending",
+                         "The spout task's tuples in flight (its push).", SPOUT)
         cap = _gauge("lagwatch_spout_max_pending",
                      "topology.max.spout.pending of the spout (its push).", SPOUT)  # fmt: skip
         for row in latest_spouts(now):

@@ -55,7 +55,8 @@ class Closed(Schema):
 
 class ErrorBody(Closed):
     message: str = Field(
-        description="What is wrong; starts with the parameter or field at fault when there is one."
+        description="What is wrong; starts with the parameter or field at fault when there "
+        "is one."
     )
     field: Annotated[
         str | None,

@@ -206,9 +206,9 @@ class RebalanceQuery(PageQuery):
     name: text("Group name (exact).") = None
     search: text("Substring of the group name (case-insensitive).") = None
     group_id: integer(1) = None
-    cause: text("member_joined, member_left, subscription_changed, partitions_added, ...", 64) = (
-        None
-    )
+    cause: text(
+        "member_joined, member_left, subscription_changed, partitions_added, ...", 64
+    ) = None
     since: moment() = None
     until: moment() = None
 

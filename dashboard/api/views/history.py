@@ -70,7 +70,9 @@ def partition_history(
     description="since defaults to 1 h ago, until to now; auto picks raw samples, 1m or 1h "
     "rollups, the finest that covers the range.",
 )  # fmt: skip
-def group_history(request: HttpRequest, group_id: GroupId, query: Query[HistoryQuery]) -> dict:
+def group_history(
+    request: HttpRequest, group_id: GroupId, query: Query[HistoryQuery]
+) -> dict:
     group = queries.get_group(group_id)
     since, until, resolution = _range(request, query, "group")
     points = history.group_points(group, resolution, since, until)

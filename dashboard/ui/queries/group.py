@@ -129,9 +129,8 @@ def table(rows: list[dict[str, Any]], view: GroupView, cluster: str) -> dict[str
     return {
         "rows": page_rows,
         # Why some rows' "Retention left" is "—", each reason once, in the rows' order.
-        "no_forecast_reasons": list(
-            dict.fromkeys(r["no_forecast"] for r in page_rows if "no_forecast" in r)
-        ),  # fmt: skip
+        "no_forecast_reasons": list(dict.fromkeys(r["no_forecast"] for r in page_rows
+                                                  if "no_forecast" in r)),  # fmt: skip
         "matching": len(shown),
         "page": page,
         "pages": pages,

@@ -113,7 +113,9 @@ def sparklines(groups: list[ConsumerGroup], now: datetime) -> dict[int, list[flo
 def group_trends(groups: list[ConsumerGroup], now: datetime) -> dict[int, trends.Trend]:
     """The newest rollup of each group of the page (one query): the trend and ETA columns."""
     found = trends.group_trends(((g.cluster.name, g.source, g.name) for g in groups), now)
-    return {g.id: t for g in groups if (t := found.get((g.cluster.name, g.source, g.name)))}
+    return {
+        g.id: t for g in groups if (t := found.get((g.cluster.name, g.source, g.name)))
+    }
 
 
 def _thin(values: list[float | None], points: int = SPARK_POINTS) -> list[float | None]:

@@ -27,7 +27,9 @@ ERRORS_SHOWN = 100
 RUNS_SHOWN = 50
 
 
-def collection_stopped(cluster: Cluster, last_cycle_at: datetime | None, now: datetime) -> bool:
+def collection_stopped(
+    cluster: Cluster, last_cycle_at: datetime | None, now: datetime
+) -> bool:
     """No cycle stored for more than ``COLLECTION_GAP_POLLS`` poll intervals: collection
     itself has stopped (collectors, beat or Redis down), which no source's row can show,
     since nobody is there to record a failure. Never polled is "not polled yet" instead."""

@@ -125,7 +125,9 @@ def partition_series(p: PartitionState, rng: Range, now: datetime) -> dict[str, 
 SPOUT_POINTS = 600  # per spout and chart: a few hours of 5-s polls, thinned
 
 
-def counter_rates(times: list[datetime], values: list[int | None]) -> list[float | None]:
+def counter_rates(
+    times: list[datetime], values: list[int | None]
+) -> list[float | None]:
     """Per-second rates of a cumulative counter between consecutive points (pure); the first
     point, an unknown value and a decrease (the worker restarted, its counters began again)
     give None, never a negative rate."""
