@@ -15,7 +15,7 @@ Jobs:
 - **rollups** (:func:`run_rollups_job`): per-minute and per-hour trends of every partition,
   topic, group and cluster (``spark_jobs.rollups``).
 
-**Result layout**, under ``results_url`` (a local path, ``file://``, ``hdfs://``, ``s3a://``)::
+**Result layout**, under ``results_url`` (a local path, ``file://``, ``s3a://``)::
 
     status/run=<now_ms>/_SUCCESS               the run's summary (JSON), written last
     status/run=<now_ms>/partitions/*.parquet   PARTITION_VERDICT_SCHEMA

@@ -105,8 +105,8 @@ def read_samples(
     """Samples with ``start_ms <= ts_ms < end_ms`` (of one cluster if given), one per key
     (``dedup=False``: duplicates left in, for a caller that drops them in a shuffle of its own).
 
-    ``url`` is the log's base, as Spark addresses it: a local path, ``file://``, ``s3a://``,
-    ``hdfs://``. Lazy like any read: the files are listed now, opened when an action runs.
+    ``url`` is the log's base, as Spark addresses it: a local path, ``file://``, ``s3a://``.
+    Lazy like any read: the files are listed now, opened when an action runs.
     """
     if end_ms <= start_ms:
         return empty_samples(spark)

@@ -8,10 +8,11 @@ Layout, under a base path (``LAGWATCH_DATA_DIR/samples`` by default)::
 Hive-style directories, so ``spark.read.parquet(url)`` discovers ``cluster`` (string: it is also
 a data column, and Spark keeps the data column's type even for a name like ``42``), ``date``
 (DateType) and ``hour`` (IntegerType) and prunes on them. Dates and hours are UTC. The writer
-goes through ``pyarrow.fs``: a local directory by default, or any ``FileSystem`` object (S3,
-HDFS, a ``SubTreeFileSystem``); :meth:`SampleLog.from_url` maps ``s3a://``/``hdfs://`` URLs to
-one. Spark on a cluster reads the very same layout through its own ``s3a://``/``hdfs://``
-connectors: nothing here is local-only. Files whose names start with ``.`` or ``_`` (our temp
+goes through ``pyarrow.fs``: a local directory by default, or any ``FileSystem`` object (S3, a
+``SubTreeFileSystem``); :meth:`SampleLog.from_url` maps ``s3a://`` URLs to pyarrow's S3 file
+system (``object_store``). Spark on a cluster reads the very same layout through Hadoop's
+``s3a`` connector: nothing here is local-only. (``hdfs://`` is not served: pyarrow's HDFS
+needs a Hadoop installation's libhdfs, which no deployment of Lagwatch has.) Files whose names start with ``.`` or ``_`` (our temp
 files) are skipped by Spark and by pyarrow alike.
 
 Cluster names become one path segment: ASCII other than ``[A-Za-z0-9._~-]`` is percent-encoded

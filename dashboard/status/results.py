@@ -17,7 +17,7 @@ does not hold (pruned, or their cluster deleted) are counted and skipped: the co
 the rows, the status job only annotates them.
 
 The results are Parquet files read with pyarrow, wherever they live: a local directory, or
-``s3a://``/``hdfs://`` URLs as Spark wrote them (mapped to pyarrow's file systems).
+an ``s3a://`` URL as Spark wrote it (read through pyarrow's S3 file system).
 """
 
 from __future__ import annotations
@@ -31,8 +31,10 @@ from urllib.parse import urlsplit
 import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
+from django.conf import settings
 from django.db import connection, models, transaction
 
+from collectors.sample_log.object_store import s3_filesystem
 from dashboard.monitoring import group_totals
 from dashboard.monitoring.models import ConsumerGroup, PartitionState, Status, StatusChange
 from dashboard.times import ms_to_dt
@@ -67,14 +69,15 @@ class ApplyReport:
 def open_results(url: str) -> tuple[pafs.FileSystem, str]:
     """pyarrow's file system and path for a results URL as Spark names it.
 
-    pyarrow knows ``s3://`` where Hadoop says ``s3a://``/``s3n://``; ``file:`` URLs and plain
-    paths are local.
+    ``s3a://`` (Hadoop's name for the objects pyarrow calls ``s3://``) reaches the store of the
+    ``LAGWATCH_S3_*`` settings with the environment's AWS credentials, like the sample log;
+    ``file:`` URLs and plain paths are local.
     """
     scheme = urlsplit(url).scheme.lower()
     if scheme == "" or len(scheme) == 1:  # a plain path (or a Windows drive letter)
         return pafs.LocalFileSystem(), url
-    if scheme in ("s3a", "s3n"):
-        url = "s3" + url[len(scheme) :]
+    if scheme in ("s3a", "s3n", "s3"):
+        return s3_filesystem(url, settings.LAGWATCH_S3)
     return pafs.FileSystem.from_uri(url)
 
 
