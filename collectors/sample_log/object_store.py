@@ -33,7 +33,6 @@ from urllib.parse import urlsplit
 import pyarrow.fs as pafs
 
 __all__ = [
-    "CREDENTIAL_VARS",
     "ObjectStoreError",
     "ObjectStoreRefused",
     "ObjectStoreUnreachable",
@@ -44,7 +43,6 @@ __all__ = [
     "translated",
 ]
 
-CREDENTIAL_VARS: Final = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")
 _TRUE: Final = frozenset({"1", "true", "yes", "on"})
 _FALSE: Final = frozenset({"0", "false", "no", "off"})
 # What pyarrow (the AWS C++ SDK) and hadoop-aws (the AWS Java SDK) say when the store refuses
@@ -143,19 +141,20 @@ class S3Options:
         """The store as a message names it: its endpoint, or AWS's region."""
         return self.endpoint or f"AWS S3 ({self.region})"
 
-    def filesystem(self, environ: Mapping[str, str] | None = None) -> pafs.S3FileSystem:
+    def filesystem(self) -> pafs.S3FileSystem:
         """A pyarrow filesystem on the store, with the credentials the environment holds now.
 
         Explicit credentials (not the SDK's chain) when both variables are set, so that what
         is used is exactly what a refusal names.
         """
-        env = os.environ if environ is None else environ
+        key = os.environ.get("AWS_ACCESS_KEY_ID")
+        secret = os.environ.get("AWS_SECRET_ACCESS_KEY")
         credentials = {}
-        if all(env.get(name) for name in CREDENTIAL_VARS):
+        if key and secret:
             credentials = {
-                "access_key": env["AWS_ACCESS_KEY_ID"],
-                "secret_key": env["AWS_SECRET_ACCESS_KEY"],
-                "session_token": env.get("AWS_SESSION_TOKEN") or None,
+                "access_key": key,
+                "secret_key": secret,
+                "session_token": os.environ.get("AWS_SESSION_TOKEN") or None,
             }
         endpoint = {}
         if self.endpoint:

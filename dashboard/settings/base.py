@@ -5,7 +5,6 @@ deployment sets ``DATABASE_URL`` (PostgreSQL), ``REDIS_URL`` and secrets, and us
 ``dashboard.settings.production``.
 """
 
-import os
 from pathlib import Path
 
 import dj_database_url
@@ -210,7 +209,16 @@ LAGWATCH_SAMPLE_LOG_URL = env_str("LAGWATCH_SAMPLE_LOG_URL", str(DATA_DIR / "sam
 # _REQUEST_TIMEOUT_S, _RETRIES (collectors/sample_log/object_store.py); the credentials are
 # AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY, read from the environment where they are used.
 try:
-    LAGWATCH_S3 = S3Options.from_environ(os.environ)
+    LAGWATCH_S3 = S3Options.from_environ(
+        {
+            "LAGWATCH_S3_ENDPOINT": env_str("LAGWATCH_S3_ENDPOINT", ""),
+            "LAGWATCH_S3_REGION": env_str("LAGWATCH_S3_REGION", ""),
+            "LAGWATCH_S3_PATH_STYLE": env_str("LAGWATCH_S3_PATH_STYLE", ""),
+            "LAGWATCH_S3_CONNECT_TIMEOUT_S": env_str("LAGWATCH_S3_CONNECT_TIMEOUT_S", ""),
+            "LAGWATCH_S3_REQUEST_TIMEOUT_S": env_str("LAGWATCH_S3_REQUEST_TIMEOUT_S", ""),
+            "LAGWATCH_S3_RETRIES": env_str("LAGWATCH_S3_RETRIES", ""),
+        }
+    )
 except ValueError as exc:
     raise ImproperlyConfigured(str(exc)) from None
 # Where a collector keeps the batches an object store did not take, until it answers again.

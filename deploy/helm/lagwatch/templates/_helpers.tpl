@@ -76,6 +76,14 @@ env:
         name: {{ include "lagwatch.secretName" $ }}
         key: EMAIL_HOST_PASSWORD
         optional: true
+{{- range list "AWS_ACCESS_KEY_ID" "AWS_SECRET_ACCESS_KEY" }}
+  - name: {{ . }}
+    valueFrom:
+      secretKeyRef:
+        name: {{ include "lagwatch.secretName" $ }}
+        key: {{ . }}
+        optional: true
+{{- end }}
 {{- end -}}
 
 {{/* What every Lagwatch pod shares: the image's user, the data volume, placement. */}}
