@@ -182,21 +182,27 @@ def _interrupt(signum: int, frame: object) -> None:
 # ingest token: a secret, and no command needs it.
 MANAGE_VARS = (
     "DJANGO_SETTINGS_MODULE", "LAGWATCH_DATA_DIR", "REDIS_URL", "SPARK_MASTER", "PYSPARK_PYTHON",
+    "LAGWATCH_SAMPLE_LOG_URL", "LAGWATCH_S3_ENDPOINT", "LAGWATCH_S3_REGION",
+    "LAGWATCH_S3_PATH_STYLE", "LAGWATCH_SPARK_JARS",
 )  # fmt: skip
 
 
 def manage_exports(stack: Stack) -> str:
     """``export LAGWATCH_DATA_DIR=… REDIS_URL=…`` for a shell, quoted.
 
-    With PostgreSQL (and, in the production mode, the secret key) the line reads the secrets
-    from their files in the run directory when the shell runs it (``$(cat …)``): they are
-    never printed.
+    With PostgreSQL (and, in the production mode, the secret key; with the object store, its
+    credentials) the line reads the secrets from their files in the run directory when the
+    shell runs it (``$(cat …)``): they are never printed.
     """
     env = stack.django_env()
     parts = [f"{k}={shlex.quote(env[k])}" for k in MANAGE_VARS if k in env]
     secret_file = stack.run_dir / SECRET_KEY_FILE
     if "DJANGO_SECRET_KEY" in env and secret_file.exists():
         parts.append(f'DJANGO_SECRET_KEY="$(cat {shlex.quote(str(secret_file))})"')
+    if "AWS_SECRET_ACCESS_KEY" in env:  # the object store's credentials (lab/object_store.py)
+        for var, name in (("AWS_ACCESS_KEY_ID", "s3-access-key"),
+                          ("AWS_SECRET_ACCESS_KEY", "s3-secret-key")):  # fmt: skip
+            parts.append(f'{var}="$(cat {shlex.quote(str(stack.run_dir / name))})"')
     endpoint = stack.endpoints().get("postgres")
     if endpoint and "DATABASE_URL" in env:
         password_file = shlex.quote(str(stack.run_dir / "postgres-password"))
