@@ -113,7 +113,7 @@ def _prepare(ctx: Context, env: dict[str, str], log: Path) -> None:
 def _argv(ctx: Context) -> list[str]:
     p = ctx.ports
     return [
-        str(weed_binary()), "server",
+        str(weed_binary()), "-logtostderr", "server",  # its log to the service's, not $TMPDIR
         f"-ip={LOOPBACK}", f"-ip.bind={LOOPBACK}", f"-dir={_data_dir(ctx)}",
         f"-master.port={p['weed_master']}", f"-master.port.grpc={p['weed_master_grpc']}",
         "-master.telemetry=false", "-master.volumeSizeLimitMB=256",
