@@ -385,10 +385,13 @@ def test_required_values_stop_compose_when_missing(raw: dict) -> None:
 
 def _django_env_for_a_local_run(compose: dict, tmp_path: Path) -> dict[str, str]:
     """A service's environment as compose builds it, run on this machine: the data directory
-    is the container's /data, so it moves to a temporary one; nothing else changes."""
+    is the container's /data, so it moves to a temporary one (and so does the sample log in
+    it); nothing else changes."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "DATABASE_"))}
     env.update(service_env(compose["services"]["web"]))
     env["LAGWATCH_DATA_DIR"] = str(tmp_path / "data")
+    if env.get("LAGWATCH_SAMPLE_LOG_URL", "").startswith("/data/"):
+        env["LAGWATCH_SAMPLE_LOG_URL"] = str(tmp_path) + env["LAGWATCH_SAMPLE_LOG_URL"]
     env["DJANGO_STATIC_ROOT"] = str(tmp_path / "static")
     return env
 

@@ -306,9 +306,11 @@ def test_an_existing_secret_and_external_services(helm: Path) -> None:
     for component, box in lagwatch_containers(docs):
         refs = {v["name"]: v["valueFrom"]["secretKeyRef"] for v in box["env"]}
         assert {"DJANGO_SECRET_KEY", "LAGWATCH_INGEST_TOKEN", "DATABASE_URL", "REDIS_URL",
-                "EMAIL_HOST_PASSWORD"} == set(refs), component  # fmt: skip
+                "EMAIL_HOST_PASSWORD", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"} == set(refs), (
+            component)  # fmt: skip
         assert {ref["name"] for ref in refs.values()} == {"lagwatch-prod"}
-        assert refs["EMAIL_HOST_PASSWORD"].get("optional") is True  # may be absent
+        for optional in ("EMAIL_HOST_PASSWORD", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
+            assert refs[optional].get("optional") is True  # may be absent
     (settings,) = by_kind(docs, "ConfigMap").values()
     assert "REDIS_URL" not in settings["data"]
 
