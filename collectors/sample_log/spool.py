@@ -19,6 +19,7 @@ so a status run during an outage sees the samples up to it, then the rest once s
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -101,15 +102,26 @@ class SpooledLog:
             for info in self.spool.fs.get_file_info(pafs.FileSelector(partition.path)):
                 if info.type != pafs.FileType.File or not info.base_name.endswith(".parquet"):
                     continue
-                self._send(info.path, f"{self.log.base}{relative}/{info.base_name}")
-                os.unlink(info.path)
+                try:
+                    self._send(info.path, f"{self.log.base}{relative}/{info.base_name}")
+                except FileNotFoundError:
+                    continue  # another thread of this collector sent it meanwhile
+                Path(info.path).unlink(missing_ok=True)
                 sent += 1
         if sent:
-            self.spool.apply_retention(2**62)  # the emptied hour folders
+            self._prune_empty_folders()
             log.info("sample log spool sent to the store", extra={"files": sent})
         return sent
 
     # -- internals -------------------------------------------------------------------------
+
+    def _prune_empty_folders(self) -> None:
+        """The spool's emptied hour, date and cluster folders; never a file, so a batch another
+        thread spools meanwhile stays (its folder is then not empty)."""
+        for folder in sorted(Path(self.spool.base).rglob("*"), key=lambda p: -len(p.parts)):
+            if folder.is_dir():
+                with contextlib.suppress(OSError):
+                    folder.rmdir()
 
     @property
     def store(self) -> S3Options | None:
@@ -118,9 +130,10 @@ class SpooledLog:
     @translated
     def _send(self, local: str, remote: str) -> None:
         """One spooled file to its place in the store, byte for byte (footer and all)."""
+        data = Path(local).read_bytes()
         self.log.fs.create_dir(remote.rsplit("/", 1)[0], recursive=True)
-        with open(local, "rb") as source, self.log.fs.open_output_stream(remote) as out:
-            out.write(source.read())
+        with self.log.fs.open_output_stream(remote) as out:
+            out.write(data)
 
     def _spooled(
         self,
