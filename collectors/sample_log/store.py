@@ -16,6 +16,9 @@ listed the parts just before they were deleted fails with FileNotFound; leave
 ``spark.sql.files.ignoreMissingFiles`` off so it fails rather than silently missing the hour:
 the jobs read the window again, whose new listing holds the compacted file instead
 (``spark_jobs.jobs``), and a run that still fails keeps the previous results (SPEC §6).
+
+**Why one module of some 420 lines**: writing, compaction and reading share the hour's file
+listing and the write-version rule they all depend on; split, each half would restate it.
 """
 
 from __future__ import annotations
