@@ -7,7 +7,8 @@ as the main module from its own folder, which honours that directive. Built once
 ``~/.cache/lagwatch/seaweedfs-<version>/weed`` (``lab.kafka_dist.cache_root``), then reused:
 ``scripts/setup dev`` runs ``python -m lab.seaweedfs`` ahead of the object-store tests, and a
 lab that finds it missing builds it the same way, one process at a time (a file lock).
-About 8 minutes of two cores, once.
+About 10 CPU-minutes, once (an hour of wall time on a machine loaded twentyfold; a 233 MB
+binary).
 """
 
 from __future__ import annotations
