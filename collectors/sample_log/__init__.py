@@ -3,8 +3,9 @@
 ``SampleLog`` (``store``) writes a cycle's samples, compacts closed hours and reads windows
 back; ``schema`` says what a sample is and how it is stored, ``layout`` where it lives,
 ``dedup`` which of two copies of a sample wins; ``object_store`` how to reach a log on an S3
-store, and ``spool`` what a collector does while that store does not answer. The names below are the log's public face,
-shared by the collector, Celery tasks, the reports, the Spark jobs and the benchmarks.
+store, and ``spool`` what a collector does while that store does not answer. The names below
+are the log's public face, shared by the collector, Celery tasks, the reports, the Spark jobs
+and the benchmarks.
 
 Pure package: pyarrow only, no Django, so Spark jobs, Celery tasks and the benchmark share it.
 """

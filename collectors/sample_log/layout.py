@@ -12,8 +12,8 @@ goes through ``pyarrow.fs``: a local directory by default, or any ``FileSystem``
 ``SubTreeFileSystem``); :meth:`SampleLog.from_url` maps ``s3a://`` URLs to pyarrow's S3 file
 system (``object_store``). Spark on a cluster reads the very same layout through Hadoop's
 ``s3a`` connector: nothing here is local-only. (``hdfs://`` is not served: pyarrow's HDFS
-needs a Hadoop installation's libhdfs, which no deployment of Lagwatch has.) Files whose names start with ``.`` or ``_`` (our temp
-files) are skipped by Spark and by pyarrow alike.
+needs a Hadoop installation's libhdfs, which no deployment of Lagwatch has.) Files whose
+names start with ``.`` or ``_`` (our temp files) are skipped by Spark and by pyarrow alike.
 
 Cluster names become one path segment: ASCII other than ``[A-Za-z0-9._~-]`` is percent-encoded
 (``/`` is ``%2F``), non-ASCII is kept verbatim. That is the exact inverse of Spark's partition

@@ -60,7 +60,11 @@ _UNREACHABLE: Final = re.compile(
 
 
 class ObjectStoreError(OSError):
-    """The sample log's object store failed a request; the message names the setting at fault."""
+    """The sample log's object store failed a request; the message names the setting at fault.
+
+    ``reading`` is that message without the SDK's own text, for a page or a health check."""
+
+    reading: str = ""
 
 
 class ObjectStoreRefused(ObjectStoreError):
@@ -257,6 +261,8 @@ def translated(method: Callable[Concatenate[Any, P], R]) -> Callable[Concatenate
             kind, reading = classify(text), explain(text, store.where)
             if kind is None or reading is None:
                 raise
-            raise kind(f"{reading} ({text.strip()[:500]})") from exc
+            error = kind(f"{reading} ({text.strip()[:500]})")
+            error.reading = reading
+            raise error from exc
 
     return wrapper

@@ -146,7 +146,7 @@ class SpooledLog:
         now = time.time()
         outage = self.outage() or {"since_ms": int(now * 1000), "error": str(error)}
         if error is not None:
-            outage["error"] = str(error).split(" (", 1)[0]  # the reading, not the SDK's text
+            outage["error"] = error.reading or str(error)  # the reading, not the SDK's text
             log.warning("sample log store unreachable: batch spooled locally",
                         extra={"cluster": cluster, "error": outage["error"]})  # fmt: skip
         outage["last_try_s"] = outage.get("last_try_s", now) if error is None else now

@@ -87,31 +87,33 @@ def test_a_minute_without_the_store_loses_nothing(
     assert spooled.source_outcome(T0).reachable
 
     stack.stop_service("object-store")
-    started, i, took = time.monotonic(), 0, []
-    while time.monotonic() - started < OUTAGE_S:
-        i += 1
-        t = time.monotonic()
-        written = spooled.write_batch("lab", f"outage@{i}", cycle(i, "outage"))
-        took.append(time.monotonic() - t)
-        assert written and all(w.startswith(str(tmp_path / "spool")) for w in written)
-        time.sleep(POLL_S)
-    outage = spooled.source_outcome(T0 + i * 5 * SEC)
-    assert not outage.reachable and outage.source == "sample_log"
-    assert "does not answer" in outage.error and "LAGWATCH_S3_ENDPOINT" in outage.error
-    assert f"{i} batch file(s) held locally" in outage.error
-    assert max(took) < options.connect_timeout_s * options.retries + 2, took
+    try:
+        started, i, took = time.monotonic(), 0, []
+        while time.monotonic() - started < OUTAGE_S:
+            i += 1
+            t = time.monotonic()
+            written = spooled.write_batch("lab", f"outage@{i}", cycle(i, "outage"))
+            took.append(time.monotonic() - t)
+            assert written and all(w.startswith(str(tmp_path / "spool")) for w in written)
+            time.sleep(POLL_S)
+        outage = spooled.source_outcome(T0 + i * 5 * SEC)
+        assert not outage.reachable and outage.source == "sample_log"
+        assert "does not answer" in outage.error and "LAGWATCH_S3_ENDPOINT" in outage.error
+        assert f"{i} batch file(s) held locally" in outage.error
+        assert max(took) < options.connect_timeout_s * options.retries + 2, took
 
-    # What the collector records with its cycle: the sources page and /health/ say so.
-    cluster = Cluster.objects.create(name="lab")
-    store_cycle(cluster, CycleOutcome("lab", T0 + i * 5 * SEC, sources=[outage]))
-    health = client.get("/health/").json()
-    assert health["ok"] and health["sample_log"]["status"] == "unreachable"
-    assert "LAGWATCH_S3_ENDPOINT" in health["sample_log"]["error"]
-    client.force_login(django_user_model.objects.create_user("sre", password="x-123-y"))
-    page = client.get(reverse("ui:sources")).content.decode()
-    assert "Sample log store" in page and "does not answer" in page
+        # What the collector records with its cycle: the sources page and /health/ say so.
+        cluster = Cluster.objects.create(name="lab")
+        store_cycle(cluster, CycleOutcome("lab", T0 + i * 5 * SEC, sources=[outage]))
+        health = client.get("/health/").json()
+        assert health["ok"] and health["sample_log"]["status"] == "unreachable"
+        assert "LAGWATCH_S3_ENDPOINT" in health["sample_log"]["error"]
+        client.force_login(django_user_model.objects.create_user("sre", password="x-123-y"))
+        page = client.get(reverse("ui:sources")).content.decode()
+        assert "Sample log store" in page and "does not answer" in page
 
-    stack.start_service("object-store")
+    finally:
+        stack.start_service("object-store")
     i += 1
     wait_for(lambda: _written(spooled, i), timeout=60, what="a write once the store is back")
     assert spooled.pending() == 0 and spooled.source_outcome(T0).reachable
