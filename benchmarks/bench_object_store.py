@@ -5,9 +5,9 @@ reading the same samples from each.
 Data: ``bench_sample_log.workload`` (seed 7): ``--partitions`` partitions polled every 10 s
 for ``--cycles`` cycles, each cycle one ``write_batch`` into the store and one into the folder,
 alternating which goes first; the open hour compacted every six cycles on both, as beat's
-upkeep does. Then one driver process (``tests/lab/object_store_driver.py``: one application,
-the hadoop-aws jars shipped once) runs the status job ``--reps`` times over each log,
-alternating, each a full look-back read (the first run of an incremental chain).
+upkeep does. Then, ``--reps`` times, one driver process (``tests/lab/object_store_driver.py``:
+one application, the hadoop-aws jars shipped once) runs the status job over each log, which
+goes first alternating, each a full look-back read (the first run of an incremental chain).
 
     .venv/bin/python -m benchmarks.bench_object_store [--partitions 2000] [--cycles 90]
         [--reps 3] [--json FILE]
@@ -75,20 +75,22 @@ def run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
         now_ms = written["last_ms"] + 1
         window_ms = args.cycles * STEP_MS + 60_000
         runs: dict[str, list[float]] = {"store": [], "local": []}
-        for rep in range(args.reps):
+        for rep in range(args.reps):  # one application a rep, both logs, the order alternating
             logs = [("store", url), ("local", local.base)]
-            for name, samples in logs if rep % 2 == 0 else logs[::-1]:
-                results = tmp / f"results-{name}-{rep}"
-                out = subprocess.run(
-                    [sys.executable, "-m", "tests.lab.object_store_driver",
-                     "--master", env["SPARK_MASTER"], "--app", f"bench-{name}",
-                     "--log", samples, str(results), "--now-ms", str(now_ms),
-                     "--status-window-ms", str(window_ms), "--rollups-window-ms", "60000"],
-                    capture_output=True, text=True, check=True, timeout=1800,
-                    env={**os.environ, "PYSPARK_PYTHON": sys.executable},
-                )  # fmt: skip
-                found = json.loads(out.stdout.strip().splitlines()[-1])
-                runs[name].append(found["logs"][0]["status_s"][0])
+            logs = logs if rep % 2 == 0 else logs[::-1]
+            out = subprocess.run(
+                [sys.executable, "-m", "tests.lab.object_store_driver",
+                 "--master", env["SPARK_MASTER"], "--app", f"bench-{rep}",
+                 *[a for name, samples in logs
+                   for a in ("--log", samples, str(tmp / f"results-{name}-{rep}"))],
+                 "--now-ms", str(now_ms), "--status-window-ms", str(window_ms),
+                 "--rollups-window-ms", "60000"],
+                capture_output=True, text=True, check=True, timeout=1800,
+                env={**os.environ, "PYSPARK_PYTHON": sys.executable},
+            )  # fmt: skip
+            found = json.loads(out.stdout.strip().splitlines()[-1])
+            for (name, _), log in zip(logs, found["logs"], strict=True):
+                runs[name].append(log["status_s"][0])
                 print(f"rep {rep + 1} {name}: status {runs[name][-1]:.1f} s", flush=True)
     finally:
         stack.down()
