@@ -48,7 +48,8 @@ _FALSE: Final = frozenset({"0", "false", "no", "off"})
 # What pyarrow (the AWS C++ SDK) and hadoop-aws (the AWS Java SDK) say when the store refuses
 # the signature or the key, and when nothing answers at the address.
 _REFUSED: Final = re.compile(
-    r"InvalidAccessKeyId|SignatureDoesNotMatch|ACCESS_DENIED|AccessDenied|InvalidClientTokenId"
+    r"InvalidAccessKeyId|INVALID_ACCESS_KEY_ID|SignatureDoesNotMatch|SIGNATURE_DOES_NOT_MATCH"
+    r"|ACCESS_DENIED|AccessDenied|InvalidClientTokenId"
     r"|Status Code: 403|HTTP status code 403|response code 403",
     re.IGNORECASE,
 )

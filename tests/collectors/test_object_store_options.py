@@ -82,6 +82,10 @@ ERROR_TEXTS = [
     ("AWS Error UNKNOWN (HTTP status code 403) during HeadObject operation", ObjectStoreRefused),
     ("AWS Error [code 23]: The AWS Access Key Id you provided does not exist "
      "(InvalidAccessKeyId)", ObjectStoreRefused),
+    ("When listing objects under key 'samples/' in bucket 'lagwatch': AWS Error "
+     "INVALID_ACCESS_KEY_ID during ListObjectsV2 operation: The access key ID you provided does "
+     "not exist in our records.", ObjectStoreRefused),
+    ("AWS Error SIGNATURE_DOES_NOT_MATCH during PutObject operation", ObjectStoreRefused),
     ("AWS Error NETWORK_CONNECTION during PutObject operation: curlCode: 7, Couldn't connect "
      "to server", ObjectStoreUnreachable),
     ("curlCode: 28, Timeout was reached", ObjectStoreUnreachable),
