@@ -27,7 +27,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from benchmarks.bench_sample_log import workload
+from benchmarks.bench_sample_log import CLUSTER, workload
 from collectors.sample_log import SampleLog
 from collectors.sample_log.object_store import S3Options
 
@@ -45,7 +45,7 @@ def write_both(store: SampleLog, local: SampleLog, partitions: int, cycles: int)
         order = (("store", store), ("local", local))
         for name, log in order if i % 2 == 0 else order[::-1]:
             started = time.perf_counter()
-            log.write_batch("bench", str(ts), table)
+            log.write_batch(CLUSTER, str(ts), table)
             took[name].append((time.perf_counter() - started) * 1000)
         if i % 6 == 5:
             store.compact_open_hours(ts)
