@@ -33,6 +33,11 @@ PORTS = {"postgres": 25432, "redis": 26379, "web": 28000, "zookeeper": 22181, "k
 # local mode unless its Spark cluster is in the stack (then SPARK_MASTER is set, as compose
 # does), and it has no SMTP server (its alerts go to webhooks).
 NOT_IN_THE_LAB = {"SPARK_MASTER", "SPARK_LOCAL_IP"}
+# The sample log's object store: given only with the optional object-store service (the last
+# test below), like SPARK_MASTER with the Spark cluster.
+NOT_IN_THE_LAB |= {"LAGWATCH_SAMPLE_LOG_URL", "LAGWATCH_S3_ENDPOINT", "LAGWATCH_S3_REGION",
+                   "LAGWATCH_S3_PATH_STYLE", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY",
+                   "LAGWATCH_SPARK_JARS"}  # fmt: skip
 # Mail: the mode sends no email (webhooks only), so no mail server nor sender address.
 MAIL = {"LAGWATCH_ALERTS_EMAIL_FROM"}
 
@@ -129,3 +134,27 @@ def test_the_env_line_reads_the_secrets_without_printing_them(tmp_path: Path) ->
     assert shown == [
         "dashboard.settings.production", env["DJANGO_SECRET_KEY"], env["DATABASE_URL"],
     ]  # fmt: skip
+
+
+def test_the_env_line_reads_the_object_store_s_credentials_from_their_files(
+    tmp_path: Path,
+) -> None:
+    state = {
+        "version": 1, "id": "x", "run_dir": str(tmp_path), "boot_id": "", "production": False,
+        "redis_url": f"redis://127.0.0.1:{PORTS['redis']}/0",
+        "services": [{"name": "object-store", "ports": {"s3": PORTS["web"] + 1}, "log": ""}],
+    }  # fmt: skip
+    (tmp_path / "stack.json").write_text(json.dumps(state))
+    stack = Stack.load(tmp_path)
+    env = stack.django_env()
+    assert env["LAGWATCH_SAMPLE_LOG_URL"] == "s3a://lagwatch/samples"
+    assert env["LAGWATCH_S3_ENDPOINT"] == f"http://127.0.0.1:{PORTS['web'] + 1}"
+    line = manage_exports(stack)
+    assert env["AWS_SECRET_ACCESS_KEY"] not in line and env["AWS_ACCESS_KEY_ID"] not in line
+    shown = subprocess.run(
+        ["bash", "-c", f'{line}; printf "%s\\n%s\\n%s\\n%s" "$LAGWATCH_SAMPLE_LOG_URL" '
+         '"$LAGWATCH_S3_ENDPOINT" "$AWS_ACCESS_KEY_ID" "$AWS_SECRET_ACCESS_KEY"'],
+        capture_output=True, text=True, check=True,
+    ).stdout.split("\n")  # fmt: skip
+    assert shown == [env["LAGWATCH_SAMPLE_LOG_URL"], env["LAGWATCH_S3_ENDPOINT"],
+                     env["AWS_ACCESS_KEY_ID"], env["AWS_SECRET_ACCESS_KEY"]]  # fmt: skip
