@@ -43,6 +43,12 @@ Figures (printed as JSON, and written to ``--json``):
   while it lasted (ZooKeeper, Kafka) and whether it was served at all (every fault).
 
     .venv/bin/python -m benchmarks.soak [--minutes 30] [--json FILE] [--faults a,b]
+        [--database sqlite|postgresql]
+
+``--database postgresql`` runs the stack on the lab's PostgreSQL (``lab/postgres.py``, reached
+through Toxiproxy) and adds its faults: the server restarted (``OUTAGE_S``) and its network cut;
+the writers' lock is then PostgreSQL's table locks (``benchmarks/soak_db.py``). Memory is read
+every five minutes: the figures give each process tree's growth after the first 15.
 
 **Why some 650 lines in one module**: the faults, the scenario rounds and the figures that
 judge them read each other's records (a gap is excused by the fault active then, an alert by
@@ -56,7 +62,6 @@ import argparse
 import json
 import os
 import signal
-import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -72,9 +77,11 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from benchmarks.soak_db import DATABASES, SoakDatabase, db_time  # noqa: E402
 from benchmarks.soak_network import EXCUSED as NETWORK_EXCUSED  # noqa: E402
 from benchmarks.soak_network import network_faults  # noqa: E402
 from benchmarks.soak_watch import (  # noqa: E402
+    MemoryWatch,
     PageWatcher,
     cmdline,
     descendants,
@@ -83,6 +90,7 @@ from benchmarks.soak_watch import (  # noqa: E402
     now,
     page_figures,
 )
+from lab.postgres import stack_database_url  # noqa: E402
 from lab.services import LAB_CLUSTER  # noqa: E402
 from lab.stack import Stack  # noqa: E402
 from lab.workload.control import start_scenario, stop_scenario  # noqa: E402
@@ -94,7 +102,7 @@ SERVICES = [
     "toxiproxy", "zookeeper", "kafka", "redis", "workload", "web", "worker", "collector", "beat",
 ]  # fmt: skip
 PRODUCT = ("web", "worker", "collector", "beat", "workload")
-WATCHED = (*PRODUCT, "zookeeper", "kafka", "redis")  # whose memory the figures follow
+WATCHED = (*PRODUCT, "zookeeper", "kafka", "redis", "postgres")  # whose memory is followed
 OUTAGE_S = 30  # ZooKeeper, the broker, Redis
 COLLECTOR_DOWN_S = 5
 DB_LOCK_S = 10
@@ -103,7 +111,7 @@ ACTIVE_S, REST_S = 180, 60
 GRACE_S = WINDOW * POLL_S + 3 * JOB_S + 25
 STUCK = ("STALL", "STOP", "ERR")
 # Slots missing while these were down are not counted lost: nothing could collect them.
-EXCUSED = {"redis", "collector-kill", *NETWORK_EXCUSED}
+EXCUSED = {"redis", "collector-kill", "postgres", *NETWORK_EXCUSED}
 USER = "soak"
 
 
@@ -112,22 +120,17 @@ def loadavg() -> list[float]:
     return [round(x, 2) for x in os.getloadavg()]
 
 
-def db_time(text: str) -> float:
-    """A Django datetime column as SQLite stores it (UTC), as epoch seconds."""
-    at = datetime.fromisoformat(text)
-    return (at if at.tzinfo else at.replace(tzinfo=UTC)).timestamp()
-
-
 # --- the stack ---------------------------------------------------------------------------------
 
 
 class Lab:
-    """The soak's stack and what the script reads of it: the SQLite file (read-only), the
+    """The soak's stack and what the script reads of it: its database (``soak_db``), the
     control endpoint, a logged-in browser on the pages."""
 
-    def __init__(self, run_dir: Path) -> None:
+    def __init__(self, run_dir: Path, database: str = "sqlite") -> None:
         self.stack = Stack(run_dir)
-        self.db = run_dir / "data" / "lagwatch.sqlite3"
+        self.db = SoakDatabase(database, run_dir)
+        self.services = SERVICES + (["postgres"] if database == "postgresql" else [])
         self.endpoints: dict[str, str] = {}
         self.browser: Browser | None = None
 
@@ -139,7 +142,11 @@ class Lab:
             LAGWATCH_STATUS_WINDOW_COMMITS=str(WINDOW),
             SPARK_LOCAL_IP="127.0.0.1",
         )
-        self.endpoints = self.stack.up(SERVICES)
+        self.endpoints = self.stack.up(self.services)
+        if "postgres" in self.endpoints:
+            self.db.connect_postgres(
+                stack_database_url(self.stack.run_dir, self.endpoints["postgres"])
+            )
         password = self.manage("demo_user", USER).strip().splitlines()[-1]
         self.browser = Browser(self.endpoints["web"].rstrip("/"))
         self.browser.login(USER, password)
@@ -153,25 +160,18 @@ class Lab:
         return done.stdout
 
     def rows(self, sql: str, *args: object) -> list[tuple]:
-        """Rows of the stack's database, opened read-only (WAL: never blocks the writers)."""
-        if not self.db.exists():
-            return []
-        conn = sqlite3.connect(f"file:{self.db}?mode=ro", uri=True, timeout=30)
-        try:
-            return conn.execute(sql, args).fetchall()
-        except sqlite3.OperationalError:
-            return []
-        finally:
-            conn.close()
+        """Rows of the stack's database; none while it cannot answer."""
+        return self.db.rows(sql, *args)
 
     def pid(self, service: str) -> int | None:
         """The service's current process (a restarted one has a new pid)."""
-        return self.stack.status()["services"][service]["pid"]
+        return self.stack.status()["services"].get(service, {}).get("pid")
 
     def judged(self) -> bool:
         """Every partition collected and evaluated once: the warm-up is over."""
         (row,) = self.rows(
-            "SELECT COUNT(*), SUM(evaluated_at IS NULL) FROM monitoring_partitionstate"
+            "SELECT COUNT(*), SUM(CASE WHEN evaluated_at IS NULL THEN 1 ELSE 0 END) "
+            "FROM monitoring_partitionstate"
         ) or [(0, 0)]
         groups = self.rows("SELECT COUNT(*) FROM monitoring_consumergroup")
         return bool(row[0]) and not row[1] and groups[0][0] >= 8
@@ -286,18 +286,10 @@ def kill_spark_mid_run(lab: Lab, fault: Fault) -> None:
 
 
 def lock_database(lab: Lab, fault: Fault) -> None:
-    """``BEGIN EXCLUSIVE`` on the stack's SQLite file, held ``DB_LOCK_S``: every writer waits."""
-    conn = sqlite3.connect(str(lab.db), timeout=60, isolation_level=None)
-    try:
-        t = now()
-        conn.execute("BEGIN EXCLUSIVE")
-        fault.started = now()
-        fault.details["acquired_after_s"] = round(fault.started - t, 2)
-        time.sleep(DB_LOCK_S)
-        conn.execute("ROLLBACK")
-        fault.ended = now()
-    finally:
-        conn.close()
+    """Every writer of the stack's database held ``DB_LOCK_S`` (``soak_db``: SQLite's
+    ``BEGIN EXCLUSIVE``, PostgreSQL's table locks)."""
+    asked, fault.started, fault.ended = lab.db.hold_writers(DB_LOCK_S)
+    fault.details["acquired_after_s"] = round(fault.started - asked, 2)
 
 
 # name -> (how, which source the sources page must show down, or None)
@@ -311,6 +303,11 @@ FAULTS: list[tuple[str, Callable[[Lab, Fault], None], str | None]] = [
     ("db-lock", lock_database, None),
     # The network's faults through Toxiproxy, each kind on Kafka and ZooKeeper, the Redis cut.
     *network_faults(with_postgres=False),
+]
+# On PostgreSQL (``--database postgresql``): the server restarted, and its network cut.
+POSTGRES_FAULTS: list[tuple[str, Callable[[Lab, Fault], None], str | None]] = [
+    ("postgres", lambda lab, f: restart_service(lab, "postgres", f), None),
+    *[f for f in network_faults(with_postgres=True) if f[0] == "postgres-cut"],
 ]
 
 
@@ -595,9 +592,10 @@ def warm_up(lab: Lab) -> float:
 
 def run_faults(lab: Lab, start: float, span_s: float, only: list[str] | None) -> list[Fault]:
     """The faults (``only``: those named) at even spacing over the run, each in the middle of
-    its share."""
+    its share; PostgreSQL's own when the stack runs on it."""
     faults = []
-    chosen = [f for f in FAULTS if only is None or f[0] in only]
+    every = FAULTS + (POSTGRES_FAULTS if lab.db.kind == "postgresql" else [])
+    chosen = [f for f in every if only is None or f[0] in only]
     for i, (name, how, shows) in enumerate(chosen):
         due = start + (i + 0.5) * span_s / len(chosen)
         time.sleep(max(0.0, due - now()))
@@ -618,16 +616,18 @@ def figures(lab: Lab, cycler: Cycler, faults: list[Fault], start: float, end: fl
     }
 
 
-def soak(minutes: float, only: list[str] | None = None) -> dict[str, Any]:
+def soak(minutes: float, only: list[str] | None = None, database: str = "sqlite") -> dict:
     """One soak of ``minutes`` after the warm-up; the stack is always stopped at the end."""
     run_dir = Path(tempfile.mkdtemp(prefix="soak-"))
-    lab = Lab(run_dir)
+    lab = Lab(run_dir, database)
     out: dict[str, Any] = {
         "date": datetime.now(UTC).isoformat(timespec="seconds"), "minutes": minutes,
+        "database": database,
         "nproc": os.cpu_count(), "kernel": os.uname().release, "load_start": loadavg(),
         "poll_s": POLL_S, "job_s": JOB_S, "window_commits": WINDOW, "run_dir": str(run_dir),
     }  # fmt: skip
     faults: list[Fault] = []
+    stored: list[int] = []
     start = end = 0.0
     try:
         out["warm_up_s"] = warm_up(lab)
@@ -636,16 +636,21 @@ def soak(minutes: float, only: list[str] | None = None) -> dict[str, Any]:
         end = start + minutes * 60
         cycler = Cycler(lab.endpoints["control"], end)
         cycler.start()
+        watch = MemoryWatch(lab, WATCHED)
+        watch.start()
         faults = run_faults(lab, start, end - start, only)
         time.sleep(max(0.0, end - now()))
         cycler.join()
+        watch.stop()
         out["memory_end"] = memory(lab, WATCHED)
+        out["memory_after_15_min"] = watch.figures(start)
         out.update(figures(lab, cycler, faults, start, end))
         out["states_end"] = {n: s["state"] for n, s in lab.stack.status()["services"].items()}
+        stored = stored_slots(lab)  # while PostgreSQL still runs
     finally:
         lab.stack.down()
     # Once stopped, the sample log is whole: the cross-check reads it then.
-    out["samples"] = samples_lost(stored_slots(lab), parquet_slots(run_dir), start, end, faults)
+    out["samples"] = samples_lost(stored, parquet_slots(run_dir), start, end, faults)
     out["load_end"] = loadavg()
     return out
 
@@ -656,8 +661,10 @@ def main() -> None:
     parser.add_argument("--minutes", type=float, default=30.0)
     parser.add_argument("--json", type=Path)
     parser.add_argument("--faults", help="only these faults, comma-separated (default: all)")
+    parser.add_argument("--database", choices=DATABASES, default="sqlite")
     args = parser.parse_args()
-    result = soak(args.minutes, args.faults.split(",") if args.faults else None)
+    only = args.faults.split(",") if args.faults else None
+    result = soak(args.minutes, only, args.database)
     text = json.dumps(result, indent=1, default=str)
     print(text, flush=True)
     if args.json:

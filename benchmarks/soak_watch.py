@@ -101,6 +101,54 @@ def memory(lab: Lab, services: tuple[str, ...]) -> dict[str, dict[str, Any]]:
     return out
 
 
+class MemoryWatch:
+    """Every service's memory every ``every_s`` in a thread, so the figures can say whether it
+    stayed flat after the first ``settle_s`` (caches filled, JVMs warm): the growth from the
+    first reading at or after it to the last, per service's process tree."""
+
+    def __init__(self, lab: Lab, services: tuple[str, ...], every_s: float = 300.0) -> None:
+        self.lab, self.services, self.every_s = lab, services, every_s
+        self.readings: list[tuple[float, dict[str, dict[str, Any]]]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="soak-memory", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(60)
+        self.readings.append((now(), memory(self.lab, self.services)))
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self.readings.append((now(), memory(self.lab, self.services)))
+            except Exception as exc:  # noqa: BLE001 - a service restarting; read it next time
+                print(f"memory reading failed: {exc}", flush=True)
+            self._stop.wait(self.every_s)
+
+    def figures(self, start: float, settle_s: float = 900.0) -> dict[str, Any]:
+        """Per service: MiB of its tree at the settled reading and at the end, the growth in
+        per cent, and the series (minutes since the start, MiB)."""
+        settled = [(at, r) for at, r in self.readings if at - start >= settle_s]
+        out: dict[str, Any] = {"settle_min": settle_s / 60, "every_min": self.every_s / 60}
+        for name in self.services:
+            series = [
+                (round((at - start) / 60, 1), r[name].get("tree_rss_mib"))
+                for at, r in self.readings
+                if r.get(name, {}).get("tree_rss_mib")
+            ]
+            row: dict[str, Any] = {"series": series}
+            first = next((r[name].get("tree_rss_mib") for _, r in settled if name in r), None)
+            last = settled[-1][1].get(name, {}).get("tree_rss_mib") if settled else None
+            if first and last:
+                growth = round(100 * (last / first - 1), 1)
+                row.update(settled_mib=first, end_mib=last, growth_pct=growth)
+            out[name] = row
+        return out
+
+
 # --- the sources page --------------------------------------------------------------------------
 
 

@@ -31,5 +31,8 @@ urlpatterns = [
     path("reports/", include("dashboard.reports.urls")),
     path("", include("dashboard.ui.urls")),
 ]
+# A database that does not answer is a 503 saying so, not an anonymous 500 (dashboard/errors.py).
+handler500 = "dashboard.errors.server_error_or_unavailable"
+
 if settings.SSO_ENABLED:  # /oidc/authenticate/ and /oidc/callback/ (dashboard/accounts/sso.py)
     urlpatterns.insert(3, path("oidc/", include("mozilla_django_oidc.urls")))

@@ -471,9 +471,12 @@ def test_collection_resumes_after_redis_stopped_under_beat(run: ProductionRun) -
     all_running(run)
 
 
-def test_collection_and_health_resume_after_postgresql_restarted(run: ProductionRun) -> None:
+def test_collection_and_health_resume_after_postgresql_restarted(
+    run: ProductionRun, token: str
+) -> None:
     """A failover or an upgrade's restart: the broken persistent connections are dropped and
-    replaced, not kept failing until someone restarts the processes."""
+    replaced, not kept failing until someone restarts the processes. Meanwhile the API says
+    the database does not answer (503, ``Retry-After``), not an anonymous 500."""
     url = stack_database_url(run.stack.run_dir, run.endpoints["postgres"])
     running = wait_for(lambda: later_than(url, cycles(url)), 60, "a cycle stored")
     assert health(run) == 200
@@ -481,6 +484,11 @@ def test_collection_and_health_resume_after_postgresql_restarted(run: Production
     run.stack.stop_service("postgres")
     try:
         wait_for(lambda: health(run) == 503, 60, "the health check reporting the database down")
+        status, headers, body = Proxied(run.web).get(
+            "/api/v1/groups/", headers={"Authorization": f"Bearer {token}"}
+        )
+        assert (status, headers.get("Retry-After")) == (503, "10"), body[:500]
+        assert json.loads(body)["error"] == "database_unavailable"
         still_running(run, POSTGRES_OUTAGE_S)
     finally:
         run.stack.start_service("postgres")
