@@ -78,7 +78,9 @@ def random_world(seed: int) -> None:
     now = timezone.now()
     names = ["a", "b.c", HOSTILE, "ü-group", 'q"uote', "x" * 200]
     for c in range(rng.randint(1, 3)):
-        cluster = Cluster.objects.create(name=f"c{c}-{seed}", retention_risk_s=rng.choice([60, 3600]))
+        cluster = Cluster.objects.create(
+            name=f"c{c}-{seed}", retention_risk_s=rng.choice([60, 3600])
+        )
         for g in range(rng.randint(0, 5)):
             status = rng.choice(["OK", "WARN", "ERR", "STOP", "STALL", "REWIND", "UNKNOWN"])
             group = ConsumerGroup.objects.create(
@@ -174,11 +176,15 @@ def test_builds_replace_the_set_atomically_and_prune_old_ones(
     assert not list(published.glob(".*")), "no staging left behind"
     files = sorted(p.name for p in sets[-1].iterdir())
     assert files == sorted(
-        f"{kind}.{part}{gz}"
-        for kind in ("openmetrics", "text")
-        for part in ("groups", "partitions")
-        for gz in ("", ".gz")
+        ["clusters"]
+        + [
+            f"{kind}.{part}{gz}"
+            for kind in ("openmetrics", "text")
+            for part in ("groups", "partitions")
+            for gz in ("", ".gz")
+        ]
     )
+    assert len(list((sets[-1] / "clusters").iterdir())) == 2  # prod and staging
 
 
 def test_an_older_build_finishing_last_does_not_replace_a_newer_one(
@@ -299,3 +305,62 @@ def test_no_redis_means_scrapes_build_inline(client: Client, world: World, publi
     finally:
         locks._client = None
     assert series_value(text, "lagwatch_metrics_exposition_age_seconds") == 0
+
+
+def lag_of(client: Client, cluster: str, group: str) -> float:
+    _, text = scrape(client)
+    (line,) = [
+        line for line in text.splitlines()
+        if line.startswith("lagwatch_partition_lag{") and f'cluster="{cluster}"' in line
+        and f'group="{group}"' in line and 'partition="1"' in line
+    ]  # fmt: skip
+    return float(line.split()[-1])
+
+
+def test_a_cycle_s_build_reads_its_own_cluster_only(
+    client: Client, world: World, published: Path, settings
+) -> None:
+    east = Cluster.objects.create(name="east")
+    orders = ConsumerGroup.objects.create(cluster=east, source="kafka", name="orders",
+                                          status="OK", first_seen_at=world.now, last_seen_at=world.now)  # fmt: skip
+    PartitionState.objects.create(group=orders, topic="o", partition=1, committed=0, latest=5,
+                                  lag=5, status="OK", sampled_at=world.now)  # fmt: skip
+    exposition.build()
+    PartitionState.objects.filter(group__name="billing", partition=1).update(lag=401)
+    PartitionState.objects.filter(group=orders).update(lag=6)
+
+    exposition.build(clusters={"prod"})
+    time.sleep(0.01)
+    assert json.loads((published / "manifest.json").read_text())["read"] == ["prod"]
+    assert lag_of(client, "prod", "billing") == 401  # read again
+    assert lag_of(client, "east", "orders") == 5  # east's series taken from the set before
+    exposition.build(clusters={"east"})
+    time.sleep(0.01)
+    assert (lag_of(client, "prod", "billing"), lag_of(client, "east", "orders")) == (401, 6)
+    assert_same_as_inline(client, settings)
+
+    west = Cluster.objects.create(name="west")  # no pieces yet: read whatever was asked for
+    ConsumerGroup.objects.create(cluster=west, source="kafka", name="w", status="OK",
+                                 first_seen_at=world.now, last_seen_at=world.now)  # fmt: skip
+    east.delete()  # gone: its pieces are not carried over
+    exposition.build(clusters={"prod"})
+    time.sleep(0.01)
+    assert json.loads((published / "manifest.json").read_text())["read"] == ["prod", "west"]
+    _, text = scrape(client)
+    assert 'cluster="east"' not in text and 'cluster="west"' in text
+    assert_same_as_inline(client, settings)
+
+
+def test_cycles_ask_for_their_cluster_and_runs_for_every_one(queued: list, world: World) -> None:
+    from dashboard.signals import announce_figures
+
+    assert exposition.take_requested() is None  # nothing asked: a whole build
+    announce_figures(cluster="prod")
+    announce_figures(cluster="staging")
+    announce_figures(cluster="prod")
+    assert len(queued) == 1  # folded into one build
+    assert exposition.take_requested() == {"prod", "staging"}
+    assert exposition.take_requested() is None  # taken: emptied
+    announce_figures(cluster="prod")
+    announce_figures(run=object())  # a Spark run may change any cluster
+    assert exposition.take_requested() is None

@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 
 from django.db.models import Count, Max
 from django.utils import timezone
@@ -99,8 +99,17 @@ class LagwatchCollector:
     only (``/metrics?partitions=false``).
     """
 
-    def __init__(self, partitions: bool = True) -> None:
+    def __init__(self, partitions: bool = True, clusters: Collection[str] | None = None) -> None:
         self.partitions = partitions
+        # The bulk families of these clusters only (a build after one cluster's cycle: pieces.py).
+        self.clusters = None if clusters is None else set(clusters)
+
+    def _mine(self, queryset, field: str = "group__cluster__name"):  # noqa: ANN001, ANN202
+        return (
+            queryset
+            if self.clusters is None
+            else queryset.filter(**{f"{field}__in": self.clusters})
+        )
 
     def describe(self) -> list[Metric]:
         return []  # not probed at registration: no database access at import time
@@ -146,13 +155,13 @@ class LagwatchCollector:
         took.add_metric([], time.perf_counter() - started)
         yield took
 
-    @staticmethod
-    def _groups() -> dict[int, tuple]:
+    def _groups(self) -> dict[int, tuple]:
         """Every group in one query: id -> (labels, status, complete, stale, members,
         generation, group type, first seen)."""
         groups = {}
-        for pk, cluster, source, name, *rest in (
-            ConsumerGroup.objects.order_by().values_list(*GROUP_COLUMNS).iterator(chunk_size=5000)
+        mine = self._mine(ConsumerGroup.objects.order_by(), "cluster__name")
+        for pk, cluster, source, name, *rest in mine.values_list(*GROUP_COLUMNS).iterator(
+            chunk_size=5000
         ):
             groups[pk] = ((cluster, source, name), *rest)
         return groups
@@ -179,7 +188,7 @@ class LagwatchCollector:
         totals: dict[int, list] = defaultdict(lambda: [0, None, 0, None, 0])
         each = self.partitions
         for group_id, topic, partition, lag, time_lag, status, left in (
-            PartitionState.objects.order_by()
+            self._mine(PartitionState.objects.order_by())
             .values_list(
                 "group_id", "topic", "partition", "lag", "time_lag_s", "status", "retention_left_s"
             )
@@ -283,6 +292,8 @@ class LagwatchCollector:
                 labels,
             )  # fmt: skip
             for key, trend in sorted(trends.everyone_s_trends(level, now).items()):
+                if self.clusters is not None and key[0] not in self.clusters:
+                    continue
                 values = [str(v) for v in key]
                 pairs = (
                     (produce, trend.produce_per_s), (consume, trend.consume_per_s),
@@ -311,13 +322,13 @@ class LagwatchCollector:
             labels=GROUP,
         )
         commits = dict(
-            PartitionState.objects.filter(last_commit_at__isnull=False)
+            self._mine(PartitionState.objects.filter(last_commit_at__isnull=False))
             .order_by()
             .values_list("group_id")
             .annotate(at=Max("last_commit_at"))
         )
         counts = dict(
-            RebalanceEvent.objects.exclude(cause__in=LIFECYCLE_CAUSES)
+            self._mine(RebalanceEvent.objects.exclude(cause__in=LIFECYCLE_CAUSES))
             .order_by()
             .values_list("group_id")
             .annotate(n=Count("id"))
@@ -347,10 +358,14 @@ class LagwatchCollector:
                 ("failed", "Tuples failed or timed out (Storm UI; restarts with the worker)."),
             )
         }
-        latency = _gauge("lagwatch_spout_complete_latency_ms",
-                         "Storm UI's complete latency of the spout, milliseconds.", SPOUT)
-        pending = _gauge("lagwatch_spout_pending",
-                         "The spout task's tuples in flight (its push).", SPOUT)
+        latency = _gauge(
+            "lagwatch_spout_complete_latency_ms",
+            "Storm UI's complete latency of the spout, milliseconds.",
+            SPOUT,
+        )
+        pending = _gauge(
+            "lagwatch_spout_pending", "The spout task's tuples in flight (its push).", SPOUT
+        )
         cap = _gauge("lagwatch_spout_max_pending",
                      "topology.max.spout.pending of the spout (its push).", SPOUT)  # fmt: skip
         for row in latest_spouts(now):

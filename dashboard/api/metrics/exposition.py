@@ -10,6 +10,11 @@ process memory until the next set) and adds the small live families (ages, sourc
 spouts, producers), read at most once a second per process. Same series and values as
 building everything per scrape.
 
+A stored cycle asks for its own cluster (``request_build(cluster)``): the build then reads and
+encodes that cluster's groups and partitions only, and takes every other cluster's encoded
+series from the set before (``pieces.py``); a Spark run, which may change any cluster, or a set
+without those pieces asks for everything.
+
 The file, not process memory, is what gunicorn's workers and the Celery worker share. A scrape
 builds inline, as before, when no set younger than ``LAGWATCH_METRICS_MAX_AGE_S`` exists (no
 worker running, the first scrape after start) or when the feature is off. Direct database
@@ -25,8 +30,9 @@ import os
 import shutil
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 from django.conf import settings
@@ -35,6 +41,7 @@ from prometheus_client import exposition as text_format
 from prometheus_client.core import Metric
 from prometheus_client.openmetrics import exposition as om_format
 
+from dashboard.api.metrics import pieces
 from dashboard.api.metrics.collector import LagwatchCollector
 
 log = logging.getLogger(__name__)
@@ -45,6 +52,9 @@ _EOF = b"# EOF\n"
 _MANIFEST = "manifest.json"
 _KEEP_SETS = 3  # a reader that listed the previous set still finds its files
 _REQUESTED_KEY = "lagwatch:metrics:build-requested"
+_DIRTY_KEY = "lagwatch:metrics:dirty"  # the clusters the next build must read again
+_EVERY_CLUSTER = "*"
+_PIECES = "clusters"
 
 
 class _Families:
@@ -73,27 +83,60 @@ def kind_of(content_type: str) -> str:
     return "openmetrics" if content_type.startswith("application/openmetrics-text") else "text"
 
 
-def build(directory: Path | None = None) -> Path:
-    """Collects the bulk families once and publishes them: per format, the group families and
+def build(directory: Path | None = None, clusters: Collection[str] | None = None) -> Path:
+    """Collects the bulk families and publishes them: per format, the group families and
     the partition families as separate bodies (``?partitions=false`` serves the first only),
-    plain and gzipped. Returns the published set's folder."""
+    plain and gzipped. ``clusters``: only these are read again, every other cluster's series
+    come from the set before (all are read when it has none of a cluster's). Returns the
+    published set's folder."""
     directory = Path(directory or settings.LAGWATCH_METRICS_DIR)
     directory.mkdir(parents=True, exist_ok=True)
     built_at = time.time()
-    families = list(LagwatchCollector(partitions=True).bulk(timezone.now()))
-    per_partition = [f for f in families if f.name.startswith(_PARTITION_PREFIX)]
-    per_group = [f for f in families if not f.name.startswith(_PARTITION_PREFIX)]
+    from dashboard.monitoring.models import Cluster
+
+    known = sorted(Cluster.objects.values_list("name", flat=True))
+    current = _read_manifest(directory)
+    before = directory / current["set"] / _PIECES if current else None
+    if clusters is None or before is None or not before.is_dir():
+        fresh = set(known)
+    else:
+        missing = {c for c in known if not (before / pieces.file_name(c)).exists()}
+        fresh = (set(clusters) & set(known)) | missing
+    families = list(LagwatchCollector(partitions=True, clusters=fresh).bulk(timezone.now()))
+    mains = {kind: pieces.headers(families, partial(encode, kind)) for kind in KINDS}
+    shares = pieces.by_cluster(families)
     name = f"set-{time.time_ns()}-{os.getpid()}"
     staging = directory / f".{name}"
-    staging.mkdir()
+    (staging / _PIECES).mkdir(parents=True)
+    per_cluster = []
+    for cluster in known:
+        file = staging / _PIECES / pieces.file_name(cluster)
+        if cluster in fresh:
+            kinds = {
+                kind: pieces.sections(
+                    shares.get(cluster, []), partial(encode, kind), {m for m, _ in mains[kind]}
+                )
+                for kind in KINDS
+            }
+            pieces.write(file, cluster, kinds)
+        else:
+            assert before is not None
+            _, kinds = pieces.read(before / pieces.file_name(cluster))
+            shutil.copyfile(before / pieces.file_name(cluster), file)
+        per_cluster.append(kinds)
     for kind in KINDS:
-        for part, chosen in (("groups", per_group), ("partitions", per_partition)):
-            body = encode(kind, chosen)
+        for part in ("groups", "partitions"):
+            chosen = [
+                (main, header)
+                for main, header in mains[kind]
+                if main.startswith(_PARTITION_PREFIX) == (part == "partitions")
+            ]
+            body = pieces.assemble(chosen, [c.get(kind, {}) for c in per_cluster])
             (staging / f"{kind}.{part}").write_bytes(body)
             (staging / f"{kind}.{part}.gz").write_bytes(gzip.compress(body, compresslevel=5))
     os.replace(staging, directory / name)
     manifest = directory / f".{_MANIFEST}.{os.getpid()}"
-    manifest.write_text(json.dumps({"set": name, "built_at": built_at}))
+    manifest.write_text(json.dumps({"set": name, "built_at": built_at, "read": sorted(fresh)}))
     newest = _read_manifest(directory)
     if newest is not None and newest["built_at"] > built_at:
         manifest.unlink()  # a build that started later published already
@@ -187,13 +230,25 @@ def served_body(key: tuple, make: Callable[[], bytes]) -> bytes:
 _BUILDING_KEY = "lagwatch:metrics:building"
 
 
-def request_build() -> None:
-    """Asks for one build: requests made while one is queued are folded into it (the task
-    clears the flag when it starts, so a write during a build asks for the next). Sent without
-    a countdown: a worker holding an ETA message when Redis went away died in kombu's
-    restore of unacked messages (tests/lab/test_production_run.py, Redis stopped under beat)."""
+def request_build(cluster: str | None = None) -> None:
+    """Asks for one build of ``cluster``'s figures (None: every cluster's): requests made while
+    one is queued are folded into it, their clusters together (the task clears the flag when
+    it starts, so a write during a build asks for the next). Sent without a countdown: a
+    worker holding an ETA message when Redis went away died in kombu's restore of unacked
+    messages (tests/lab/test_production_run.py, Redis stopped under beat)."""
     if not settings.LAGWATCH_METRICS_PREBUILT:
         return
+    from dashboard.locks import client
+
+    try:
+        client().sadd(_DIRTY_KEY, cluster or _EVERY_CLUSTER)
+    except Exception as exc:  # noqa: BLE001 - Redis or the broker down: scrapes build inline
+        log.warning("metrics exposition build not requested: %s", exc)
+        return
+    _ask_for_build()
+
+
+def _ask_for_build() -> None:
     from dashboard.api.metrics.tasks import build_metrics_exposition
     from dashboard.locks import claim_once
 
@@ -213,9 +268,24 @@ def build_once() -> Path | None:
     clear_request()
     with exclusive(_BUILDING_KEY, ttl_s=max(60, settings.LAGWATCH_METRICS_MAX_AGE_S)) as mine:
         if not mine:
-            request_build()
+            _ask_for_build()  # the clusters asked for stay listed for that build
             return None
-        return build()
+        return build(clusters=take_requested())
+
+
+def take_requested() -> set[str] | None:
+    """The clusters asked for since the last build, emptied as they are taken; None for every
+    cluster (one request was for all, or Redis cannot say)."""
+    from dashboard.locks import client
+
+    try:
+        with client().pipeline(transaction=True) as pipe:
+            asked, _ = pipe.smembers(_DIRTY_KEY).delete(_DIRTY_KEY).execute()
+    except Exception as exc:  # noqa: BLE001 - read everything rather than miss a change
+        log.warning("metrics exposition: the clusters asked for are unknown: %s", exc)
+        return None
+    names = {a.decode() if isinstance(a, bytes) else a for a in asked}
+    return None if not names or _EVERY_CLUSTER in names else names
 
 
 def clear_request() -> None:
