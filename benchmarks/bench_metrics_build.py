@@ -119,9 +119,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bench-metrics-") as tmp:
         env = _env(Path(tmp))
         env["LAGWATCH_METRICS_DIR"] = str(Path(tmp) / "metrics")
-        argv = [sys.executable, "-m", "benchmarks.bench_metrics_build", "--child",
-                *sys.argv[1:]]  # fmt: skip
-        argv = [a for a in argv if not a.startswith("--json")]
+        argv = [sys.executable, "-m", "benchmarks.bench_metrics_build", "--child"]
+        for name in ("clusters", "groups", "partitions", "reps"):
+            argv += [f"--{name}", str(getattr(args, name))]
         done = subprocess.run(argv, cwd=ROOT, env=env, check=True, capture_output=True, text=True)
     result = json.loads(done.stdout.strip().splitlines()[-1])
     result.update(
