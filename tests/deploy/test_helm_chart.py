@@ -306,10 +306,12 @@ def test_an_existing_secret_and_external_services(helm: Path) -> None:
     for component, box in lagwatch_containers(docs):
         refs = {v["name"]: v["valueFrom"]["secretKeyRef"] for v in box["env"]}
         assert {"DJANGO_SECRET_KEY", "LAGWATCH_INGEST_TOKEN", "DATABASE_URL", "REDIS_URL",
-                "EMAIL_HOST_PASSWORD", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"} == set(refs), (
+                "EMAIL_HOST_PASSWORD", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY",
+                "LAGWATCH_OIDC_CLIENT_SECRET"} == set(refs), (
             component)  # fmt: skip
         assert {ref["name"] for ref in refs.values()} == {"lagwatch-prod"}
-        for optional in ("EMAIL_HOST_PASSWORD", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
+        for optional in ("EMAIL_HOST_PASSWORD", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY",
+                         "LAGWATCH_OIDC_CLIENT_SECRET"):  # fmt: skip
             assert refs[optional].get("optional") is True  # may be absent
     (settings,) = by_kind(docs, "ConfigMap").values()
     assert "REDIS_URL" not in settings["data"]
@@ -349,6 +351,35 @@ def test_the_chart_environment_loads_the_production_settings(
     assert got["auth"] == "token"
     assert got["mail"] == ["smtp.example.com", 587, True, "not-a-real-smtp-password"]
 
+
+
+def test_single_sign_on_settings_reach_every_pod(helm: Path, tmp_path: Path) -> None:
+    """settings.sso and secrets.oidcClientSecret: the issuer and the role map in the ConfigMap,
+    the client's secret from the Secret; the production settings load with single sign-on on."""
+    docs = render(helm, "settings.sso.issuer=https://id.example.com/realms/ops",
+                  "settings.sso.clientId=lagwatch", "settings.sso.groupRoles=sre=operator\\,leads=admin",
+                  "settings.sso.requireGroup=true",
+                  "secrets.oidcClientSecret=not-a-real-oidc-secret")  # fmt: skip
+    env = environment(docs, container(docs, "web"))
+    assert env["LAGWATCH_OIDC_ISSUER"] == "https://id.example.com/realms/ops"
+    assert env["LAGWATCH_OIDC_GROUP_ROLES"] == "sre=operator,leads=admin"
+    assert env["LAGWATCH_OIDC_REQUIRE_GROUP"] == "1"
+    assert env["LAGWATCH_OIDC_CLIENT_SECRET"] == "not-a-real-oidc-secret"
+    for config_map in by_kind(docs, "ConfigMap").values():
+        assert "LAGWATCH_OIDC_CLIENT_SECRET" not in config_map["data"]
+    run_env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "DATABASE_"))}
+    run_env.update({k: v for k, v in env.items() if v is not None})
+    run_env["LAGWATCH_DATA_DIR"] = str(tmp_path / "data")
+    code = (
+        "import json, django; django.setup(); from django.conf import settings as s;"
+        "print(json.dumps([s.SSO_ENABLED, s.OIDC_RP_CLIENT_ID, s.LAGWATCH_OIDC_GROUP_ROLES]))"
+    )
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=run_env,
+                            capture_output=True, text=True, check=False, timeout=120)  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    sso, client_id, roles = json.loads(result.stdout.strip().splitlines()[-1])
+    assert (sso, client_id) == (True, "lagwatch")
+    assert roles == {"sre": "operator", "leads": "admin"}
 
 # --- Probes, volumes, resources, images -----------------------------------------------------
 

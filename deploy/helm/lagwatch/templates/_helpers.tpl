@@ -76,7 +76,7 @@ env:
         name: {{ include "lagwatch.secretName" $ }}
         key: EMAIL_HOST_PASSWORD
         optional: true
-{{- range list "AWS_ACCESS_KEY_ID" "AWS_SECRET_ACCESS_KEY" }}
+{{- range list "AWS_ACCESS_KEY_ID" "AWS_SECRET_ACCESS_KEY" "LAGWATCH_OIDC_CLIENT_SECRET" }}
   - name: {{ . }}
     valueFrom:
       secretKeyRef:
