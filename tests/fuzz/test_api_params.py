@@ -46,10 +46,14 @@ ENDPOINTS: dict[str, list[str]] = {
     "/api/v1/reports/{id}/": [],
     "/api/v1/reports/export": ["cluster", "group", "groups", "topic", "topics", "source",
                                "sources", "since", "start", "end", "resolution", "format"],
+    "/api/v1/audit/": ["object_type", "actor", "since", "until"],
 }  # fmt: skip
+# Asked with a write token (the audit log is for admins and write tokens); the rest with a read
+# token, as a dashboard or a script would.
+WRITE = {"/api/v1/audit/"}
 PAGED = {"/api/v1/clusters/", "/api/v1/groups/", "/api/v1/partitions/", "/api/v1/status/",
          "/api/v1/status/changes/", "/api/v1/rebalances/", "/api/v1/alerts/",
-         "/api/v1/reports/"}  # fmt: skip
+         "/api/v1/reports/", "/api/v1/audit/"}  # fmt: skip
 
 _offsets = st.sampled_from([timezone(timedelta(hours=h)) for h in (-14, -1, 0, 1, 14)])
 _times = st.datetimes(min_value=datetime(1, 1, 1), max_value=datetime(9999, 12, 31, 23, 59),
@@ -62,6 +66,7 @@ values = st.one_of(
                      "raw", "1m", "1h", "auto", "true", "no", "all", "none", "group",
                      "partition", "firing", "critical", "done", "csv", "parquet", "xlsx",
                      "POISON_MESSAGE", "prod", "billing", "invoices", "0", "-1", "1", "500",
+                     "rule", "cluster", "token:fuzz-reader", "manage.py lagwatch_user", "system",
                      "9" * 30, "1e3", "", "\x00", "é", "</script>", "2026-13-01", "T"]),
     st.text(max_size=20),
 )  # fmt: skip
@@ -90,11 +95,14 @@ def api(db: None, client: Client, settings: Any, tmp_path) -> dict[str, Any]:
         "id": "1",
     }
     secret = create_token("fuzz-reader", TokenScope.READ)[1]
-    return {"client": client, "ids": ids, "headers": {"Authorization": f"Bearer {secret}"}}
+    writer = create_token("fuzz-writer", TokenScope.WRITE)[1]
+    return {"client": client, "ids": ids, "headers": {"Authorization": f"Bearer {secret}"},
+            "write_headers": {"Authorization": f"Bearer {writer}"}}  # fmt: skip
 
 
 def check_get(api: dict[str, Any], path: str, query: list[tuple[str, str]]) -> int:
-    response = api["client"].get(path, query, headers=api["headers"])
+    headers = api["write_headers"] if path in WRITE else api["headers"]
+    response = api["client"].get(path, query, headers=headers)
     if response.streaming:  # an export: its errors would come while it streams
         b"".join(response.streaming_content)
     status = response.status_code
@@ -157,3 +165,12 @@ def test_a_time_with_an_offset_is_read_in_utc(api: dict) -> None:
         headers=api["headers"],
     )
     assert response.json()["since"] == at.isoformat().replace("+00:00", "Z")
+
+
+def test_the_audit_log_is_fuzzed_with_entries_to_find(api: dict) -> None:
+    """The world's changes are in the log (so a filter can match); a read token is refused."""
+    client = api["client"]
+    answer = client.get("/api/v1/audit/", headers=api["write_headers"]).json()
+    assert answer["count"] > 0
+    refused = client.get("/api/v1/audit/", headers=api["headers"])
+    assert refused.status_code == 403
