@@ -1,0 +1,384 @@
+"""Lagwatch's stored cycle beside one kminion scrape: the same broker, the same groups, one run.
+
+kminion (redpanda-data/kminion, the Go module ``github.com/cloudhut/kminion/v2``, pinned to
+``KMINION_VERSION``) collects when Prometheus scrapes it: each ``GET /metrics`` lists the
+groups, describes them, fetches every group's committed offsets and both ends of every
+partition, then renders the text. One scrape is therefore its collection cycle, timed here
+as the HTTP GET to its last byte (plain text, no gzip, as ``curl`` asks). Lagwatch's stored
+cycle is what a collector worker does per poll (``dashboard.store.cycle.run_cluster_cycle``:
+the sources, assembly, the database rows on SQLite and the Parquet micro-batch), timed as
+``bench_cycle.py`` times it; its Kafka reads alone are ``KafkaSource.collect``.
+
+Set-up: the lab's Apache Kafka broker (``bench_kafka.own_kafka``) started here, filled by
+``bench_kafka.populate`` (40 topics x 10 partitions; every group commits on 50 partitions,
+1 to 3 records behind, so every partition's time lag grows and each stored cycle rewrites
+every row: the store's worst case). 200 groups by default, ``--groups 2000`` for 2,000 x 50.
+Two kminion processes read the same broker:
+
+* ``kminion``: its reference configuration's defaults (docs/reference-config.yaml), as a new
+  user runs it: consumer groups by the Admin API (``scrapeMode: adminApi``) at
+  ``granularity: partition``, topic metrics per partition with the ``cleanup.policy`` info
+  metric, log dirs, no end-to-end probe (off by default);
+* ``kminion_groups``: the same with topic metrics and log dirs off, i.e. only the consumer
+  groups' offsets and lag: the least a scrape of the same groups can do.
+
+Their YAML is written by ``kminion_config`` below (``CONFIG_FILEPATH`` points the binary at
+it; nothing else is set). Each variant is warmed up once, checked (every group's 50 partition
+lags in kminion's text, every partition in Lagwatch's cycle), then run ``--reps`` times,
+interleaved rep by rep so that load from elsewhere hits all alike. Reported: median and p90
+of each, and the ratios stored cycle / kminion scrape and Kafka reads / kminion scrape.
+
+kminion is not built by ``scripts/setup``: the first run builds it into
+``~/.cache/lagwatch/go-bench/kminion-<version>`` (``go install`` of its module through the Go
+proxy; where the proxy does not serve it, ``--kminion-source`` names a clone of its
+repository, a bare one too, and it is built from the pinned tag with ``go build``), or
+``--kminion`` names a binary.
+
+    .venv/bin/python -m benchmarks.bench_kminion [--groups 200] [--reps 9] [--profile]
+        [--kminion PATH | --kminion-source REPO] [--json FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import json
+import os
+import platform
+import pstats
+import shutil
+import statistics
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from benchmarks import bench_cycle, bench_kafka  # noqa: E402
+
+KMINION_VERSION = "v2.3.5"
+KMINION_MODULE = "github.com/cloudhut/kminion/v2"  # its go.mod's path; repo redpanda-data/kminion
+PREFIX = "bench"
+PARTITION_LAG = "kminion_kafka_consumer_group_topic_partition_lag{"
+
+
+# -- kminion: build, configure, run ----------------------------------------------------------
+
+
+def kminion_binary(source: Path | None) -> Path:
+    """The pinned kminion, built once into the cache: its module through the Go proxy, else
+    ``source`` (a clone of its repository, or a source tree) at the pinned tag."""
+    from lab.go_build import go_built
+    from lab.kafka_dist import cache_root
+
+    target = cache_root() / "go-bench" / f"kminion-{KMINION_VERSION.lstrip('v')}"
+    if target.is_file():
+        return target
+    with tempfile.TemporaryDirectory(prefix="kminion-build-") as tmp:
+        try:
+            return go_built(
+                target, ["install", f"{KMINION_MODULE}@{KMINION_VERSION}"], Path(tmp),
+                built_name="kminion",
+            )  # fmt: skip
+        except subprocess.CalledProcessError:
+            if source is None:
+                raise SystemExit(
+                    f"the Go proxy does not serve {KMINION_MODULE}@{KMINION_VERSION}: "
+                    "pass --kminion-source (a clone of redpanda-data/kminion) or --kminion"
+                ) from None
+        tree = source if (source / "go.mod").is_file() else _checkout(source, Path(tmp))
+        return go_built(target, ["build", "-mod=mod", "-o", "{out}", "."], tree)
+
+
+def _checkout(repo: Path, into: Path) -> Path:
+    """The pinned tag's files from a git repository (bare or not)."""
+    git_dir = repo / ".git" if (repo / ".git").exists() else repo
+    archive = subprocess.run(
+        ["git", "--git-dir", str(git_dir), "archive", "--format=tar", KMINION_VERSION],
+        capture_output=True, check=True,
+    )  # fmt: skip
+    tree = into / "src"
+    with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
+        tar.extractall(tree, filter="data")
+    return tree
+
+
+def kminion_config(bootstrap: str, port: int, *, groups_only: bool) -> str:
+    """kminion's YAML: its reference defaults, pointed at the broker; ``groups_only`` turns
+    off what is not the consumer groups (topic metrics, log dirs)."""
+    others = "false" if groups_only else "true"
+    return f"""\
+logger:
+  level: warn
+kafka:
+  brokers: ["{bootstrap}"]
+  clientId: kminion
+minion:
+  consumerGroups:
+    enabled: true
+    scrapeMode: adminApi
+    granularity: partition
+    allowedGroups: [".*"]
+  topics:
+    enabled: {others}
+    granularity: partition
+    allowedTopics: [".*"]
+    infoMetric:
+      configKeys: ["cleanup.policy"]
+  logDirs:
+    enabled: {others}
+  endToEnd:
+    enabled: false
+exporter:
+  namespace: kminion
+  host: 127.0.0.1
+  port: {port}
+"""
+
+
+@contextmanager
+def running_kminion(
+    binary: Path, bootstrap: str, run_dir: Path, name: str, *, groups_only: bool
+) -> Iterator[str]:
+    """A kminion process on a free port, ready; yields its base URL; stopped on exit."""
+    from lab import ports
+    from tests.waiting import wait_for
+
+    port = ports.pick_free_ports(1)[0]
+    config = run_dir / f"{name}.yaml"
+    config.write_text(kminion_config(bootstrap, port, groups_only=groups_only))
+    base = f"http://127.0.0.1:{port}"
+    with open(run_dir / f"{name}.log", "wb") as log:
+        proc = subprocess.Popen(
+            [str(binary)], env={**os.environ, "CONFIG_FILEPATH": str(config)},
+            stdout=log, stderr=subprocess.STDOUT, cwd=run_dir,
+        )  # fmt: skip
+        try:
+            wait_for(lambda: _ready(base, proc), 120, f"{name} ready", 0.5)
+            yield base
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+def _ready(base: str, proc: subprocess.Popen[bytes]) -> bool:
+    if proc.poll() is not None:
+        raise SystemExit(f"kminion exited with {proc.returncode} (its log: {base})")
+    try:
+        with urllib.request.urlopen(f"{base}/ready", timeout=5) as resp:
+            return resp.status == 200
+    except (urllib.error.URLError, OSError):
+        return False
+
+
+def scrape(base: str) -> bytes:
+    """One ``GET /metrics`` read to its end: one kminion collection."""
+    with urllib.request.urlopen(f"{base}/metrics", timeout=120) as resp:
+        return resp.read()
+
+
+def partition_lags(text: bytes) -> int:
+    """How many of the benchmark's groups' partition-lag series a scrape holds."""
+    needle = f'{PARTITION_LAG}group_id="{PREFIX}-g'.encode()
+    return sum(1 for line in text.splitlines() if line.startswith(needle))
+
+
+# -- measuring --------------------------------------------------------------------------------
+
+
+def interleaved(variants: dict[str, Callable[[], object]], reps: int) -> dict[str, list[float]]:
+    times: dict[str, list[float]] = {name: [] for name in variants}
+    for _ in range(reps):
+        for name, run in variants.items():
+            started = time.perf_counter()
+            run()
+            times[name].append(time.perf_counter() - started)
+            __import__("gc").collect()  # the next variant does not pay for this one's garbage
+    return times
+
+
+def p90(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(0.9 * (len(ordered) - 1)))]
+
+
+def summary(times: dict[str, list[float]]) -> dict[str, dict[str, Any]]:
+    return {
+        name: {
+            "runs": len(v),
+            "median_s": round(statistics.median(v), 4),
+            "p90_s": round(p90(v), 4),
+            "min_s": round(min(v), 4),
+            "max_s": round(max(v), 4),
+            "samples_s": [round(x, 4) for x in v],
+        }
+        for name, v in times.items()
+    }
+
+
+def ratios(results: dict[str, dict[str, Any]]) -> dict[str, float]:
+    out = {}
+    for ours in ("stored_cycle", "kafka_reads"):
+        for theirs in ("kminion", "kminion_groups"):
+            for stat in ("median_s", "p90_s"):
+                key = f"{ours} / {theirs} ({stat[:-2]})"
+                out[key] = round(results[ours][stat] / results[theirs][stat], 3)
+    return out
+
+
+def profile_cycle(cycles: bench_cycle.Cycles, top: int) -> str:
+    profile = cProfile.Profile()
+    cycles.run(profile)
+    out = io.StringIO()
+    stats = pstats.Stats(profile, stream=out)
+    stats.sort_stats("cumulative").print_stats(top)
+    stats.sort_stats("tottime").print_stats(top)
+    return out.getvalue()
+
+
+def measure(args: argparse.Namespace, binary: Path, run_dir: Path) -> dict[str, Any]:
+    from confluent_kafka.admin import AdminClient
+
+    from collectors.cycle.runner import forget_clusters
+    from collectors.kafka import KafkaSource
+    from dashboard.monitoring.models import Cluster
+
+    per_group = bench_kafka.TOPICS_PER_GROUP * bench_kafka.PARTITIONS
+    expected = args.groups * per_group
+    with ExitStack() as stack:
+        bootstrap = stack.enter_context(bench_kafka.own_kafka("bench-kminion-"))
+        started = time.perf_counter()
+        bench_kafka.populate(bootstrap, args.groups, PREFIX)
+        print(f"setup: {args.groups} groups x {per_group} partitions in "
+              f"{time.perf_counter() - started:.1f} s", flush=True)  # fmt: skip
+        bases = {
+            name: stack.enter_context(
+                running_kminion(binary, bootstrap, run_dir, name, groups_only=only)
+            )
+            for name, only in (("kminion", False), ("kminion_groups", True))
+        }
+        source = KafkaSource(bootstrap, timeout_s=30)
+        stack.callback(source.close)
+        stack.callback(forget_clusters)
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        watch = bench_cycle.instrument()
+        cluster = Cluster.objects.create(name="bench-kminion", kafka_bootstrap_servers=bootstrap)
+        cycles = bench_cycle.Cycles(cluster, watch, bench_cycle.Clock())
+
+        def kafka_reads() -> int:
+            result = source.collect(int(time.time() * 1000))
+            if not result.reachable or result.errors or len(result.commits) != expected:
+                raise SystemExit(f"Kafka reads incomplete: {result.errors[:3]}")
+            return len(result.commits)
+
+        variants: dict[str, Callable[[], object]] = {
+            "kminion": lambda: scrape(bases["kminion"]),
+            "kminion_groups": lambda: scrape(bases["kminion_groups"]),
+            "stored_cycle": cycles.run,
+            "kafka_reads": kafka_reads,
+            "bare_calls": lambda: bench_kafka.floor_cycle(admin),
+        }
+        for name, base in bases.items():  # warm-up and check: every group's every partition
+            found = partition_lags(scrape(base))
+            if found != expected:
+                raise SystemExit(f"{name}: {found} partition lags, not {expected}")
+        for run in (cycles.run, kafka_reads, variants["bare_calls"]):
+            run()  # the first cycle creates every row: not timed
+        report = cycles.reports[0]
+        if report.partitions != expected or report.groups != args.groups or report.errors:
+            raise SystemExit(f"stored cycle: {report}")
+        sizes = {name: len(scrape(base)) for name, base in bases.items()}
+
+        load_before = os.getloadavg()[0]
+        times = interleaved(variants, args.reps)
+        load_after = os.getloadavg()[0]
+        results = summary(times)
+        profile = profile_cycle(cycles, args.profile_top) if args.profile else ""
+    return {
+        "groups": args.groups,
+        "partitions": expected,
+        "results": results,
+        "ratios": ratios(results),
+        "first_cycle_s": round(cycles.first_s or 0.0, 3),
+        "breakdown": bench_cycle.breakdown(cycles),
+        "scrape_bytes": sizes,
+        "loadavg_1m_before_after": [round(load_before, 2), round(load_after, 2)],
+        "profile": profile,
+    }
+
+
+def markdown(report: dict[str, Any]) -> str:
+    lines = [
+        f"### {report['groups']} groups x 50 partitions ({report['partitions']}), load average "
+        f"{report['loadavg_1m_before_after'][0]}-{report['loadavg_1m_before_after'][1]}",
+        "",
+        "| variant | runs | median s | p90 s | min s | max s |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for name, m in report["results"].items():
+        lines.append(
+            f"| {name} | {m['runs']} | {m['median_s']:.3f} | {m['p90_s']:.3f} | "
+            f"{m['min_s']:.3f} | {m['max_s']:.3f} |"
+        )
+    lines += ["", *(f"- {k}: **{v:.2f}**" for k, v in report["ratios"].items())]
+    lines.append(f"- first stored cycle (creates every row): {report['first_cycle_s']:.3f} s")
+    lines.append(f"- /metrics bytes: {report['scrape_bytes']}")
+    parts = ", ".join(f"{k} {v:.3f}" for k, v in report["breakdown"].items() if v)
+    lines.append(f"- stored cycle breakdown (medians, s): {parts}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--groups", type=int, default=200, help="200, or 2000 for 2,000 x 50")
+    parser.add_argument("--reps", type=int, default=9)
+    parser.add_argument("--kminion", type=Path, help="a kminion binary (else built, cached)")
+    parser.add_argument("--kminion-source", type=Path, help="a clone of kminion's repository")
+    parser.add_argument("--profile", action=argparse.BooleanOptionalAction, default=False,
+                        help="cProfile one more stored cycle after the timed ones")  # fmt: skip
+    parser.add_argument("--profile-top", type=int, default=30)
+    parser.add_argument("--json", type=Path, help="also write the JSON report here")
+    args = parser.parse_args(argv)
+
+    binary = args.kminion or kminion_binary(args.kminion_source)
+    assert shutil.which(str(binary)) or binary.is_file(), binary
+    with tempfile.TemporaryDirectory(prefix="bench-kminion-") as tmp:
+        bench_cycle.setup_django(Path(tmp))
+        report = measure(args, binary, Path(tmp))
+
+    import django
+
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO,
+                            capture_output=True, text=True).stdout.strip()  # fmt: skip
+    env = {
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "commit": commit,
+        "kminion": KMINION_VERSION,
+        "python": platform.python_version(),
+        "django": django.get_version(),
+        "cpus": os.cpu_count(),
+    }
+    if args.json:
+        args.json.write_text(json.dumps({"environment": env, **report}, indent=2) + "\n")
+    if report["profile"]:
+        print(f"\n## cProfile of one stored cycle\n\n{report['profile']}")
+    print(f"\n{json.dumps(env)}\n\n{markdown(report)}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
