@@ -240,9 +240,11 @@ def ratios(results: dict[str, dict[str, Any]]) -> dict[str, float]:
     return out
 
 
-def profile_cycle(cycles: bench_cycle.Cycles, top: int) -> str:
+def profile_cycle(cycles: bench_cycle.Cycles, top: int, runs: int) -> str:
+    """``runs`` more stored cycles under cProfile, added up."""
     profile = cProfile.Profile()
-    cycles.run(profile)
+    for _ in range(runs):
+        cycles.run(profile)
     out = io.StringIO()
     stats = pstats.Stats(profile, stream=out)
     stats.sort_stats("cumulative").print_stats(top)
@@ -307,7 +309,9 @@ def measure(args: argparse.Namespace, binary: Path, run_dir: Path) -> dict[str, 
         times = interleaved(variants, args.reps)
         load_after = os.getloadavg()[0]
         results = summary(times)
-        profile = profile_cycle(cycles, args.profile_top) if args.profile else ""
+        profile = (
+            profile_cycle(cycles, args.profile_top, args.profile_cycles) if args.profile else ""
+        )
     return {
         "groups": args.groups,
         "partitions": expected,
@@ -349,8 +353,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--kminion", type=Path, help="a kminion binary (else built, cached)")
     parser.add_argument("--kminion-source", type=Path, help="a clone of kminion's repository")
     parser.add_argument("--profile", action=argparse.BooleanOptionalAction, default=False,
-                        help="cProfile one more stored cycle after the timed ones")  # fmt: skip
+                        help="cProfile more stored cycles after the timed ones")  # fmt: skip
     parser.add_argument("--profile-top", type=int, default=30)
+    parser.add_argument("--profile-cycles", type=int, default=3)
     parser.add_argument("--json", type=Path, help="also write the JSON report here")
     args = parser.parse_args(argv)
 
@@ -375,7 +380,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         args.json.write_text(json.dumps({"environment": env, **report}, indent=2) + "\n")
     if report["profile"]:
-        print(f"\n## cProfile of one stored cycle\n\n{report['profile']}")
+        print(f"\n## cProfile of stored cycles\n\n{report['profile']}")
     print(f"\n{json.dumps(env)}\n\n{markdown(report)}")
     return 0
 
