@@ -9,13 +9,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from collectors.records import CommittedOffset, PartitionOffsets, Source, SpoutFigures
-from collectors.timelag import OffsetTimeTable, time_lag
+from collectors.timelag import Estimate, OffsetTimeTable, time_lag
 
 # What the cycle's assembly adds to a commit's figure (SPEC §4), in this order: owner, alive,
 # and the spout's figures for the partition: pushed for it, or the whole spout's from Storm UI
 # (None: neither). ``partition_figures`` takes a function giving them per commit, so that each
 # figure is built once, with them, rather than built and then copied.
 Liveness = tuple[str | None, bool | None, SpoutFigures | None]
+# ``str(kind)`` of each estimate, looked up: ``StrEnum.__str__`` is a Python call per figure.
+_KIND_TEXT = {kind: str(kind) for kind in Estimate}
 
 
 @dataclass(slots=True, unsafe_hash=True)
@@ -117,13 +119,17 @@ def partition_figures(
     """One figure per commit. ``liveness``: owner, alive and spout counts of a commit's
     partition (see ``Liveness``); without it, the commit's own owner and nothing else."""
     by_tp = {(o.topic, o.partition): o for o in offsets}
+    # A partition's time lag depends on its table and the committed offset alone: groups at
+    # the same offset of a partition (every caught-up group of a topic) share one lookup.
+    time_lags: dict[tuple[str, int, int], tuple[float | None, str, float | None]] = {}
     figures = []
     for c in commits:
         owner, alive, spout = (c.owner, None, None) if liveness is None else liveness(c)
-        broker = by_tp.get((c.topic, c.partition))
+        topic, partition, committed = c.topic, c.partition, c.offset
+        broker = by_tp.get((topic, partition))
         earliest = broker.earliest if broker else None
         latest = broker.latest if broker else None
-        lag, out_of_range = lag_of(c.offset, earliest, latest)
+        lag, out_of_range = lag_of(committed, earliest, latest)
         upper_bound = False
         if c.share:
             # The broker's own count wins; without it, start offset to log end bounds it.
@@ -134,32 +140,23 @@ def partition_figures(
         if lag is None:
             seconds, kind, from_ms = None, "unknown", None
         else:
-            seconds, kind, from_ms = time_lag(tables.table(c.topic, c.partition), c.offset, now_ms)
+            key = (topic, partition, committed)
+            known = time_lags.get(key)
+            if known is None:
+                at = time_lag(tables.table(topic, partition), committed, now_ms)
+                known = time_lags[key] = (at.seconds, _KIND_TEXT[at.kind], at.from_ms)
+            seconds, kind, from_ms = known
         figures.append(
             PartitionFigure(
-                source=c.source,
-                group=c.group,
-                topic=c.topic,
-                partition=c.partition,
-                committed=c.offset,
-                earliest=earliest,
-                latest=latest,
-                lag=lag,
-                time_lag_s=seconds,
-                time_lag_kind=str(kind),
-                out_of_range=out_of_range,
-                commit_time_ms=c.commit_time_ms,
-                commit_version=c.commit_version,
-                owner=owner,
-                topology_id=c.topology_id,
-                where=c.where,
-                alive=alive,
-                time_lag_from_ms=from_ms,
-                lag_upper_bound=upper_bound,
-                share=c.share,
+                source=c.source, group=c.group, topic=topic, partition=partition,
+                committed=committed, earliest=earliest, latest=latest, lag=lag,
+                time_lag_s=seconds, time_lag_kind=kind, out_of_range=out_of_range,
+                commit_time_ms=c.commit_time_ms, commit_version=c.commit_version, owner=owner,
+                topology_id=c.topology_id, where=c.where, alive=alive, time_lag_from_ms=from_ms,
+                lag_upper_bound=upper_bound, share=c.share,
                 **(_spout_fields(spout) if spout is not None else {}),
             )
-        )
+        )  # fmt: skip
     return figures
 
 

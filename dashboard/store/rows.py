@@ -155,16 +155,16 @@ def store_cycle(cluster: Cluster, outcome: CycleOutcome, stale: Staleness | None
 
 @dataclass(frozen=True, slots=True)
 class _Written:
-    """A cluster's partition rows as this process's last cycle wrote them (figures only,
-    keyed by group id, topic and partition), and that cycle: the next cycle rewrites only
-    the rows whose figures differ. Trusted only while that cycle is the newest stored
+    """A cluster's partition rows as this process's last cycle wrote them (their figures,
+    ``Figures``, keyed by group id, topic and partition), and that cycle: the next cycle
+    rewrites only the rows whose figures differ. Trusted only while that cycle is the newest stored
     before the next one, and set only once its transaction committed. No other writer
     touches these columns (the status job writes the evaluation's own), and a cycle with
     stale figures, whose rows are partly kept, leaves nothing here."""
 
     at: datetime
     collected_by: str
-    rows: dict[tuple[int, str, int], tuple]
+    rows: dict[tuple[int, str, int], tuple[tuple, float | None]]
 
     def follows(self, previous: tuple[datetime, str] | None, collected_by: str) -> bool:
         """Whether ``collected_by``, storing the cycle after ``previous``, wrote these."""
@@ -262,13 +262,13 @@ PARTITION_COLUMNS = [
     "time_lag_kind", "time_lag_from_ms", "owner", "alive", "last_commit_at", "commit_version",
     "pending", "failed", "acked", "time_lag_s", "stale", "sampled_at", "present",
 ]  # fmt: skip
-# Where a row's figures are in it: what tells whether a partition changed; and its figures
-# but the time lag, the last of them: a row that differs in the time lag alone, grown from
-# the same ``time_lag_from_ms``, only aged (``_age_time_lags``).
-_FIGURES = slice(PARTITION_COLUMNS.index("committed"), PARTITION_COLUMNS.index("stale"))
+# A partition's figures as a cycle remembers them to compare the next one's with: its
+# columns from ``committed`` to ``acked`` (all but the time lag), and the time lag. A row
+# that differs in the time lag alone, grown from the same ``time_lag_from_ms``, only aged
+# (``_age_time_lags``).
 _STILL = slice(PARTITION_COLUMNS.index("committed"), PARTITION_COLUMNS.index("time_lag_s"))
-_TIME_LAG = PARTITION_COLUMNS.index("time_lag_s")
-_FROM = PARTITION_COLUMNS.index("time_lag_from_ms")
+_FROM = PARTITION_COLUMNS.index("time_lag_from_ms") - _STILL.start  # within the still part
+Figures = tuple[tuple, float | None]
 
 
 def _upsert_partitions(
@@ -286,18 +286,18 @@ def _upsert_partitions(
     the figures' time lags were computed; None: such rows are written as changed), and mark
     the partitions that left a group of the cycle.
 
-    Returns the rows to remember for the next cycle (None when some were kept stale, not
+    Returns the figures to remember for the next cycle (None when some were kept stale, not
     written as given) and the groups whose rows changed (None: maybe any).
     """
     sampled_at = _db_datetime(at)
-    # Each row whole, with the defaults of the columns a cycle does not set (for a new row):
-    # one tuple per partition, built once (100,000 a cycle at issue 13's scale), compared
-    # with the one written before by its figures (``_FIGURES``) and remembered as it is.
+    # Each partition's figures (``Figures``), compared with those written before; a whole
+    # row, with the defaults of the columns a cycle does not set (for a new row), is built
+    # only for a partition that changed: at 10,000 partitions of stopped consumers, none.
     names, defaults = _defaults(PartitionState, PARTITION_COLUMNS)
     columns = [*PARTITION_COLUMNS, *names]
     commit_times: dict[int | None, object] = {}
     group_ids: dict[tuple[object, str], int] = {}
-    rows: dict[tuple[int, str, int], tuple] = {}
+    rows: dict[tuple[int, str, int], Figures] = {}
     blind_keys = set()
     down, blind = stale.broker_down, stale.blind
     for fig in figures:
@@ -307,36 +307,39 @@ def _upsert_partitions(
         gid = group_ids.get((fig.source, fig.group))
         if gid is None:
             gid = group_ids[(fig.source, fig.group)] = groups[(str(fig.source), fig.group)]
-        gone = down and blind(fig)
+        key = (gid, fig.topic, fig.partition)
         # A repeated figure replaces the one before it, as the upsert of both did.
-        rows[(gid, fig.topic, fig.partition)] = (
-            gid, fig.topic, fig.partition, fig.committed, fig.earliest, fig.latest, fig.lag,
-            fig.lag_upper_bound, fig.time_lag_kind, fig.time_lag_from_ms, fig.owner or "",
-            fig.alive, commit_times[ms], fig.commit_version, fig.pending, fig.failed, fig.acked,
-            fig.time_lag_s, gone, sampled_at, True,
-        ) + defaults  # fmt: skip
-        if gone:
-            blind_keys.add((gid, fig.topic, fig.partition))
+        rows[key] = (
+            (fig.committed, fig.earliest, fig.latest, fig.lag, fig.lag_upper_bound,
+             fig.time_lag_kind, fig.time_lag_from_ms, fig.owner or "", fig.alive,
+             commit_times[ms], fig.commit_version, fig.pending, fig.failed, fig.acked),
+            fig.time_lag_s,
+        )  # fmt: skip
+        if down and blind(fig):
+            blind_keys.add(key)
     aged: set[int] = set()
     if written is None or blind_keys:
         changed = rows
         whole = in_cycle  # every row of these groups is written: the rest have left
         vanished: list[tuple[int, str, int]] = []
     else:
-        before, figs = written.rows, _FIGURES
+        before = written.rows
         changed = {}
-        for key, row in rows.items():
+        for key, figs in rows.items():
             old = before.get(key)
-            if old is None or old[figs] != row[figs]:
-                if old is not None and _only_aged(old, row, figures_ms):
+            if old != figs:
+                if old is not None and _only_aged(old, figs, figures_ms):
                     aged.add(key[0])
                 else:
-                    changed[key] = row
+                    changed[key] = figs
         known = {key[0] for key in before}
         whole = in_cycle - known
         vanished = [key for key in before if key not in rows and key[0] in in_cycle]
-    fresh = [row for key, row in changed.items() if key not in blind_keys]
-    blind_rows = [row for key, row in changed.items() if key in blind_keys] if blind_keys else []
+    tail = (sampled_at, True, *defaults)
+    fresh = [(*key, *still, lag_s, False, *tail) for key, (still, lag_s) in changed.items()
+             if key not in blind_keys]  # fmt: skip
+    blind_rows = [(*key, *still, lag_s, True, *tail) for key, (still, lag_s) in changed.items()
+                  if key in blind_keys]  # fmt: skip
     for batch, fields in (
         (fresh, PARTITION_FIELDS),
         (blind_rows, [f for f in PARTITION_FIELDS if f not in BROKER_FIELDS]),
@@ -350,16 +353,17 @@ def _upsert_partitions(
     return rows, {key[0] for key in changed} | {key[0] for key in vanished} | whole | aged
 
 
-def _only_aged(old: tuple, row: tuple, figures_ms: int | None) -> bool:
-    """Whether ``row`` differs from ``old``, the one written before, only by a time lag
+def _only_aged(old: Figures, figs: Figures, figures_ms: int | None) -> bool:
+    """Whether ``figs`` differ from ``old``, those written before, only by a time lag
     grown from the same ``time_lag_from_ms``: the time lag ``_age_time_lags`` will compute
     at ``figures_ms`` (checked, not assumed)."""
-    from_ms = row[_FROM]
+    still, time_lag_s = figs
+    from_ms = still[_FROM]
     return (
         figures_ms is not None
         and from_ms is not None
-        and row[_STILL] == old[_STILL]
-        and row[_TIME_LAG] == lag_seconds(figures_ms, from_ms)
+        and still == old[0]
+        and time_lag_s == lag_seconds(figures_ms, from_ms)
     )
 
 
