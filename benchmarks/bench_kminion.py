@@ -26,7 +26,10 @@ Their YAML is written by ``kminion_config`` below (``CONFIG_FILEPATH`` points th
 it; nothing else is set). Each variant is warmed up once, checked (every group's 50 partition
 lags in kminion's text, every partition in Lagwatch's cycle), then run ``--reps`` times,
 interleaved rep by rep so that load from elsewhere hits all alike. Reported: median and p90
-of each, and the ratios stored cycle / kminion scrape and Kafka reads / kminion scrape.
+of each, the median CPU seconds of the process doing the work (kminion's, read from /proc;
+this one's for Lagwatch's variants: less moved than the wall time by others' load on a
+shared machine), and the ratios stored cycle / kminion scrape and Kafka reads / kminion
+scrape of each.
 
 kminion is not built by ``scripts/setup``: the first run builds it into
 ``~/.cache/lagwatch/go-bench/kminion-<version>`` (``go install`` of its module through the Go
@@ -149,8 +152,9 @@ exporter:
 @contextmanager
 def running_kminion(
     binary: Path, bootstrap: str, run_dir: Path, name: str, *, groups_only: bool
-) -> Iterator[str]:
-    """A kminion process on a free port, ready; yields its base URL; stopped on exit."""
+) -> Iterator[tuple[str, int]]:
+    """A kminion process on a free port, ready; yields its base URL and pid; stopped on
+    exit."""
     from lab import ports
     from tests.waiting import wait_for
 
@@ -165,7 +169,7 @@ def running_kminion(
         )  # fmt: skip
         try:
             wait_for(lambda: _ready(base, proc), 120, f"{name} ready", 0.5)
-            yield base
+            yield base, proc.pid
         finally:
             proc.terminate()
             try:
@@ -200,15 +204,38 @@ def partition_lags(text: bytes) -> int:
 # -- measuring --------------------------------------------------------------------------------
 
 
-def interleaved(variants: dict[str, Callable[[], object]], reps: int) -> dict[str, list[float]]:
+CpuClock = Callable[[], float]
+
+
+def process_cpu_s(pid: int) -> CpuClock:
+    """The CPU seconds (user and system, every thread) process ``pid`` has used, read from
+    /proc: kminion's cost of a scrape, apart from the broker's and this process's."""
+    tick = os.sysconf("SC_CLK_TCK")
+
+    def used() -> float:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / tick  # utime, stime
+
+    return used
+
+
+def interleaved(
+    variants: dict[str, tuple[Callable[[], object], CpuClock]], reps: int
+) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
+    """Wall and CPU seconds of each variant, rep by rep. CPU: of the process that does the
+    work (kminion's for a scrape; this one's, all its threads, for Lagwatch's variants), less
+    sensitive than the wall time to the load of others on a shared machine."""
     times: dict[str, list[float]] = {name: [] for name in variants}
+    cpu: dict[str, list[float]] = {name: [] for name in variants}
     for _ in range(reps):
-        for name, run in variants.items():
-            started = time.perf_counter()
+        for name, (run, clock) in variants.items():
+            cpu_before, started = clock(), time.perf_counter()
             run()
             times[name].append(time.perf_counter() - started)
+            cpu[name].append(clock() - cpu_before)
             __import__("gc").collect()  # the next variant does not pay for this one's garbage
-    return times
+    return times, cpu
 
 
 def p90(values: list[float]) -> float:
@@ -216,7 +243,7 @@ def p90(values: list[float]) -> float:
     return ordered[min(len(ordered) - 1, round(0.9 * (len(ordered) - 1)))]
 
 
-def summary(times: dict[str, list[float]]) -> dict[str, dict[str, Any]]:
+def summary(times: dict[str, list[float]], cpu: dict[str, list[float]]) -> dict[str, Any]:
     return {
         name: {
             "runs": len(v),
@@ -224,7 +251,9 @@ def summary(times: dict[str, list[float]]) -> dict[str, dict[str, Any]]:
             "p90_s": round(p90(v), 4),
             "min_s": round(min(v), 4),
             "max_s": round(max(v), 4),
+            "cpu_median_s": round(statistics.median(cpu[name]), 4),
             "samples_s": [round(x, 4) for x in v],
+            "cpu_samples_s": [round(x, 4) for x in cpu[name]],
         }
         for name, v in times.items()
     }
@@ -234,8 +263,8 @@ def ratios(results: dict[str, dict[str, Any]]) -> dict[str, float]:
     out = {}
     for ours in ("stored_cycle", "kafka_reads"):
         for theirs in ("kminion", "kminion_groups"):
-            for stat in ("median_s", "p90_s"):
-                key = f"{ours} / {theirs} ({stat[:-2]})"
+            for stat in ("median_s", "p90_s", "cpu_median_s"):
+                key = f"{ours} / {theirs} ({stat[:-2].replace('_', ' ')})"
                 out[key] = round(results[ours][stat] / results[theirs][stat], 3)
     return out
 
@@ -267,7 +296,7 @@ def measure(args: argparse.Namespace, binary: Path, run_dir: Path) -> dict[str, 
         bench_kafka.populate(bootstrap, args.groups, PREFIX)
         print(f"setup: {args.groups} groups x {per_group} partitions in "
               f"{time.perf_counter() - started:.1f} s", flush=True)  # fmt: skip
-        bases = {
+        kminions = {
             name: stack.enter_context(
                 running_kminion(binary, bootstrap, run_dir, name, groups_only=only)
             )
@@ -287,18 +316,22 @@ def measure(args: argparse.Namespace, binary: Path, run_dir: Path) -> dict[str, 
                 raise SystemExit(f"Kafka reads incomplete: {result.errors[:3]}")
             return len(result.commits)
 
-        variants: dict[str, Callable[[], object]] = {
-            "kminion": lambda: scrape(bases["kminion"]),
-            "kminion_groups": lambda: scrape(bases["kminion_groups"]),
-            "stored_cycle": cycles.run,
-            "kafka_reads": kafka_reads,
-            "bare_calls": lambda: bench_kafka.floor_cycle(admin),
+        bases = {name: base for name, (base, _) in kminions.items()}
+        own = time.process_time
+        variants: dict[str, tuple[Callable[[], object], CpuClock]] = {
+            name: (lambda base=base: scrape(base), process_cpu_s(pid))
+            for name, (base, pid) in kminions.items()
+        }
+        variants |= {
+            "stored_cycle": (cycles.run, own),
+            "kafka_reads": (kafka_reads, own),
+            "bare_calls": (lambda: bench_kafka.floor_cycle(admin), own),
         }
         for name, base in bases.items():  # warm-up and check: every group's every partition
             found = partition_lags(scrape(base))
             if found != expected:
                 raise SystemExit(f"{name}: {found} partition lags, not {expected}")
-        for run in (cycles.run, kafka_reads, variants["bare_calls"]):
+        for run, _ in list(variants.values())[len(kminions) :]:
             run()  # the first cycle creates every row: not timed
         report = cycles.reports[0]
         if report.partitions != expected or report.groups != args.groups or report.errors:
@@ -306,9 +339,9 @@ def measure(args: argparse.Namespace, binary: Path, run_dir: Path) -> dict[str, 
         sizes = {name: len(scrape(base)) for name, base in bases.items()}
 
         load_before = os.getloadavg()[0]
-        times = interleaved(variants, args.reps)
+        times, cpu = interleaved(variants, args.reps)
         load_after = os.getloadavg()[0]
-        results = summary(times)
+        results = summary(times, cpu)
         profile = (
             profile_cycle(cycles, args.profile_top, args.profile_cycles) if args.profile else ""
         )
@@ -330,13 +363,13 @@ def markdown(report: dict[str, Any]) -> str:
         f"### {report['groups']} groups x 50 partitions ({report['partitions']}), load average "
         f"{report['loadavg_1m_before_after'][0]}-{report['loadavg_1m_before_after'][1]}",
         "",
-        "| variant | runs | median s | p90 s | min s | max s |",
-        "|---|---:|---:|---:|---:|---:|",
+        "| variant | runs | median s | p90 s | min s | max s | CPU s (median) |",
+        "|---|---:|---:|---:|---:|---:|---:|",
     ]
     for name, m in report["results"].items():
         lines.append(
             f"| {name} | {m['runs']} | {m['median_s']:.3f} | {m['p90_s']:.3f} | "
-            f"{m['min_s']:.3f} | {m['max_s']:.3f} |"
+            f"{m['min_s']:.3f} | {m['max_s']:.3f} | {m['cpu_median_s']:.3f} |"
         )
     lines += ["", *(f"- {k}: **{v:.2f}**" for k, v in report["ratios"].items())]
     lines.append(f"- first stored cycle (creates every row): {report['first_cycle_s']:.3f} s")
