@@ -269,11 +269,16 @@ def ratios(results: dict[str, dict[str, Any]]) -> dict[str, float]:
     return out
 
 
-def profile_cycle(cycles: bench_cycle.Cycles, top: int, runs: int) -> str:
-    """``runs`` more stored cycles under cProfile, added up."""
+def profile_cycle(
+    cycles: bench_cycle.Cycles, top: int, runs: int, out_file: Path | None = None
+) -> str:
+    """``runs`` more stored cycles under cProfile, added up (and saved to ``out_file``, for
+    ``pstats``' callers and callees)."""
     profile = cProfile.Profile()
     for _ in range(runs):
         cycles.run(profile)
+    if out_file is not None:
+        profile.dump_stats(out_file)
     out = io.StringIO()
     stats = pstats.Stats(profile, stream=out)
     stats.sort_stats("cumulative").print_stats(top)
@@ -343,7 +348,9 @@ def measure(args: argparse.Namespace, binary: Path, run_dir: Path) -> dict[str, 
         load_after = os.getloadavg()[0]
         results = summary(times, cpu)
         profile = (
-            profile_cycle(cycles, args.profile_top, args.profile_cycles) if args.profile else ""
+            profile_cycle(cycles, args.profile_top, args.profile_cycles, args.profile_out)
+            if args.profile
+            else ""
         )
     return {
         "groups": args.groups,
@@ -389,6 +396,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="cProfile more stored cycles after the timed ones")  # fmt: skip
     parser.add_argument("--profile-top", type=int, default=30)
     parser.add_argument("--profile-cycles", type=int, default=3)
+    parser.add_argument("--profile-out", type=Path, help="save the cProfile stats here")
     parser.add_argument("--json", type=Path, help="also write the JSON report here")
     args = parser.parse_args(argv)
 

@@ -9,15 +9,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from collectors.records import CommittedOffset, PartitionOffsets, Source, SpoutFigures
-from collectors.timelag import Estimate, OffsetTimeTable, time_lag
+from collectors.timelag import OffsetTimeTable, time_lag
 
 # What the cycle's assembly adds to a commit's figure (SPEC §4), in this order: owner, alive,
 # and the spout's figures for the partition: pushed for it, or the whole spout's from Storm UI
 # (None: neither). ``partition_figures`` takes a function giving them per commit, so that each
 # figure is built once, with them, rather than built and then copied.
 Liveness = tuple[str | None, bool | None, SpoutFigures | None]
-# ``str(kind)`` of each estimate, looked up: ``StrEnum.__str__`` is a Python call per figure.
-_KIND_TEXT = {kind: str(kind) for kind in Estimate}
 
 
 @dataclass(slots=True, unsafe_hash=True)
@@ -144,7 +142,7 @@ def partition_figures(
             known = time_lags.get(key)
             if known is None:
                 at = time_lag(tables.table(topic, partition), committed, now_ms)
-                known = time_lags[key] = (at.seconds, _KIND_TEXT[at.kind], at.from_ms)
+                known = time_lags[key] = (at.seconds, str(at.kind), at.from_ms)
             seconds, kind, from_ms = known
         figures.append(
             PartitionFigure(
