@@ -456,10 +456,14 @@ def _insert_group_samples(
     nothing twice."""
     down, blind = stale.broker_down, stale.blind
     by_group: dict[int, dict] = {}
+    of_group: dict[tuple[object, str], dict] = {}  # (source, group) -> its partitions
     for fig in figures:
         gone = down and blind(fig)
         # Keyed as the partition's state row is: a repeated figure replaces, as its upsert did.
-        partitions = by_group.setdefault(groups[(str(fig.source), fig.group)], {})
+        partitions = of_group.get((fig.source, fig.group))
+        if partitions is None:
+            gid = groups[(str(fig.source), fig.group)]
+            partitions = of_group[(fig.source, fig.group)] = by_group.setdefault(gid, {})
         partitions[(fig.topic, fig.partition)] = (
             fig.topic, fig.partition, fig.committed,
             None if gone else fig.latest, None if gone else fig.lag,
