@@ -341,17 +341,31 @@ def measure(args: argparse.Namespace, binary: Path, run_dir: Path) -> dict[str, 
             found = partition_lags(scrape(base))
             if found != expected:
                 raise SystemExit(f"{name}: {found} partition lags, not {expected}")
+
+        def complete(report: Any) -> bool:
+            return (
+                report.partitions == expected
+                and report.groups == args.groups
+                and (not report.errors)
+            )
+
         for run, _ in list(variants.values())[len(kminions) :]:
             run()  # the first cycle creates every row: not timed
-        report = cycles.reports[0]
-        if report.partitions != expected or report.groups != args.groups or report.errors:
-            raise SystemExit(f"stored cycle: {report}")
+        for _ in range(2):  # on a loaded machine a first cycle can run out of its source time
+            if complete(cycles.reports[-1]):
+                break
+            cycles.run()
+        if not complete(cycles.reports[-1]):
+            raise SystemExit(f"stored cycle: {cycles.reports[-1]}")
+        warm = len(cycles.reports)
+        cycles.breakdowns.clear()  # the breakdown is of the timed cycles
         sizes = {name: len(scrape(base)) for name, base in bases.items()}
 
         load_before = os.getloadavg()[0]
         times, cpu = interleaved(variants, args.reps)
         load_after = os.getloadavg()[0]
         results = summary(times, cpu)
+        results["stored_cycle"]["incomplete"] = sum(not complete(r) for r in cycles.reports[warm:])
         profile = (
             profile_cycle(cycles, args.profile_top, args.profile_cycles, args.profile_out)
             if args.profile
@@ -385,6 +399,10 @@ def markdown(report: dict[str, Any]) -> str:
         )
     lines += ["", *(f"- {k}: **{v:.2f}**" for k, v in report["ratios"].items())]
     lines.append(f"- first stored cycle (creates every row): {report['first_cycle_s']:.3f} s")
+    lines.append(
+        f"- timed stored cycles with errors or missing partitions: "
+        f"{report['results']['stored_cycle']['incomplete']}"
+    )
     lines.append(f"- /metrics bytes: {report['scrape_bytes']}")
     parts = ", ".join(f"{k} {v:.3f}" for k, v in report["breakdown"].items() if v)
     lines.append(f"- stored cycle breakdown (medians, s): {parts}")
