@@ -60,11 +60,11 @@ from spark_jobs.evaluator.rules import (
     missed_commits,
     offsets_unchanged,
     out_of_range,
+    required_share,
     spout_at_cap,
     was_caught_up_recently,
     watched_share,
     window_complete,
-    young_history,
 )
 from spark_jobs.evaluator.types import (
     DEAD_CONSUMER,
@@ -106,7 +106,7 @@ class Facts:
     has_commits: bool
     out_of_range: bool  # the last commit lies outside [earliest, latest]
     # rule 1: commits, or polls that watched the window, reach the minimum (all of a window for
-    # one watched from its cluster's history start: ``rules.young_history``)
+    # one watched from its cluster's history start: ``rules.required_share``)
     enough_data: bool
     within_allowed_lag: bool  # rule 2, with the lag fresh from the broker's latest offset
     stopped_committing: bool  # rule 3: silence longer than the window's span
@@ -246,8 +246,6 @@ def facts_of(
     jitter = window.polls is not None and lag_rise_within_jitter(commits) is not None
     gap = collection_gap(window, now_ms) is not None
     down = down_since_commit(window, commits, now_ms) is not None
-    # Rule 1: a window watched from the cluster's history start must be full first.
-    needed = 1.0 if young_history(window, config.history_from_ms) else config.minimum_complete
     forecast = NO_FORECAST
     if not (window.stale or gap or down):
         forecast = time_to_retention(
@@ -259,7 +257,7 @@ def facts_of(
         source_down_since_commit=down,
         has_commits=some,
         out_of_range=some and out_of_range(window, commits[-1].offset, lag) is not None,
-        enough_data=watched_share(window, commits, config) >= needed,
+        enough_data=watched_share(window, commits, config) >= required_share(window, config),
         within_allowed_lag=lag <= config.allowed_lag,
         stopped_committing=stopped_committing,
         caught_up_recently=some and was_caught_up_recently(commits, window.latest_offsets),

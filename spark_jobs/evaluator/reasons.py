@@ -20,6 +20,7 @@ from spark_jobs.evaluator.rules import (
     had_lag_within_allowed,
     lag_rise_within_jitter,
     liveness,
+    required_share,
     watched_share,
 )
 from spark_jobs.evaluator.types import (
@@ -229,10 +230,12 @@ def _out_of_range(d: Decision, w: PartitionWindow, c: EvaluatorConfig, now_ms: i
 
 def _not_enough_data(d: Decision, w: PartitionWindow, c: EvaluatorConfig, now_ms: int) -> str:
     watched = watched_share(w, d.commits, c)
+    needed = required_share(w, c)
     polls = "" if w.polls is None else f", seen by {w.polls} polls"
+    since = " since the cluster was rebuilt" if needed > c.minimum_complete else ""
     return (
         f"Only {len(d.commits)} of {c.window} {_terms(w).commits} in the window{polls} "
-        f"({watched:.0%} < {c.minimum_complete:.0%} required): not enough data to judge"
+        f"({watched:.0%} < {needed:.0%} required{since}): not enough data to judge"
     )
 
 

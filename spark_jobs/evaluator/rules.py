@@ -61,24 +61,45 @@ def watched_share(
     return max(complete, min(window.polls, config.window) / config.window)
 
 
-def young_history(window: PartitionWindow, start_ms: int) -> bool:
-    """Whether the window is watched from its cluster's history start (a cluster rebuilt under
-    the same name): its first poll is the first since the start (no poll before it since then),
-    or, without poll times, any start at all.
+def young_history(window: PartitionWindow, config: EvaluatorConfig) -> bool:
+    """Whether the window is watched from its cluster's history start
+    (``config.history_from_ms``: a cluster rebuilt under the same name): the partition's first
+    poll since the start is among the window's poll times, and it came within ``config.window``
+    of its poll intervals of the start. Without poll times, any start at all; with one poll
+    (its first, and no interval to measure), yes.
+
+    The first poll since the start is the window's first when no poll before the window's was
+    kept (``poll_times_ms`` holds no more than ``polls``: the poll before them was older than
+    the start, ``since_history``, or than the look-back); else the poll before them is, when
+    it follows the start by less than an interval. A partition need not be polled at the
+    start: the cycle that first saw the new identity is the start, and a consumer that had not
+    committed on the new cluster yet has no sample then (in the lab the brokers' groups were
+    first polled a cycle later, and read as not watched from the start they went STALL).
+    A partition first polled more than a window of polls after the start is a new one.
 
     Every partition of a rebuilt cluster is young at once, and its consumers take a while to
     find their new offsets (rejoin, reset, commit again: in the lab one committed offset 0 and
     then nothing for 30 s while its partition filled); Burrow's rule 3 reads a one-commit
     window that went quiet as stopped. So such a window needs to be full (rule 1 with a
-    ``minimum_complete`` of 1, polls counting) before it is judged.
+    ``minimum_complete`` of 1, polls counting) before it is judged (``required_share``).
     """
+    start_ms = config.history_from_ms
     if start_ms <= 0:
         return False
     polls = window.poll_times_ms
-    if not polls:
+    if len(polls) < 2:
         return True
-    step = polls[1] - polls[0] if len(polls) > 1 else 0
-    return polls[0] - step < start_ms
+    step = polls[1] - polls[0]
+    first_is_the_windows = window.polls is not None and len(polls) <= window.polls
+    if not (first_is_the_windows or polls[0] - step < start_ms):
+        return False
+    return polls[0] - start_ms <= config.window * step
+
+
+def required_share(window: PartitionWindow, config: EvaluatorConfig) -> float:
+    """Rule 1's threshold for ``watched_share``: all of a window watched from its cluster's
+    history start (``young_history``), ``config.minimum_complete`` otherwise."""
+    return 1.0 if young_history(window, config) else config.minimum_complete
 
 
 # ---------------------------------------------------------------------------------------------

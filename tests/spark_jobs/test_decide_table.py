@@ -159,6 +159,17 @@ AFTER_REBUILD = EvaluatorConfig(window=5, history_from_ms=int(3.5 * MIN))
 SKIP_THEN_REBUILT = EvaluatorConfig(window=5, history_from_ms=int(2.5 * MIN))
 FULL_SINCE = EvaluatorConfig(window=5, history_from_ms=int(1.5 * MIN))
 SINCE_MINUTE = EvaluatorConfig(window=5, history_from_ms=int(1.5 * MIN))
+# The lab's broker rebuild, a poll every half minute (the lab's 5 s): the history starts at
+# minute 0.5, the cycle that saw the new cluster id, before the consumer's first commit on the
+# new cluster (offset 0, a poll later; then nothing for 30 s while its partition filled).
+# The partition's first poll is the one after the start: still watched from the start.
+LAB_REBUILT = EvaluatorConfig(window=10, minimum_complete=0.5, history_from_ms=HALF)
+FIRST_ON_NEW = (Commit(0, HALF + HALF // 2, 42),)
+# A partition first polled ten minutes after that start (twenty intervals): a new one.
+FIRST_LATE = (Commit(0, 10 * MIN + HALF + HALF // 2, 42),)
+FILLING = dict(alive=True, latest=122, latest_offsets=(42, 57, 82, 97, 122))
+# The same cluster, Burrow's minimum_complete of 0: its first poll since the start.
+BURROW_REBUILT = EvaluatorConfig(window=5, history_from_ms=HALF)
 
 # fmt: off
 CASES = [
@@ -261,6 +272,13 @@ CASES = [
     case("rebuilt, old polls and outage left out", "0001 0000 0000 100? 000", OK,     "not_enough_data",    [], REBUILT, lag=5, config=AFTER_REBUILD, poll_times_ms=polled(1, 5), down_polls_ms=(3 * MIN + HALF // 2,), rebalances_ms=(MIN, 2 * MIN, 3 * MIN, 4 * MIN)),
     case("rebuilt, no commit since",              "0000 0010 0000 100? 000", OK,      "no_commits",         [], "5000:5 5010:5", config=AFTER_REBUILD, after=3),
     case("rebuilt, a full window since",          "0001 0100 0000 100? 000", WARN,    "lag_rising",         [SLOW_CONSUMER], "5000:5 10:5 20:5 30:5 40:5 50:5", lag=5, config=FULL_SINCE),
+    # Watched from the start when its first poll since then is in the window's polls (none
+    # before them since the start), within a window of poll intervals of the start: the lab's
+    # consumers, first polled a poll or two after the cycle that saw the new cluster id.
+    case("rebuilt, first polled a poll after",    "0001 0001 0001 1011 000", OK,      "not_enough_data",    [], FIRST_ON_NEW, lag=122, after=2.5, polls=5, poll_times_ms=polled(1, 3), **FILLING, config=LAB_REBUILT),
+    case("rebuilt, first polled two polls after", "0001 0001 0001 1011 000", OK,      "not_enough_data",    [], FIRST_ON_NEW, lag=122, after=3, polls=5, poll_times_ms=polled(1.5, 3.5), **FILLING, config=LAB_REBUILT),
+    case("rebuilt, first polled long after",      "0001 0101 0001 1011 000", STALL,   "stopped_but_alive",  [], FIRST_LATE, lag=122, after=2.5, polls=5, poll_times_ms=polled(11, 13), **FILLING, config=LAB_REBUILT),
+    case("rebuilt, its one poll since",           "0001 0001 0001 101? 000", OK,      "not_enough_data",    [], FIRST_ON_NEW, lag=42, after=0.5, polls=1, poll_times_ms=(MIN,), latest=42, config=BURROW_REBUILT),
     case("rebuilt, one commit, a window of polls", "0001 0101 0001 101? 000", STOP,   "stopped",            [], "5000:5 10:5", lag=60, after=6, config=SINCE_MINUTE, polls=12, poll_times_ms=polled(1.5, 8)),
     # Share groups (KIP-932, queues): the partition's start offset is the commit (records
     # below it acknowledged or archived), its liveness a member holding it (docs/EVALUATOR.md).

@@ -126,3 +126,48 @@ def test_the_state_carries_on_across_the_start() -> None:
     assert got is not None
     assert got.column("status").to_pylist() == ["OK"]
     assert min(got.column("s_ts_ms")[0].as_py()) >= REBUILT_AT  # nothing old carried on
+
+
+# The lab's broker rebuild as the status job reads it: a window of ten, half of it required.
+LAB = EvaluatorConfig(window=10, minimum_complete=0.5)
+LAB_RESTARTED = EvaluatorConfig(window=10, minimum_complete=0.5, history_from_ms=REBUILT_AT)
+
+
+def first_polled_a_cycle_late(polls: int) -> list[dict[str, Any]]:
+    """The old cluster and its outage (``history``'s first 30 polls), then nothing at the
+    start's cycle: the consumer commits offset 0 on the new cluster just after it and is
+    first polled a cycle later, owning the partition, and commits nothing more while the
+    partition fills (the lab's consumers after a broker rebuild)."""
+    rows = history()[:30]
+    rows += [
+        sample(REBUILT_AT + i * POLL, 0, latest=40 + 20 * i, earliest=0,
+               commit_time_ms=REBUILT_AT + 3 * SEC, owner="m-1", alive=True)
+        for i in range(1, polls + 1)
+    ]  # fmt: skip
+    return [{**r, "owner": r["owner"] or "m-1"} for r in rows]
+
+
+def test_first_polled_a_cycle_after_the_start_a_window_is_judged_once_full() -> None:
+    """Whole window and incremental runs alike: not judged (OK, not enough data) until a
+    window of polls watched it, then its silence is a STALL."""
+    first_now = REBUILT_AT - POLL
+    rows = first_polled_a_cycle_late(12)
+    judged = judge_group(
+        table([r for r in rows if r["ts_ms"] <= first_now]), {}, T0, first_now + 1, first_now,
+        LAB, {"c1": LAB},
+    )  # fmt: skip
+    assert judged is not None
+    carried, summaries = explode_state(judged.select(PARTITION_STATE_SCHEMA.names))
+    for polls, status in ((5, "OK"), (9, "OK"), (10, "STALL")):
+        now = REBUILT_AT + polls * POLL + 2 * SEC
+        seen = [r for r in rows if r["ts_ms"] <= now]
+        whole = evaluate_group_samples(columns(seen), LAB_RESTARTED, now)
+        assert whole is not None and whole["status"] == [status], (polls, whole["reason"])
+        if status == "OK":
+            assert "100% required since the cluster was rebuilt" in whole["reason"][0]
+        read = table([r for r in seen if r["ts_ms"] > first_now])
+        both = pa.concat_tables([read, carried.select(read.column_names).cast(read.schema)])
+        got = judge_group(both, summaries, T0, now + 1, now, LAB, {"c1": LAB_RESTARTED})
+        assert got is not None
+        assert got.column("status").to_pylist() == [status]
+        assert got.column("reason").to_pylist() == whole["reason"]

@@ -152,13 +152,17 @@ SAYS: dict[str, tuple[str, ...]] = {
         "(the lag is an upper bound, start offset to log end: the broker reports none)",
     ),
     "rebuilt, read as one history": ("went back from 5020 to 10",),
-    "rebuilt, old commits left out": ("Only 2 of 5 commits",),
+    "rebuilt, old commits left out": ("Only 2 of 5 commits", "100% required since the cluster"),
     "rebuilt, old skip left out": ("Only 3 of 5 commits",),
     "rebuilt, old instance left out": ("Only 2 of 5 commits",),
     "rebuilt, old polls and outage left out": ("Only 2 of 5 commits",),
     "rebuilt, no commit since": ("No commit since the cluster was rebuilt 90 s ago",),
     "rebuilt, a full window since": ("across the window's 5 commits",),
     "rebuilt, one commit, a window of polls": ("No commit for 360 s",),
+    "rebuilt, first polled a poll after": ("(50% < 100% required since the cluster was rebuilt)",),
+    "rebuilt, first polled two polls after": ("seen by 5 polls (50% < 100% required",),
+    "rebuilt, first polled long after": ("No commit for 150 s", "stalled, not stopped"),
+    "rebuilt, its one poll since": ("(20% < 100% required since the cluster was rebuilt)",),
 }
 
 
