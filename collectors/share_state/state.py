@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from collectors.consumer_offsets.cursor import DecodeError
+from collectors.records import ShareStateFigures
 from collectors.share_state.decode import (
     ARCHIVED,
     AVAILABLE,
@@ -62,28 +63,6 @@ class ArchivedRecord:
     last_offset: int
     delivery_count: int
     time_ms: int
-
-
-@dataclass(frozen=True, slots=True)
-class ShareStateFigures:
-    """What the state topic says of one share-partition, for one cycle.
-
-    ``max_deliveries``: the highest delivery count of the records the state holds (at or
-    above the start offset); None when it holds none. ``redelivered_offset`` and
-    ``redelivered_count``: the available record (delivered, come back, not yet done) with the
-    highest delivery count, the lowest offset among equals; None when none came back.
-    ``archived``: records archived that the fold remembers (``MAX_ARCHIVED_KEPT`` batches at
-    most); ``archived_offset``, ``archived_count`` and ``archived_ms``: the newest of them
-    (first offset, delivery count, when first seen archived). Whether any of it is a poison
-    record is the evaluator's to say (spark_jobs/evaluator)."""
-
-    max_deliveries: int | None = None
-    redelivered_offset: int | None = None
-    redelivered_count: int | None = None
-    archived: int = 0
-    archived_offset: int | None = None
-    archived_count: int | None = None
-    archived_ms: int | None = None
 
 
 class SharePartitionState:
