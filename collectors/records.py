@@ -52,6 +52,25 @@ class ShareStateFigures:
     delivery_limit: int | None = None
 
 
+# ``ShareStateFigures``' fields as the sample log, the store and the status job name them.
+SHARE_STATE_COLUMNS: tuple[str, ...] = (
+    "share_max_deliveries", "share_redelivered_offset", "share_redelivered_count",
+    "share_archived", "share_archived_offset", "share_archived_count", "share_archived_ms",
+    "share_delivery_limit",
+)  # fmt: skip
+
+
+def share_state_values(figures: ShareStateFigures | None) -> tuple[int | None, ...]:
+    """``figures`` in ``SHARE_STATE_COLUMNS``' order; all None when not read."""
+    if figures is None:
+        return (None,) * len(SHARE_STATE_COLUMNS)
+    return (
+        figures.max_deliveries, figures.redelivered_offset, figures.redelivered_count,
+        figures.archived, figures.archived_offset, figures.archived_count, figures.archived_ms,
+        figures.delivery_limit,
+    )  # fmt: skip
+
+
 @dataclass(slots=True, unsafe_hash=True)
 class CommittedOffset:
     """A consumer's committed position on one partition, as one source reported it.
