@@ -203,8 +203,8 @@ class KafkaSource:
             if reading is not None and reader is not None:
                 apply_offsets_topic(reading.result(), reader.state, cycle)
             if share_reading is not None and shares is not None:
-                limits = self._delivery_limits.limits
-                apply_share_state(share_reading.result(), shares.state, limits, cycle)
+                apply_share_state(share_reading.result(), shares.state, cycle)
+                self._delivery_limits.refresh(admin, cycle)
         except Exception as exc:  # a bug or a client surprise must not kill the collector loop
             log.exception("kafka collect failed for %s", self.bootstrap_servers)
             cycle.error("cluster", f"collector error: {describe_exc(exc)}")
@@ -337,13 +337,10 @@ class KafkaSource:
         # With them, the retention settings of the consumed topics that are due (one request).
         due = self._topic_configs.due({t for t, _ in wanted if t in partitions_of}, cycle.now_ms)
         configs = self._topic_configs.submit(admin, due, cycle)
-        # And the share groups' delivery count limits that are due (one request).
-        limits = self._delivery_limits.submit(admin, (s.group for s in share_snapshots), cycle)
         if wanted:
             result.offsets.extend(log_offsets(admin, sorted(wanted), cycle))
-        cycle.gather([*configs.values(), *limits.values()])
+        cycle.gather(configs.values())
         result.topic_configs.extend(self._topic_configs.collect(configs, cycle))
-        self._delivery_limits.collect(limits, cycle)
 
     def _describe_groups(
         self,

@@ -168,7 +168,7 @@ def test_share_scenarios_as_kafka_share_groups_sees_them(
         state = read(source, [names["poison"]])[names["poison"]][1][0].share_state
         assert state is not None
         assert (state.archived_offset, state.archived_count, state.delivery_limit) == (x, 4, 4)
-        assert state.archived == 1 and state.max_deliveries in (None, 4)
+        assert state.archived == 1  # one record given up, remembered once the start passed it
 
         # Healthy: keeps pace, nothing piles up.
         healthy = read(source, groups)
