@@ -40,9 +40,10 @@ is read twice or lost. As with the admin client of ``collectors.kafka``, a clien
 a broker restart is not trusted to recover by itself: three polls in a row that were behind yet
 read nothing also replace it.
 
-One module of some 470 lines, on purpose: it is one class around one consumer and one state,
+One module of some 500 lines, on purpose: it is one class around one consumer and one state,
 and a poll is one protocol (end offsets first, then assign, consume, unassign) whose steps
-guard each other's assumptions; half of the length is the why above and the measured
+guard each other's assumptions (the share coordinators' topic is read by the same poll:
+``collectors.share_state.reader``); half of the length is the why above and the measured
 settings below, which belong next to the code they explain.
 """
 
