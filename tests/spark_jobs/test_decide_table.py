@@ -170,6 +170,7 @@ def archived(at_ms: float, count: int = 5, limit: int | None = 5) -> dict[str, A
     return dict(share_archived_offset=117, share_archived_count=count,
                 share_archived_ms=int(at_ms), share_delivery_limit=limit)  # fmt: skip
 
+
 # fmt: off
 CASES = [
     # name                                         SGDC REAT UWHO NJVL PKMY Z status    rule                 diagnoses, window
