@@ -90,6 +90,9 @@ class ClusterSources:
                 settings.kafka_config,
                 settings.timeout_s,
                 read_offsets_topic=settings.read_consumer_offsets_topic,
+                # The share coordinators' topic is read under the same setting: both are
+                # coordinators' internal topics read by a group-less consumer.
+                read_share_state=settings.read_consumer_offsets_topic,
                 topic_config_refresh_s=settings.topic_config_refresh_s,
             )
         if settings.zk_hosts and (settings.storm_spout_roots or settings.zk_consumers):

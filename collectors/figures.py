@@ -8,7 +8,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from collectors.records import CommittedOffset, PartitionOffsets, Source, SpoutFigures
+from collectors.records import (
+    CommittedOffset,
+    PartitionOffsets,
+    ShareStateFigures,
+    Source,
+    SpoutFigures,
+)
 from collectors.timelag import OffsetTimeTable, time_lag
 
 # What the cycle's assembly adds to a commit's figure (SPEC §4), in this order: owner, alive,
@@ -22,7 +28,7 @@ Liveness = tuple[str | None, bool | None, SpoutFigures | None]
 class PartitionFigure:
     """One partition of one group at one cycle. Built once and never changed afterwards
     (``dataclasses.replace`` makes another), but not declared frozen: a frozen dataclass's
-    ``__init__`` sets each of these 27 fields through ``object.__setattr__``: with it, a
+    ``__init__`` sets each of these 29 fields through ``object.__setattr__``: with it, a
     100,000-partition cycle's assembly took 1.6 s, without it 0.9-1.1 s (benchmarks/RESULTS.md,
     "Rows written only where a figure changed, figures built without `frozen`"). It hashes as
     the frozen class did."""
@@ -61,8 +67,10 @@ class PartitionFigure:
     # (before KIP-1226): the real lag is at most this (acknowledged records above the start
     # offset are counted too). False for every other figure, exact or unknown.
     lag_upper_bound: bool = False
-    # A share group's partition (KIP-932): ``committed`` is its start offset, not a commit.
+    # A share group's partition (KIP-932): ``committed`` is its start offset, not a commit;
+    # and what ``__share_group_state`` says of its records' deliveries (None: not read).
     share: bool = False
+    share_state: ShareStateFigures | None = None
 
 
 def lag_of(
@@ -151,7 +159,7 @@ def partition_figures(
                 time_lag_s=seconds, time_lag_kind=kind, out_of_range=out_of_range,
                 commit_time_ms=c.commit_time_ms, commit_version=c.commit_version, owner=owner,
                 topology_id=c.topology_id, where=c.where, alive=alive, time_lag_from_ms=from_ms,
-                lag_upper_bound=upper_bound, share=c.share,
+                lag_upper_bound=upper_bound, share=c.share, share_state=c.share_state,
                 **(_spout_fields(spout) if spout is not None else {}),
             )
         )  # fmt: skip

@@ -27,6 +27,50 @@ class Source(StrEnum):
     SAMPLE_LOG = "sample_log"
 
 
+@dataclass(frozen=True, slots=True)
+class ShareStateFigures:
+    """What the state topic says of one share-partition, for one cycle.
+
+    ``max_deliveries``: the highest delivery count of the records the state holds (at or
+    above the start offset); None when it holds none. ``redelivered_offset`` and
+    ``redelivered_count``: the available record (delivered, come back, not yet done) with the
+    highest delivery count, the lowest offset among equals; None when none came back.
+    ``archived``: records archived that the fold remembers (``state.MAX_ARCHIVED_KEPT`` batches at
+    most); ``archived_offset``, ``archived_count`` and ``archived_ms``: the newest of them
+    (first offset, delivery count, when first seen archived). ``delivery_limit``: the group's
+    ``share.delivery.count.limit`` (DescribeConfigs on the group; None: not read). Whether any
+    of it is a poison record is the evaluator's to say (spark_jobs/evaluator).
+    (``collectors.share_state`` folds ``__share_group_state`` into these.)"""
+
+    max_deliveries: int | None = None
+    redelivered_offset: int | None = None
+    redelivered_count: int | None = None
+    archived: int = 0
+    archived_offset: int | None = None
+    archived_count: int | None = None
+    archived_ms: int | None = None
+    delivery_limit: int | None = None
+
+
+# ``ShareStateFigures``' fields as the sample log, the store and the status job name them.
+SHARE_STATE_COLUMNS: tuple[str, ...] = (
+    "share_max_deliveries", "share_redelivered_offset", "share_redelivered_count",
+    "share_archived", "share_archived_offset", "share_archived_count", "share_archived_ms",
+    "share_delivery_limit",
+)  # fmt: skip
+
+
+def share_state_values(figures: ShareStateFigures | None) -> tuple[int | None, ...]:
+    """``figures`` in ``SHARE_STATE_COLUMNS``' order; all None when not read."""
+    if figures is None:
+        return (None,) * len(SHARE_STATE_COLUMNS)
+    return (
+        figures.max_deliveries, figures.redelivered_offset, figures.redelivered_count,
+        figures.archived, figures.archived_offset, figures.archived_count, figures.archived_ms,
+        figures.delivery_limit,
+    )  # fmt: skip
+
+
 @dataclass(slots=True, unsafe_hash=True)
 class CommittedOffset:
     """A consumer's committed position on one partition, as one source reported it.
@@ -61,6 +105,10 @@ class CommittedOffset:
     # log end is an upper bound, and said to be one (``PartitionFigure.lag_upper_bound``).
     share: bool = False
     reported_lag: int | None = None
+    # A share-partition's topic id (Kafka's text form), by which ``__share_group_state``
+    # names it, and what that topic says of its records' deliveries (None: not read).
+    topic_id: str | None = None
+    share_state: ShareStateFigures | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -73,7 +73,13 @@ from spark_jobs.status import (
     _partition_runs,
     evaluate_group_samples,
 )
-from spark_jobs.windows import WINDOW_COLUMNS, commit_rows, first_holding, raw_commit_time
+from spark_jobs.windows import (
+    SHARE_WINDOW_COLUMNS,
+    WINDOW_COLUMNS,
+    commit_rows,
+    first_holding,
+    raw_commit_time,
+)
 
 __all__ = [
     "DEFAULT_SETTLE_MS",
@@ -140,6 +146,7 @@ _ARROW_SAMPLE_TYPES = {
     "alive": pa.bool_(), "pending": pa.int64(), "failed": pa.int64(), "acked": pa.int64(),
     "stale": pa.bool_(), "max_spout_pending": pa.int64(), "spout_pending": pa.int64(),
     "smallest_failed_offset": pa.int64(), "share": pa.bool_(), "lag_upper_bound": pa.bool_(),
+    **dict.fromkeys(SHARE_WINDOW_COLUMNS, pa.int64()),
 }  # fmt: skip
 _EMPTY_SAMPLES = pa.schema(
     [pa.field(k, pa.int32() if k == "partition" else pa.string()) for k in PARTITION_KEY]

@@ -118,7 +118,12 @@ WINDOW_COLUMNS = (
     "ts_ms", "committed", "earliest", "latest", "lag", "commit_time_ms", "commit_version",
     "topology_id", "alive", "pending", "failed", "acked", "stale", "max_spout_pending",
     "spout_pending", "smallest_failed_offset", "time_lag_s", "share", "lag_upper_bound",
+    # What __share_group_state says of a share-partition (the newest poll's, for its
+    # POISON_MESSAGE): ``PartitionWindow``'s fields of the same names.
+    "share_redelivered_offset", "share_redelivered_count", "share_archived_offset",
+    "share_archived_count", "share_archived_ms", "share_delivery_limit",
 )  # fmt: skip
+SHARE_WINDOW_COLUMNS = WINDOW_COLUMNS[WINDOW_COLUMNS.index("share_redelivered_offset") :]
 
 
 class RetentionSettings(NamedTuple):
@@ -315,6 +320,7 @@ def window_from_samples(
         time_lag_s=samples["time_lag_s"][last],
         share=bool(samples["share"][last]),
         lag_upper_bound=bool(samples["lag_upper_bound"][last]),
+        **{name: samples[name][last] for name in SHARE_WINDOW_COLUMNS},
         retention_ms=retention.retention_ms if retention is not None else None,
         cleanup_policy=retention.cleanup_policy if retention is not None else None,
     )

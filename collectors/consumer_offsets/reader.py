@@ -40,9 +40,10 @@ is read twice or lost. As with the admin client of ``collectors.kafka``, a clien
 a broker restart is not trusted to recover by itself: three polls in a row that were behind yet
 read nothing also replace it.
 
-One module of some 470 lines, on purpose: it is one class around one consumer and one state,
+One module of some 500 lines, on purpose: it is one class around one consumer and one state,
 and a poll is one protocol (end offsets first, then assign, consume, unassign) whose steps
-guard each other's assumptions; half of the length is the why above and the measured
+guard each other's assumptions (the share coordinators' topic is read by the same poll:
+``collectors.share_state.reader``); half of the length is the why above and the measured
 settings below, which belong next to the code they explain.
 """
 
@@ -102,7 +103,6 @@ _RECREATE_AFTER_STALLED_POLLS: Final = 3
 # fetches (4 MiB) cut round trips. check.crcs costs nothing measurable (CRC32C in hardware)
 # and lets librdkafka refuse corrupt batches, in the spirit of the strict decoder.
 _DEFAULTS: Final[Mapping[str, Any]] = {
-    "client.id": "lagwatch-offsets-reader",
     "queued.min.messages": 1_000_000,
     "queued.max.messages.kbytes": 65_536,
     "fetch.message.max.bytes": 4 * 1024 * 1024,
@@ -205,7 +205,13 @@ class ConsumerOffsetsReader:
     the log start (see ``_check_truncation``). ``config`` holds client settings (security,
     timeouts, throughput, the dummy ``group.id`` if a cluster's ACLs want another name); the
     settings that keep the reader group-less and read-committed are applied over it.
+
+    A subclass reads another internal topic of the same kind (``collectors.share_state``):
+    it names the topic and its client, and gives the state and the fold.
     """
+
+    topic: str = OFFSETS_TOPIC
+    group_id: str = READER_GROUP_ID  # also the client.id: what the broker's logs show
 
     def __init__(
         self,
@@ -222,14 +228,27 @@ class ConsumerOffsetsReader:
         self.bootstrap_servers = bootstrap_servers
         self.timeout_s = float(timeout_s)
         self.max_records_per_poll = max_records_per_poll
-        conf: dict[str, Any] = {"group.id": READER_GROUP_ID, **_DEFAULTS, **(config or {})}
+        conf: dict[str, Any] = {
+            **_DEFAULTS,
+            "group.id": self.group_id,
+            "client.id": self.group_id,
+            **(config or {}),
+        }
         conf.update(_FORCED)
         conf["bootstrap.servers"] = bootstrap_servers
         self._conf = conf
-        self.state = OffsetsTopicState()
+        self.state = self._new_state()
         self._consumer: Consumer | None = self._new_consumer()
         self._renew_why: str | None = None  # set by a poll after which the consumer is replaced
         self._stalled_polls = 0
+
+    def _new_state(self) -> Any:
+        """The fold's state, empty: where a poll's records go."""
+        return OffsetsTopicState()
+
+    def _new_fold(self) -> Any:
+        """One poll's fold over :attr:`state` (``batch`` per consume() batch, then ``finish``)."""
+        return PollFold(self.state)
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -250,7 +269,7 @@ class ConsumerOffsetsReader:
 
     def _recreate(self, why: str) -> None:
         log.warning(
-            "recreating the __consumer_offsets consumer for %s: %s", self.bootstrap_servers, why
+            "recreating the %s consumer for %s: %s", self.topic, self.bootstrap_servers, why
         )
         self.close()
         self._consumer = self._new_consumer()
@@ -285,8 +304,8 @@ class ConsumerOffsetsReader:
                 behind = self._behind(ends)
                 complete = len(ends) == len(partitions)
         except Exception as exc:  # a bug or a client surprise must not kill the collector loop
-            log.exception("__consumer_offsets poll failed for %s", self.bootstrap_servers)
-            poll.error(OFFSETS_TOPIC, f"reader error: {_describe(exc)}")
+            log.exception("%s poll failed for %s", self.topic, self.bootstrap_servers)
+            poll.error(self.topic, f"reader error: {_describe(exc)}")
         if not poll.reachable:
             self._renew_why = "the last poll could not reach the cluster"
         self._note_stall(behind, read)
@@ -324,20 +343,20 @@ class ConsumerOffsetsReader:
         consumer = self._consumer
         assert consumer is not None
         try:
-            metadata = consumer.list_topics(OFFSETS_TOPIC, timeout=poll.remaining())
+            metadata = consumer.list_topics(self.topic, timeout=poll.remaining())
         except KafkaException as exc:
             poll.reachable = False
             poll.error("cluster", f"unreachable: {_describe(exc)}")
             return []
-        topic = metadata.topics.get(OFFSETS_TOPIC)
+        topic = metadata.topics.get(self.topic)
         if topic is None:
             poll.readable = False
-            poll.error(OFFSETS_TOPIC, "not in the metadata answer")
+            poll.error(self.topic, "not in the metadata answer")
             return []
         if topic.error is not None and topic.error.code() != KafkaError.NO_ERROR:
             if topic.error.code() in _NOT_READABLE:
                 poll.readable = False
-            poll.error(OFFSETS_TOPIC, f"metadata: {_describe(topic.error)}")
+            poll.error(self.topic, f"metadata: {_describe(topic.error)}")
             return []
         return sorted(topic.partitions)
 
@@ -354,7 +373,7 @@ class ConsumerOffsetsReader:
         for spec in (-2, -1):
             try:
                 tps = consumer.offsets_for_times(
-                    [TopicPartition(OFFSETS_TOPIC, p, spec) for p in partitions],
+                    [TopicPartition(self.topic, p, spec) for p in partitions],
                     timeout=poll.remaining(),
                 )
             except KafkaException as exc:
@@ -366,7 +385,7 @@ class ConsumerOffsetsReader:
                     if tp.error.code() in _NOT_READABLE:
                         poll.readable = False
                     poll.error(
-                        f"{OFFSETS_TOPIC}/{tp.partition}", f"ListOffsets: {_describe(tp.error)}"
+                        f"{self.topic}/{tp.partition}", f"ListOffsets: {_describe(tp.error)}"
                     )
                 elif tp.offset >= 0:
                     answers.setdefault(tp.partition, {})[spec] = tp.offset
@@ -387,13 +406,13 @@ class ConsumerOffsetsReader:
         if not shrunk:
             return
         where = ", ".join(f"{p} ({positions[p]} > {ends[p][1]})" for p in shrunk)
-        log.warning("__consumer_offsets of %s went back: %s", self.bootstrap_servers, where)
+        log.warning("%s of %s went back: %s", self.topic, self.bootstrap_servers, where)
         poll.error(
-            OFFSETS_TOPIC,
+            self.topic,
             f"log end below the position read (partitions {where}): "
             "the state is rebuilt from the log start",
         )
-        self.state = OffsetsTopicState()
+        self.state = self._new_state()
 
     def _behind(self, ends: dict[int, tuple[int, int]]) -> int:
         positions = self.state.positions
@@ -419,7 +438,7 @@ class ConsumerOffsetsReader:
         consumer.assign(
             [
                 TopicPartition(
-                    OFFSETS_TOPIC,
+                    self.topic,
                     p,
                     max(positions[p], ends[p][0]) if p in positions else OFFSET_BEGINNING,
                 )
@@ -435,7 +454,7 @@ class ConsumerOffsetsReader:
         consumer = self._consumer
         assert consumer is not None
         positions = self.state.positions
-        fold = PollFold(self.state)
+        fold = self._new_fold()
         budget = self.max_records_per_poll
         read = 0
         try:
@@ -471,7 +490,5 @@ class ConsumerOffsetsReader:
             poll.readable = False
         elif code == KafkaError._ALL_BROKERS_DOWN:
             poll.reachable = False
-        where = (
-            OFFSETS_TOPIC if partition is None or partition < 0 else f"{OFFSETS_TOPIC}/{partition}"
-        )
+        where = self.topic if partition is None or partition < 0 else f"{self.topic}/{partition}"
         poll.error(where, f"fetch: {_describe(err)}")

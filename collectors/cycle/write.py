@@ -24,6 +24,7 @@ from collectors.cycle.stale import Staleness
 from collectors.cycle.store_port import CycleStore
 from collectors.figures import PartitionFigure
 from collectors.outcome import CycleOutcome
+from collectors.records import SHARE_STATE_COLUMNS, share_state_values
 
 log = logging.getLogger(__name__)
 
@@ -113,7 +114,17 @@ def sample_columns(
         "max_offset_behind": [f.max_offset_behind for f in figures],
         "share": [f.share for f in figures],
         "lag_upper_bound": [f.lag_upper_bound for f in figures],
+        **share_state_columns(figures),
     }
+
+
+def share_state_columns(figures: Sequence[PartitionFigure]) -> dict[str, list[Any]]:
+    """The share-state columns (``SHARE_STATE_COLUMNS``): nulls but for a share group's
+    partitions whose state topic was read."""
+    if not any(f.share_state is not None for f in figures):
+        return {name: [None] * len(figures) for name in SHARE_STATE_COLUMNS}
+    rows = [share_state_values(f.share_state) for f in figures]
+    return {name: [r[i] for r in rows] for i, name in enumerate(SHARE_STATE_COLUMNS)}
 
 
 def sample_rows(outcome: CycleOutcome) -> list[dict[str, Any]]:

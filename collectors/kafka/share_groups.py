@@ -146,6 +146,7 @@ def share_commits(
                 where=f"group {snapshot.group}",
                 share=True,
                 reported_lag=p.lag if progress.lag_reported else None,
+                topic_id=p.topic_id,
             )
         )
     return commits

@@ -52,12 +52,14 @@ from collectors.kafka.admin import (
 from collectors.kafka.cycle import Cycle, describe_exc
 from collectors.kafka.offsets_topic import apply_offsets_topic
 from collectors.kafka.share_groups import read_share_groups
+from collectors.kafka.share_state import DeliveryLimits, apply_share_state
 from collectors.kafka.to_records import commits_of, group_outcome, with_epochs
 from collectors.kafka.topic_configs import DEFAULT_REFRESH_S, TopicConfigCache
 from collectors.kafka.wire_groups import committed_offsets, consumer_group_epochs, wire_descriptions
 from collectors.kafka_wire import GroupClient
 from collectors.kafka_wire.sasl import librdkafka_config
 from collectors.records import CollectionResult, GroupSnapshot
+from collectors.share_state import ShareStateReader
 
 __all__ = ["KafkaSource"]
 
@@ -86,6 +88,7 @@ class KafkaSource:
         timeout_s: float = 10,
         *,
         read_offsets_topic: bool = True,
+        read_share_state: bool = True,
         topic_config_refresh_s: float = DEFAULT_REFRESH_S,
     ) -> None:
         if timeout_s <= 0:
@@ -121,13 +124,22 @@ class KafkaSource:
         # every rebalance with its cause. Read beside the AdminClient's calls, on a thread of
         # its own; a cluster that denies the topic leaves commit times unknown, with a warning.
         self._offsets_reader: ConsumerOffsetsReader | None = None
+        # And __share_group_state's, the same way (KIP-932): share groups' deliveries and
+        # archived records (collectors/kafka/share_state.py).
+        self._share_reader: ShareStateReader | None = None
         self._reader_pool: ThreadPoolExecutor | None = None
+        reader_conf = librdkafka_config(config or {}, mechanism)
         if read_offsets_topic and self.unsupported is None:
             self._offsets_reader = ConsumerOffsetsReader(
-                bootstrap_servers, librdkafka_config(config or {}, mechanism),
-                timeout_s=self.timeout_s,
-            )  # fmt: skip
-            self._reader_pool = ThreadPoolExecutor(1, thread_name_prefix="offsets-topic")
+                bootstrap_servers, reader_conf, timeout_s=self.timeout_s
+            )
+        if read_share_state and self.unsupported is None:
+            self._share_reader = ShareStateReader(
+                bootstrap_servers, reader_conf, timeout_s=self.timeout_s
+            )
+        if self._offsets_reader is not None or self._share_reader is not None:
+            self._reader_pool = ThreadPoolExecutor(2, thread_name_prefix="internal-topics")
+        self._delivery_limits = DeliveryLimits()
         self._partitions_of: dict[str, list[int]] = {}
         # Retention settings of consumed topics, re-read every few minutes (topic_configs).
         self._topic_configs = TopicConfigCache(topic_config_refresh_s)
@@ -147,9 +159,10 @@ class KafkaSource:
         if self._reader_pool is not None:
             self._reader_pool.shutdown(wait=True)
             self._reader_pool = None
-        if self._offsets_reader is not None:
-            self._offsets_reader.close()
-            self._offsets_reader = None
+        for reader in (self._offsets_reader, self._share_reader):
+            if reader is not None:
+                reader.close()
+        self._offsets_reader = self._share_reader = None
 
     def __enter__(self) -> KafkaSource:
         return self
@@ -182,15 +195,16 @@ class KafkaSource:
             self._recreate_client("the last cycle could not reach the cluster")
         admin = self.admin
         cycle = Cycle(now_ms, self.timeout_s)
-        reading = None
-        if self._offsets_reader is not None and self._reader_pool is not None:
-            reading = self._reader_pool.submit(self._offsets_reader.poll, now_ms)
+        pool, reader, shares = self._reader_pool, self._offsets_reader, self._share_reader
+        reading = pool.submit(reader.poll, now_ms) if pool and reader else None
+        share_reading = pool.submit(shares.poll, now_ms) if pool and shares else None
         try:
             self._collect(admin, cycle)
-            if reading is not None:
-                outcome = reading.result()
-                reader = self._offsets_reader
-                apply_offsets_topic(outcome, reader.state if reader is not None else None, cycle)
+            if reading is not None and reader is not None:
+                apply_offsets_topic(reading.result(), reader.state, cycle)
+            if share_reading is not None and shares is not None:
+                apply_share_state(share_reading.result(), shares.state, cycle)
+                self._delivery_limits.refresh(admin, cycle)
         except Exception as exc:  # a bug or a client surprise must not kill the collector loop
             log.exception("kafka collect failed for %s", self.bootstrap_servers)
             cycle.error("cluster", f"collector error: {describe_exc(exc)}")
@@ -261,6 +275,7 @@ class KafkaSource:
         self._admin = AdminClient(self._conf)
         self._partitions_of = {}
         self._topic_configs.forget()
+        self._delivery_limits.forget()
         self._timeouts_in_a_row = 0
         self._renew_client = False
 

@@ -25,6 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
 
+from collectors.records import SHARE_STATE_COLUMNS
 from collectors.sample_log.layout import quote_cluster
 
 __all__ = [
@@ -78,6 +79,11 @@ SAMPLE_SCHEMA: Final = pa.schema(
         # Null in files written before they were added: not a share group's, an exact lag.
         pa.field("share", pa.bool_()),
         pa.field("lag_upper_bound", pa.bool_()),
+        # What ``__share_group_state`` says of a share-partition (``ShareStateFigures``:
+        # the highest delivery count, the record delivered most often and come back, records
+        # archived and the newest of them, the group's delivery count limit). Null for every
+        # other partition, where the topic was not read, and in files written before.
+        *(pa.field(name, pa.int64()) for name in SHARE_STATE_COLUMNS),
     ]
 )
 COLUMNS: Final = tuple(SAMPLE_SCHEMA.names)

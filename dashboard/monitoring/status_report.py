@@ -39,6 +39,7 @@ from dashboard.monitoring.models import (
     SparkJobRun,
 )
 from dashboard.monitoring.producers import producers_document
+from dashboard.monitoring.share_state import SHARE_STATE_COLUMNS, share_state_document
 from dashboard.monitoring.spouts import latest_spouts, spout_document
 from dashboard.status.runs import JOBS
 
@@ -60,7 +61,7 @@ def status_document(
         "group_id", "topic", "partition", "committed", "earliest", "latest", "lag",
         "lag_upper_bound", "time_lag_s", "owner", "alive", "pending", "failed", "acked",
         "status", "diagnosis", "last_commit_at", "stale", "reason", "complete", "evaluated_at",
-        "retention_left_s",
+        "retention_left_s", *SHARE_STATE_COLUMNS,
     )  # fmt: skip
     errors = CollectionError.objects.select_related("cluster").order_by(
         "cluster__name", "source", "where"
@@ -123,6 +124,8 @@ def status_document(
                 "failed": p["failed"],
                 "acked": p["acked"],
                 "retention_left_s": p["retention_left_s"],
+                # A share group's deliveries and archived records (__share_group_state).
+                "share_state": share_state_document(p),
             }  # fmt: skip
         )
     group_rows = [

@@ -22,7 +22,7 @@ from django.db import connection, models, transaction
 from collectors.cycle.stale import Staleness, hidden_by
 from collectors.figures import PartitionFigure
 from collectors.outcome import CycleOutcome
-from collectors.records import GroupMember, Source
+from collectors.records import SHARE_STATE_COLUMNS, GroupMember, Source, share_state_values
 from collectors.spout_totals import spout_totals
 from collectors.storm_commit_metadata import topology_name
 from collectors.timelag import lag_seconds
@@ -77,14 +77,16 @@ PARTITION_FIELDS = [
     "pending",
     "failed",
     "acked",
+    *SHARE_STATE_COLUMNS,
     "stale",
     "sampled_at",
     "present",
 ]
 # A partition whose broker offsets could not be read this cycle keeps its last known ones.
+# So does a share-partition whose state topic was not read (the same outage).
 BROKER_FIELDS = {
     "earliest", "latest", "lag", "lag_upper_bound", "time_lag_s", "time_lag_kind",
-    "time_lag_from_ms",
+    "time_lag_from_ms", *SHARE_STATE_COLUMNS,
 }  # fmt: skip
 
 
@@ -260,10 +262,11 @@ def _upsert_groups(
 PARTITION_COLUMNS = [
     "group", "topic", "partition", "committed", "earliest", "latest", "lag", "lag_upper_bound",
     "time_lag_kind", "time_lag_from_ms", "owner", "alive", "last_commit_at", "commit_version",
-    "pending", "failed", "acked", "time_lag_s", "stale", "sampled_at", "present",
+    "pending", "failed", "acked", *SHARE_STATE_COLUMNS, "time_lag_s", "stale", "sampled_at",
+    "present",
 ]  # fmt: skip
 # A partition's figures as a cycle remembers them to compare the next one's with: its
-# columns from ``committed`` to ``acked`` (all but the time lag), and the time lag. A row
+# columns from ``committed`` to the share state's (all but the time lag), and the time lag. A row
 # that differs in the time lag alone, grown from the same ``time_lag_from_ms``, only aged
 # (``_age_time_lags``).
 _STILL = slice(PARTITION_COLUMNS.index("committed"), PARTITION_COLUMNS.index("time_lag_s"))
@@ -312,7 +315,8 @@ def _upsert_partitions(
         rows[key] = (
             (fig.committed, fig.earliest, fig.latest, fig.lag, fig.lag_upper_bound,
              fig.time_lag_kind, fig.time_lag_from_ms, fig.owner or "", fig.alive,
-             commit_times[ms], fig.commit_version, fig.pending, fig.failed, fig.acked),
+             commit_times[ms], fig.commit_version, fig.pending, fig.failed, fig.acked,
+             *share_state_values(fig.share_state)),
             fig.time_lag_s,
         )  # fmt: skip
         if down and blind(fig):

@@ -20,7 +20,7 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
@@ -33,6 +33,7 @@ from lab.workload.clients import (
     leave_and_close,
     leave_group,
 )
+from lab.workload.member_pool import MemberPool
 from lab.workload.spec import CONSUMER, GroupSpec
 
 log = logging.getLogger(__name__)
@@ -459,7 +460,7 @@ class GroupMember:
             self.cgrp = {}
 
 
-class ConsumerGroup:
+class ConsumerGroup(MemberPool[GroupMember]):
     """A group's members plus the knobs scenarios turn: processing delay, member count, a
     hold and poison messages."""
 
@@ -470,40 +471,14 @@ class ConsumerGroup:
         settings: MemberSettings | None = None,
         ingest: IngestSender | None = None,
     ) -> None:
-        self.spec = spec
+        super().__init__(spec, _Faults(delay_ms=spec.delay_ms))
         self._bootstrap = bootstrap
         self._settings = settings or MemberSettings()
         self._ingest = ingest
-        self._lock = threading.Lock()
-        self._members: list[GroupMember] = []
-        self._next_index = 0
-        self._faults = _Faults(delay_ms=spec.delay_ms)
-        self.member_changes = 0
-
-    @property
-    def name(self) -> str:
-        return self.spec.name
-
-    @property
-    def delay_ms(self) -> float:
-        return self._faults.delay_ms
 
     @property
     def held(self) -> bool:
         return self._faults.held.is_set()
-
-    def start(self) -> None:
-        self.set_members(self.spec.members)
-
-    def stop(self) -> None:
-        self.set_members(0)
-
-    def set_delay_ms(self, delay_ms: float) -> float:
-        """Set the per-message processing delay; return the previous value."""
-        if delay_ms < 0:
-            raise ValueError("delay_ms must be >= 0")
-        previous, self._faults.delay_ms = self._faults.delay_ms, delay_ms
-        return previous
 
     def hold(self, timeout_s: float = 30.0) -> bool:
         """Stop fetching, processing and committing, members staying in the group. Returns
@@ -528,59 +503,14 @@ class ConsumerGroup:
     def set_poison(self, partition: int, offset: int) -> None:
         self._faults.poison = self._faults.poison | {(partition, offset)}
 
-    def clear_poison(self) -> None:
-        self._faults.poison = frozenset()
-
-    def add_member(self) -> str:
-        with self._lock:
-            self._next_index += 1
-            member = GroupMember(
-                self.spec,
-                f"{self.spec.name}-{self._next_index}",
-                self._bootstrap,
-                self._settings,
-                self._faults,
-                self._ingest,
-                self._owns_partitions,
-            )
-            self._members.append(member)
-            self.member_changes += 1
-        member.start()
-        return member.client_id
-
-    def remove_member(self) -> str | None:
-        """Close the newest member (it leaves the group); return its client id."""
-        with self._lock:
-            if not self._members:
-                return None
-            member = self._members.pop()
-            self.member_changes += 1
-        _close([member])
-        return member.client_id
-
-    def set_members(self, count: int) -> None:
-        """Grow or shrink to `count` members; members leaving close in parallel."""
-        if count < 0:
-            raise ValueError("count must be >= 0")
-        with self._lock:
-            leaving = self._members[count:]
-            del self._members[count:]
-            missing = count - len(self._members)
-            self.member_changes += len(leaving)
-        _close(leaving)
-        for _ in range(missing):
-            self.add_member()
+    def _new_member(self, client_id: str) -> GroupMember:
+        return GroupMember(
+            self.spec, client_id, self._bootstrap, self._settings, self._faults, self._ingest,
+            self._owns_partitions,
+        )  # fmt: skip
 
     def _owns_partitions(self) -> bool:
         return any(m.assignment() for m in self.members())
-
-    def member_count(self) -> int:
-        with self._lock:
-            return len(self._members)
-
-    def members(self) -> list[GroupMember]:
-        with self._lock:
-            return list(self._members)
 
     def status(self) -> dict[str, object]:
         return {
@@ -593,11 +523,3 @@ class ConsumerGroup:
             "member_changes": self.member_changes,
             "members": [m.status() for m in self.members()],
         }
-
-
-def _close(members: Iterable[GroupMember]) -> None:
-    members = list(members)
-    for member in members:
-        member.signal_stop()
-    for member in members:
-        member.join()

@@ -10,9 +10,9 @@ A share group starts at the log end unless its group config says ``earliest``; t
 that before its first member joins, so what was produced before it came is read too.
 
 The faults (a processing delay, a poison record) live in one ``ShareFaults`` object that every
-member reads on each record, so members that join later inherit them, as in
-``consumer_groups.py``, whose interface (``set_members``, ``set_delay_ms``, ``set_poison``…)
-this one repeats so the same scenarios drive both kinds of group.
+member reads on each record, so members that join later inherit them. The pool of members is
+``consumer_groups.py``'s too (``member_pool.MemberPool``: ``set_members``, ``set_delay_ms``,
+``clear_poison``…), so the same scenarios drive both kinds of group.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from confluent_kafka.admin import (
 )
 
 from lab.workload.clients import base_config
+from lab.workload.member_pool import MemberPool
 from lab.workload.spec import ShareGroupSpec
 
 log = logging.getLogger(__name__)
@@ -181,46 +182,23 @@ class ShareMember:
         self.consumed += 1
 
 
-class ShareGroup:
+class ShareGroup(MemberPool[ShareMember]):
     """A share group of ``spec.members`` members, grown, shrunk and faulted at run time."""
 
     def __init__(
         self, spec: ShareGroupSpec, bootstrap: str, settings: ShareSettings | None = None
     ) -> None:
-        self.spec = spec
+        super().__init__(spec, ShareFaults(delay_ms=spec.delay_ms))
         self._bootstrap = bootstrap
         self._settings = settings or ShareSettings()
-        self._lock = threading.Lock()
-        self._members: list[ShareMember] = []
-        self._next_index = 0
-        self._faults = ShareFaults(delay_ms=spec.delay_ms)
-        self.member_changes = 0
-
-    @property
-    def name(self) -> str:
-        return self.spec.name
-
-    @property
-    def delay_ms(self) -> float:
-        return self._faults.delay_ms
 
     def start(self) -> None:
         self.set_config("share.auto.offset.reset", "earliest")
-        self.set_members(self.spec.members)
-
-    def stop(self) -> None:
-        self.set_members(0)
+        super().start()
 
     def set_config(self, name: str, value: str) -> None:
         admin = AdminClient({"bootstrap.servers": self._bootstrap})
         set_group_config(admin, self.name, name, value)
-
-    def set_delay_ms(self, delay_ms: float) -> float:
-        """Set the per-record processing delay; return the previous value."""
-        if delay_ms < 0:
-            raise ValueError("delay_ms must be >= 0")
-        previous, self._faults.delay_ms = self._faults.delay_ms, delay_ms
-        return previous
 
     def set_poison(
         self, partition: int, offset: int, ack: str = RELEASE, hold_s: float = 0.0
@@ -230,58 +208,8 @@ class ShareGroup:
         self._faults.poison_ack, self._faults.poison_hold_s = ack, hold_s
         self._faults.poison = self._faults.poison | {(partition, offset)}
 
-    def clear_poison(self) -> None:
-        self._faults.poison = frozenset()
-
-    def add_member(self) -> str:
-        with self._lock:
-            self._next_index += 1
-            member = ShareMember(
-                self.spec,
-                f"{self.spec.name}-{self._next_index}",
-                self._bootstrap,
-                self._settings,
-                self._faults,
-            )
-            self._members.append(member)
-            self.member_changes += 1
-        member.start()
-        return member.client_id
-
-    def remove_member(self) -> str | None:
-        """Close the newest member (it leaves the group); return its client id."""
-        with self._lock:
-            if not self._members:
-                return None
-            member = self._members.pop()
-            self.member_changes += 1
-        member.signal_stop()
-        member.join()
-        return member.client_id
-
-    def set_members(self, count: int) -> None:
-        """Grow or shrink to ``count`` members; members leaving close in parallel."""
-        if count < 0:
-            raise ValueError("count must be >= 0")
-        with self._lock:
-            leaving = self._members[count:]
-            del self._members[count:]
-            missing = count - len(self._members)
-            self.member_changes += len(leaving)
-        for member in leaving:
-            member.signal_stop()
-        for member in leaving:
-            member.join()
-        for _ in range(missing):
-            self.add_member()
-
-    def member_count(self) -> int:
-        with self._lock:
-            return len(self._members)
-
-    def members(self) -> list[ShareMember]:
-        with self._lock:
-            return list(self._members)
+    def _new_member(self, client_id: str) -> ShareMember:
+        return ShareMember(self.spec, client_id, self._bootstrap, self._settings, self._faults)
 
     def consumed(self) -> int:
         return sum(m.consumed for m in self.members())

@@ -37,7 +37,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from spark_jobs.evaluator.diagnoses import event_diagnoses, slow_consumer, state_diagnoses
+from spark_jobs.evaluator.diagnoses import (
+    event_diagnoses,
+    share_diagnoses,
+    slow_consumer,
+    state_diagnoses,
+)
 from spark_jobs.evaluator.retention import (
     NO_FORECAST,
     RetentionForecast,
@@ -60,6 +65,8 @@ from spark_jobs.evaluator.rules import (
     missed_commits,
     offsets_unchanged,
     out_of_range,
+    record_archived,
+    record_redelivering,
     required_share,
     spout_at_cap,
     was_caught_up_recently,
@@ -85,12 +92,15 @@ from spark_jobs.evaluator.types import (
 )
 
 __all__ = [
-    "RULES", "SPOUT_STATE", "Decision", "Facts", "Rule", "decide", "facts_of", "since_history",
+    "RULES", "SHARE_STATE", "SPOUT_STATE", "Decision", "Facts", "Rule", "decide", "facts_of",
+    "since_history",
 ]  # fmt: skip
 
 # In a rule's ``finds``: the spout's state diagnoses (POISON_MESSAGE, PENDING_LEAK,
 # BACKPRESSURE), whichever the figures show; none of them changes the status.
 SPOUT_STATE = "SPOUT_STATE"
+# In a rule's ``finds``: a share group's poison records (``diagnoses.share_diagnoses``).
+SHARE_STATE = "SHARE_STATE"
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,6 +134,10 @@ class Facts:
     retention_at_risk: bool
     # Missed three of its own commit intervals with messages waiting (``rules.missed_commits``).
     missed_commits: bool
+    # A share group's record redelivered now (``rules.record_redelivering``), and one
+    # redelivered until archived in the window (``rules.record_archived``); else False.
+    redelivering: bool = False
+    record_archived: bool = False
 
     @property
     def stopped(self) -> bool:
@@ -170,29 +184,35 @@ RULES: tuple[Rule, ...] = (
          lambda f: f.out_of_range),
     Rule("not_enough_data",    OK,      (),                           # Burrow 1
          lambda f: not f.enough_data),
+    Rule("archived_caught_up", WARN,    (SHARE_STATE,),               # a queue's, before 2
+         lambda f: f.record_archived and f.within_allowed_lag),
     Rule("within_allowed_lag", OK,      (),                           # Burrow 2
          lambda f: f.within_allowed_lag),
-    Rule("dead_consumer",      STOP,    (DEAD_CONSUMER, SPOUT_STATE),
+    Rule("dead_consumer",      STOP,    (DEAD_CONSUMER, SPOUT_STATE, SHARE_STATE),
          lambda f: f.dead and f.commit_overdue),
-    Rule("stopped_but_alive",  STALL,   (SPOUT_STATE,),               # 3, with liveness
+    Rule("stopped_but_alive",  STALL,   (SPOUT_STATE, SHARE_STATE),   # 3, with liveness
          lambda f: f.stopped and f.alive is True),
-    Rule("stopped",            STOP,    (SPOUT_STATE,),               # Burrow 3
+    Rule("stopped",            STOP,    (SPOUT_STATE, SHARE_STATE),   # Burrow 3
          lambda f: f.stopped),
     Rule("rewind",             REWIND,  (SPOUT_STATE,),               # Burrow 4
          lambda f: f.rewound),
-    Rule("overdue_but_alive",  STALL,   (SPOUT_STATE,),               # 3, with liveness
+    Rule("overdue_but_alive",  STALL,   (SPOUT_STATE, SHARE_STATE),   # 3, with liveness
          lambda f: f.missed_commits and f.alive is True),
+    Rule("redelivering",       WARN,    (SHARE_STATE,),               # a queue's, before 5
+         lambda f: f.redelivering and not f.offsets_unchanged),
+    Rule("record_archived",    WARN,    (SHARE_STATE,),               # a queue's, before 5
+         lambda f: f.record_archived and not f.offsets_unchanged),
     Rule("caught_up",          OK,      (),                           # Burrow 5
          lambda f: f.had_allowed_lag),
-    Rule("stalled_and_dead",   STOP,    (DEAD_CONSUMER, SPOUT_STATE), # 6, with liveness
+    Rule("stalled_and_dead",   STOP,    (DEAD_CONSUMER, SPOUT_STATE, SHARE_STATE), # 6, liveness
          lambda f: f.offsets_unchanged and f.dead),
-    Rule("stalled_but_alive",  STALL,   (SPOUT_STATE,),               # Burrow 6
+    Rule("stalled_but_alive",  STALL,   (SPOUT_STATE, SHARE_STATE),   # Burrow 6
          lambda f: f.offsets_unchanged and f.alive is True),
-    Rule("stalled",            STALL,   (SPOUT_STATE,),               # Burrow 6
+    Rule("stalled",            STALL,   (SPOUT_STATE, SHARE_STATE),   # Burrow 6
          lambda f: f.offsets_unchanged),
     Rule("keeps_pace",         OK,      (),                           # 7, with polls
          lambda f: f.lag_never_decreased and f.rise_within_jitter),
-    Rule("lag_rising",         WARN,    (SLOW_CONSUMER, SPOUT_STATE), # Burrow 7
+    Rule("lag_rising",         WARN,    (SLOW_CONSUMER, SPOUT_STATE, SHARE_STATE), # Burrow 7
          lambda f: f.lag_never_decreased),
     Rule("backpressured",      WARN,    (SPOUT_STATE,),
          lambda f: f.at_spout_cap),
@@ -271,6 +291,8 @@ def facts_of(
         at_spout_cap=spout_at_cap(window, config) is not None,
         retention_at_risk=at_risk(forecast.seconds_left, config.retention_risk_s),
         missed_commits=missed,
+        redelivering=record_redelivering(window) is not None,
+        record_archived=record_archived(window, commits) is not None,
     )
     return facts, alive_evidence, forecast
 
@@ -339,6 +361,8 @@ def _findings(
     for code in rule.finds:
         if code == SPOUT_STATE:
             found.extend(state_diagnoses(window, commits, config, facts.frozen))
+        elif code == SHARE_STATE:
+            found.extend(share_diagnoses(window, commits))
         elif code == SLOW_CONSUMER:
             slow = slow_consumer(commits, lag)
             if slow is not None:

@@ -11,7 +11,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from spark_jobs.evaluator.rates import Sample, rates
-from spark_jobs.evaluator.rules import counter_rise, spout_at_cap
+from spark_jobs.evaluator.rules import (
+    counter_rise,
+    record_archived,
+    record_redelivering,
+    spout_at_cap,
+)
 from spark_jobs.evaluator.types import (
     BACKPRESSURE,
     PENDING_LEAK,
@@ -27,6 +32,20 @@ from spark_jobs.evaluator.types import (
     EvaluatorConfig,
     PartitionWindow,
 )
+
+
+def share_diagnoses(window: PartitionWindow, commits: Sequence[Commit]) -> list[Diagnosis]:
+    """What a share-partition's state says (KIP-932): POISON_MESSAGE for a record being
+    redelivered now, and for one redelivered until it was archived within the window, each
+    naming its offset, deliveries and the group's limit (``archived`` tells them apart)."""
+    found = []
+    again = record_redelivering(window)
+    if again is not None:
+        found.append(Diagnosis(POISON_MESSAGE, again))
+    gone = record_archived(window, commits)
+    if gone is not None:
+        found.append(Diagnosis(POISON_MESSAGE, gone))
+    return found
 
 
 def state_diagnoses(

@@ -6,6 +6,9 @@ sentence here (``_BASES``); the first diagnosis that adds something the base did
 it with its main figure. The figures a sentence cites are derived again with the same named
 functions the rules used (the rewind's offsets, the commit that was caught up, the jitter), once
 per verdict.
+
+Over 400 lines on purpose: one base sentence per row of the table and one clause per
+diagnosis, which read best together, as the sentences a reader compares.
 """
 
 from __future__ import annotations
@@ -92,6 +95,8 @@ def _hint(diagnosis: Diagnosis, t: _Terms = _COMMITS) -> str:
     """A clause naming the diagnosis with its main figure, for the end of a reason."""
     e = diagnosis.evidence
     code = diagnosis.code
+    if code == POISON_MESSAGE and "deliveries" in e:  # a share group's record (KIP-932)
+        return _record_clause(e)
     if code == POISON_MESSAGE:
         return (
             f"offset {e['offset']} keeps failing ({e['failed_rise']} more failures): "
@@ -175,6 +180,24 @@ def _waiting_clause(lag: int, last: Commit) -> str:
     if last.lag is not None and lag > last.lag:
         return f"while {lag - last.lag} new messages arrived"
     return f"with {lag} messages waiting"
+
+
+def _record_clause(e: Mapping[str, Any]) -> str:
+    """A share group's poison record: its offset, deliveries against the limit, and whether it
+    is still being redelivered or was archived (given up: at the limit, or rejected)."""
+    limit = e.get("limit")
+    times = f"{e['deliveries']} times" + ("" if limit is None else f" (limit {limit})")
+    if not e["archived"]:
+        return (
+            f"offset {e['offset']} has been delivered {times} and keeps coming back: "
+            "a poison message"
+        )
+    how = ""
+    if limit is not None:
+        how = " at the delivery count limit" if e["deliveries"] >= limit else ", rejected"
+    return (
+        f"offset {e['offset']} was delivered {times} and archived{how}: a poison message given up"
+    )
 
 
 def _evidence(decision: Decision, code: str) -> Mapping[str, Any]:
@@ -308,6 +331,19 @@ def _overdue_but_alive(d: Decision, w: PartitionWindow, c: EvaluatorConfig, now_
     )
 
 
+def _share_poison(d: Decision, w: PartitionWindow, c: EvaluatorConfig, now_ms: int) -> str:
+    """The queue's rows on a poison record (``redelivering``, ``record_archived``,
+    ``archived_caught_up``): the queue moves, the record's clause ends the sentence."""
+    if d.lag <= c.allowed_lag:
+        return (
+            f"Current lag {d.lag} is within the allowed lag of {c.allowed_lag}, "
+            "but a record was given up"
+        )
+    if d.rule == "record_archived":
+        return f"The start offset moves with lag {d.lag}, but a record was given up"
+    return f"The start offset moves with lag {d.lag}, but one record keeps failing"
+
+
 def _caught_up(d: Decision, w: PartitionWindow, c: EvaluatorConfig, now_ms: int) -> str:
     commit = had_lag_within_allowed(d.commits, c.allowed_lag)
     assert commit is not None, "rule caught_up without a commit within the allowed lag"
@@ -370,12 +406,15 @@ _BASES: dict[str, _Base] = {
     "no_commits": _no_commits,
     "out_of_range": _out_of_range,
     "not_enough_data": _not_enough_data,
+    "archived_caught_up": _share_poison,
     "within_allowed_lag": _within_allowed_lag,
     "dead_consumer": _dead_consumer,
     "stopped_but_alive": _stopped_but_alive,
     "stopped": _stopped,
     "rewind": _rewind,
     "overdue_but_alive": _overdue_but_alive,
+    "redelivering": _share_poison,
+    "record_archived": _share_poison,
     "caught_up": _caught_up,
     "stalled_and_dead": _stalled_and_dead,
     "stalled_but_alive": _stalled_but_alive,

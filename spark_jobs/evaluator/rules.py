@@ -353,6 +353,48 @@ def out_of_range(window: PartitionWindow, committed: int, lag: int) -> dict[str,
     return None
 
 
+# ---------------------------------------------------------------------------------------------
+# A share group's records (KIP-932, ``__share_group_state``)
+
+# Deliveries from which a record that keeps coming back is being redelivered: its first
+# delivery failed, and so did at least one more.
+REDELIVERED_AT = 2
+
+
+def record_redelivering(window: PartitionWindow) -> dict[str, Any] | None:
+    """A share-partition's record delivered ``REDELIVERED_AT`` times or more that came back
+    again (released, or its acquisition lock timed out) at the newest poll: a record its
+    consumers keep failing on, not yet given up. Its offset, deliveries and the limit."""
+    count = window.share_redelivered_count
+    if not window.share or count is None or count < REDELIVERED_AT:
+        return None
+    return {
+        "offset": window.share_redelivered_offset,
+        "deliveries": count,
+        "limit": window.share_delivery_limit,
+        "archived": False,
+    }
+
+
+def record_archived(window: PartitionWindow, commits: Sequence[Commit]) -> dict[str, Any] | None:
+    """A share-partition's record archived after ``REDELIVERED_AT`` deliveries or more, first
+    seen archived within the window (since its first commit): redelivered until its consumers
+    or the delivery count limit gave it up. A record rejected at its first delivery was
+    handled by its consumer (a rejection is a decision), so it is not one."""
+    count, at = window.share_archived_count, window.share_archived_ms
+    if not window.share or count is None or count < REDELIVERED_AT or at is None or not commits:
+        return None
+    if at < commits[0].timestamp_ms:
+        return None
+    return {
+        "offset": window.share_archived_offset,
+        "deliveries": count,
+        "limit": window.share_delivery_limit,
+        "archived": True,
+        "archived_at_ms": at,
+    }
+
+
 def spout_at_cap(window: PartitionWindow, config: EvaluatorConfig) -> dict[str, Any] | None:
     """BACKPRESSURE's evidence when the spout's tuples in flight sat at its cap
     (``max_spout_pending``) in at least ``backpressure_share`` of the samples, else None.

@@ -151,7 +151,13 @@ class PartitionWindow:
       forecast and RETENTION_RISK (``retention.time_to_retention``);
     - ``share``: a share group's partition (KIP-932, a queue): its "commits" are the moves of
       its start offset, which the reasons say; ``lag_upper_bound``: its lag is start offset to
-      log end (a broker before KIP-1226), at most the real one, which the reasons say too.
+      log end (a broker before KIP-1226), at most the real one, which the reasons say too;
+    - ``share_redelivered_offset``/``_count``: at the newest poll, the share-partition's
+      record delivered most often that came back to be delivered again, and its delivery
+      count; ``share_archived_offset``/``_count``/``_ms``: the newest record it archived
+      (given up), its delivery count and when it was first seen archived;
+      ``share_delivery_limit``: the group's ``share.delivery.count.limit``. All from
+      ``__share_group_state`` (collectors/share_state), for the queue's POISON_MESSAGE.
 
     ``stale`` is the source's own word at the newest poll; whether older figures or an older
     outage make the window stale is the evaluator's decision (``decide``), from the times.
@@ -182,6 +188,12 @@ class PartitionWindow:
     cleanup_policy: str | None = None
     share: bool = False
     lag_upper_bound: bool = False
+    share_redelivered_offset: int | None = None
+    share_redelivered_count: int | None = None
+    share_archived_offset: int | None = None
+    share_archived_count: int | None = None
+    share_archived_ms: int | None = None
+    share_delivery_limit: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -185,6 +185,11 @@ _DOCUMENT_CONFIG_FIELDS = _CONFIG_FIELDS | {"retention_risk_s"}
 _COMMIT_FIELDS = frozenset({"offset", "timestamp_ms", "lag", "earliest", "latest"})
 _SPOUT_FIELDS = frozenset({"pending", "failed", "acked"})
 _PARTITION_REQUIRED = ("id", "commits", "latest_offsets", "current_lag")
+# A share group's records (``PartitionWindow``'s fields of these names): non-negative integers.
+SHARE_FIELDS = (
+    "share_redelivered_offset", "share_redelivered_count", "share_archived_offset",
+    "share_archived_count", "share_archived_ms", "share_delivery_limit",
+)  # fmt: skip
 _PARTITION_FIELDS = frozenset(
     {
         *_PARTITION_REQUIRED,
@@ -209,6 +214,7 @@ _PARTITION_FIELDS = frozenset(
         "cleanup_policy",
         "share",
         "lag_upper_bound",
+        *SHARE_FIELDS,
     }
 )
 _GROUP_FIELDS = frozenset({"id", "partitions"})
@@ -321,6 +327,7 @@ def parse_partition(value: object, path: str = "partition") -> PartitionWindow:
         cleanup_policy=_maybe_string(doc.get("cleanup_policy"), f"{path}.cleanup_policy"),
         share=bool(_bool(doc.get("share"), f"{path}.share")),
         lag_upper_bound=bool(_bool(doc.get("lag_upper_bound"), f"{path}.lag_upper_bound")),
+        **{name: _int(doc.get(name), f"{path}.{name}", nullable=True) for name in SHARE_FIELDS},
     )
 
 

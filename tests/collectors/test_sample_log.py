@@ -13,7 +13,7 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 import pytest
 
-from collectors.records import Source
+from collectors.records import SHARE_STATE_COLUMNS, Source
 from collectors.sample_log import (
     COLUMNS,
     KEY_COLUMNS,
@@ -57,6 +57,7 @@ def sample(**overrides: Any) -> dict[str, Any]:
         "max_offset_behind": None,
         "share": None,
         "lag_upper_bound": None,
+        **dict.fromkeys(SHARE_STATE_COLUMNS),
     }
     row.update(overrides)
     return row
@@ -92,7 +93,8 @@ def test_round_trip_keeps_every_value_and_every_null(log: SampleLog) -> None:
         acked=None, stale=True, emitted=0, max_spout_pending=1000, spout_pending=1000,
         smallest_failed_offset=0, max_offset_behind=100000,
     )  # fmt: skip
-    queue = sample(group="jobs-workers", partition=3, share=True, lag_upper_bound=True)
+    queue = sample(group="jobs-workers", partition=3, share=True, lag_upper_bound=True,
+                   share_max_deliveries=5, share_archived=0, share_archived_ms=1714558140000)  # fmt: skip
     rows = [sample(), queue, storm]
     log.write_batch("prod", "c1", rows)
 
@@ -605,8 +607,10 @@ def test_a_subtree_filesystem_and_from_url(tmp_path: Path) -> None:
 # The columns of the log before ``emitted`` .. ``max_offset_behind`` were added.
 OLD_COLUMNS = COLUMNS[: COLUMNS.index("stale") + 1]
 NEW_SPOUT_COLUMNS = COLUMNS[len(OLD_COLUMNS) : COLUMNS.index("share")]
-# Added after them: a share group's partition, and its lag an upper bound.
-SHARE_COLUMNS = COLUMNS[COLUMNS.index("share") :]
+# Added after them: a share group's partition, and its lag an upper bound; then what
+# ``__share_group_state`` says of a share-partition.
+SHARE_COLUMNS = COLUMNS[COLUMNS.index("share") : COLUMNS.index("lag_upper_bound") + 1]
+STATE_COLUMNS = COLUMNS[COLUMNS.index("lag_upper_bound") + 1 :]
 
 
 def write_old_batch(log: SampleLog, name: str, rows: list[dict[str, Any]]) -> Path:
@@ -631,10 +635,14 @@ def test_the_new_spout_columns_are_nullable_int64_after_the_old_ones() -> None:
         assert SAMPLE_SCHEMA.field(name).nullable
 
 
-def test_the_share_columns_are_nullable_booleans_last() -> None:
+def test_the_share_columns_are_nullable_booleans_then_the_state_topic_integers() -> None:
     assert SHARE_COLUMNS == ("share", "lag_upper_bound")
     for name in SHARE_COLUMNS:
         assert SAMPLE_SCHEMA.field(name).type == pa.bool_()
+        assert SAMPLE_SCHEMA.field(name).nullable
+    assert STATE_COLUMNS == SHARE_STATE_COLUMNS
+    for name in STATE_COLUMNS:
+        assert SAMPLE_SCHEMA.field(name).type == pa.int64()
         assert SAMPLE_SCHEMA.field(name).nullable
 
 
@@ -645,7 +653,7 @@ def test_a_file_of_the_old_schema_reads_with_the_new_columns_null(log: SampleLog
     back = log.read()
 
     assert back.schema == SAMPLE_SCHEMA and back.num_rows == 3
-    for name in (*NEW_SPOUT_COLUMNS, *SHARE_COLUMNS):
+    for name in (*NEW_SPOUT_COLUMNS, *SHARE_COLUMNS, *STATE_COLUMNS):
         assert back[name].null_count == 3, name
     assert back["committed"].to_pylist() == [100, 101, 102]
 

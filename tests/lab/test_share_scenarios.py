@@ -17,15 +17,15 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
 from collectors.kafka.source import KafkaSource
-from collectors.records import CommittedOffset, GroupSnapshot
-from collectors.share_state import ShareStateRecord, decode_share_state, given_up
+from collectors.records import CommittedOffset, GroupSnapshot, ShareStateFigures
+from collectors.share_state import given_up
 from lab.kafka_tools import share_group_members, share_group_offsets
 from lab.workload.runner import ScenarioRunner
 from lab.workload.spec import Roles, ShareGroupSpec, TopicSpec, WorldSpec
 from lab.workload.world import World
+from tests.lab.share_records import state_records
 from tests.waiting import wait_until
 
 pytestmark = [
@@ -35,7 +35,6 @@ pytestmark = [
 ]
 
 PARTITIONS = 2
-STATE_TOPIC = "__share_group_state"
 Figures = dict[str, tuple[GroupSnapshot | None, dict[int, CommittedOffset]]]
 
 
@@ -122,6 +121,16 @@ def test_share_scenarios_as_kafka_share_groups_sees_them(
 
         wait_until(held, 10, f"the poison record {x} delivered again, the start offset at it")
 
+        # What the source reads of it in __share_group_state: X come back after its
+        # deliveries, the group's limit beside it.
+        def redelivered() -> ShareStateFigures | None:
+            state = read(source, [names["poison"]])[names["poison"]][1][0].share_state
+            return state if state and state.redelivered_count else None
+
+        state = wait_until(redelivered, 30, f"the poison record {x} come back, in the state")
+        assert (state.redelivered_offset, state.delivery_limit) == (x, 4)
+        assert 1 <= state.redelivered_count <= w.share_groups[names["poison"]].poison_deliveries()
+
         # Slow: the start offsets move, the lag grows on every partition.
         def slowed() -> bool:
             now = read(source, groups)
@@ -155,6 +164,11 @@ def test_share_scenarios_as_kafka_share_groups_sees_them(
             "the archived poison record in __share_group_state",
         )
         assert sorted(set(given)) == [(x, x, 4)]
+        # The source's figures say the same: X archived after 4 deliveries, the limit 4.
+        state = read(source, [names["poison"]])[names["poison"]][1][0].share_state
+        assert state is not None
+        assert (state.archived_offset, state.archived_count, state.delivery_limit) == (x, 4, 4)
+        assert state.archived == 1  # one record given up, remembered once the start passed it
 
         # Healthy: keeps pace, nothing piles up.
         healthy = read(source, groups)
@@ -166,33 +180,6 @@ def test_share_scenarios_as_kafka_share_groups_sees_them(
         for group in groups:
             compare_offsets(source, kafka_bootstrap, group)
             compare_members(source, kafka_bootstrap, group)
-
-
-def state_records(bootstrap: str, group: str) -> list[ShareStateRecord]:
-    """Every record of ``__share_group_state`` about ``group``'s partition 0, read from the
-    start by a consumer of no group (as the ``__consumer_offsets`` reader reads)."""
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": uid("state-reader"),
-                         "enable.auto.commit": False})  # fmt: skip
-    try:
-        meta = consumer.list_topics(STATE_TOPIC, timeout=10).topics[STATE_TOPIC]
-        consumer.assign([TopicPartition(STATE_TOPIC, p, OFFSET_BEGINNING) for p in meta.partitions])
-        ends = {p: consumer.get_watermark_offsets(TopicPartition(STATE_TOPIC, p), timeout=10)[1]
-                for p in meta.partitions}  # fmt: skip
-        found: list[ShareStateRecord] = []
-        done = {p for p, end in ends.items() if end == 0}
-        deadline = time.monotonic() + 30
-        while len(done) < len(ends) and time.monotonic() < deadline:
-            message = consumer.poll(0.5)
-            if message is None or message.error() is not None:
-                continue
-            if message.offset() + 1 >= ends[message.partition()]:
-                done.add(message.partition())
-            record = decode_share_state(message.key(), message.value())
-            if record.group == group and record.partition == 0:
-                found.append(record)
-        return found
-    finally:
-        consumer.close()
 
 
 def compare_offsets(source: KafkaSource, bootstrap: str, group: str) -> None:

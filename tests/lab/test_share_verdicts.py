@@ -15,7 +15,10 @@ two of beat's periods) and waiting up to three times it:
 - dead-consumer (``emails-workers``): STOP with DEAD_CONSUMER, nobody holding a partition; its
   frozen start offsets and empty membership are what ``kafka-share-groups.sh`` prints;
 - poison-message (``images-workers`` partition 0, released after 15 s at each delivery, a
-  delivery limit of 8): STALL, the start offset held at the poison while the members fetch.
+  delivery limit of 8): STALL, the start offset held at the poison while the members fetch,
+  with POISON_MESSAGE naming the poison's offset and its deliveries; once the limit archives
+  it, POISON_MESSAGE naming it archived after 8 deliveries, as the records Kafka wrote to
+  ``__share_group_state`` say (read and decoded apart from the product).
 """
 
 from __future__ import annotations
@@ -27,9 +30,11 @@ from typing import Any
 
 import pytest
 
+from collectors.share_state import given_up
 from lab.kafka_tools import share_group_members, share_group_offsets
 from lab.stack import Stack
 from lab.workload.control import start_scenario, workload_status
+from tests.lab.share_records import state_records
 from tests.lab_world import lagwatch_status
 from tests.waiting import StatusRuns, wait_for_verdict
 
@@ -144,15 +149,40 @@ def test_share_scenarios_yield_their_verdicts(stack: tuple[Stack, dict]) -> None
     }
     assert share_group_members(endpoints["kafka"], "emails-workers") == {}
 
+    x = poison["offset"]
+
+    def poison_of(doc: Doc, archived: bool) -> Doc | None:
+        p = partitions(doc, "images-workers").get(0)
+        found = [d["evidence"] for d in (p or {}).get("diagnosis") or []
+                 if d["code"] == "POISON_MESSAGE" and d["evidence"].get("archived") is archived]  # fmt: skip
+        return found[0] if found else None
+
     def poisoned(doc: Doc) -> bool:
         p = partitions(doc, "images-workers").get(0)
-        return p is not None and p["status"] == "STALL" and p["start_offset"] == poison["offset"]
+        return (
+            p is not None and p["status"] == "STALL" and p["start_offset"] == x
+            and poison_of(doc, archived=False) is not None
+        )  # fmt: skip
 
-    verdict("poisoned queue STALL at the poison", poisoned)
+    verdict("poisoned queue STALL at the poison, POISON_MESSAGE naming it", poisoned)
     held = reads[-1][1]
     assert partitions(held, "images-workers")[0]["alive"] is True
+    named = poison_of(held, archived=False)
+    assert named is not None and (named["offset"], named["limit"]) == (x, 8)
     deliveries = workload_status(control)["share_groups"]["images-workers"]
-    assert sum(m["poison_deliveries"] for m in deliveries["members"]) >= 2
+    assert 2 <= named["deliveries"] <= sum(m["poison_deliveries"] for m in deliveries["members"])
+
+    # At the limit the record is archived and the start offset passes it: the diagnosis
+    # names it given up, with the deliveries the records Kafka wrote show.
+    verdict(
+        "poison archived at the limit, POISON_MESSAGE naming it",
+        lambda doc: poison_of(doc, archived=True) is not None,
+    )
+    gone = poison_of(reads[-1][1], archived=True)
+    assert gone is not None and (gone["offset"], gone["deliveries"], gone["limit"]) == (x, 8, 8)
+    assert partitions(reads[-1][1], "images-workers")[0]["status"] in ("WARN", "STALL")
+    written = [g for r in state_records(endpoints["kafka"], "images-workers") for g in given_up(r)]
+    assert sorted(set(written)) == [(x, x, 8)]
 
     verdict(
         "slow queue WARN SLOW_CONSUMER", all_partitions("reports-workers", "WARN", "SLOW_CONSUMER")

@@ -151,6 +151,33 @@ SAYS: dict[str, tuple[str, ...]] = {
         "Lag never decreased across the window's 5 moves of the start offset (from 5 to 17)",
         "(the lag is an upper bound, start offset to log end: the broker reports none)",
     ),
+    "share: record redelivered, queue moving": (
+        "The start offset moves with lag 5, but one record keeps failing; offset 120 has been "
+        "delivered 3 times (limit 5) and keeps coming back: a poison message.",
+    ),
+    "share: record delivered once, come back": ("(from 5 to 5)",),
+    "share: poison holds the start offset": (
+        "The start offset stayed at 100 across the window",
+        "; offset 120 has been delivered 3 times (limit 5) and keeps coming back",
+    ),
+    "share: overdue, poison redelivered": ("but members hold the partition: stalled; offset 120",),
+    "share: archived in the window, drained": (
+        "Current lag 0 is within the allowed lag of 0, but a record was given up; offset 117 was "
+        "delivered 5 times (limit 5) and archived at the delivery count limit: a poison "
+        "message given up.",
+    ),
+    "share: archived before the window": ("Current lag 0 is within the allowed lag of 0.",),
+    "share: rejected at its first delivery": ("Current lag 0 is within the allowed lag of 0.",),
+    "share: archived, caught up at the first": (
+        "The start offset moves with lag 10, but a record was given up; offset 117",
+    ),
+    "share: archived, another redelivered": ("one record keeps failing; offset 120",),
+    "share: archived, three of five moves": ("Only 3 of 5 moves of the start offset",),
+    "share: archived, then no member": (
+        "the queue has no consumer; offset 117 was delivered 5 times (limit 5) and archived",
+    ),
+    "share: archived, limit unknown": ("offset 117 was delivered 4 times and archived: a poison",),
+    "not a queue: share figures unread": ("All 5 commits in the window are at offset 100",),
     "rebuilt, read as one history": ("went back from 5020 to 10",),
     "rebuilt, old commits left out": ("Only 2 of 5 commits", "100% required since the cluster"),
     "rebuilt, old skip left out": ("Only 3 of 5 commits",),
@@ -188,6 +215,11 @@ def test_the_sentence_cites_the_figures(name: str) -> None:
 HINTS: list[tuple[str, dict[str, Any], str]] = [
     (POISON_MESSAGE, {"offset": 7, "failed_rise": 3},
      "offset 7 keeps failing (3 more failures): a poison message"),
+    (POISON_MESSAGE, {"offset": 9, "deliveries": 2, "limit": None, "archived": False},
+     "offset 9 has been delivered 2 times and keeps coming back: a poison message"),
+    (POISON_MESSAGE, {"offset": 9, "deliveries": 2, "limit": 5, "archived": True,
+                      "archived_at_ms": 1},
+     "offset 9 was delivered 2 times (limit 5) and archived, rejected: a poison message given up"),
     (PENDING_LEAK, {"pending_from": 2, "pending_to": 9},
      "pending grew from 2 to 9 while the commit stayed put: a pending leak"),
     (BACKPRESSURE, {"max_spout_pending": 50, "share_at_cap": 0.875},

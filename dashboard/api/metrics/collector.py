@@ -183,17 +183,29 @@ class LagwatchCollector:
             "Seconds before time-based retention may delete the oldest unconsumed message "
             "(absent: no forecast).", PARTITION,
         )  # fmt: skip
+        # A share group's partition (KIP-932) where __share_group_state was read.
+        p_archived = _gauge(
+            "lagwatch_partition_share_archived_records",
+            "A share group's records archived (given up: rejected, or at the delivery count "
+            "limit), as the collector remembers them from __share_group_state.", PARTITION,
+        )  # fmt: skip
+        p_deliveries = _gauge(
+            "lagwatch_partition_share_max_delivery_count",
+            "The highest delivery count of the records a share-partition's state holds.",
+            PARTITION,
+        )
         thresholds = dict(Cluster.objects.values_list("name", "retention_risk_s"))
         # lag, time lag, count, soonest retention deadline, partitions at risk
         totals: dict[int, list] = defaultdict(lambda: [0, None, 0, None, 0])
         each = self.partitions
-        for group_id, topic, partition, lag, time_lag, status, left in (
+        for group_id, topic, partition, lag, time_lag, status, left, archived, most in (
             self._mine(PartitionState.objects.order_by())
             .values_list(
-                "group_id", "topic", "partition", "lag", "time_lag_s", "status", "retention_left_s"
+                "group_id", "topic", "partition", "lag", "time_lag_s", "status",
+                "retention_left_s", "share_archived", "share_max_deliveries",
             )
             .iterator(chunk_size=5000)
-        ):
+        ):  # fmt: skip
             group = groups.get(group_id)
             if group is None:
                 continue
@@ -210,6 +222,10 @@ class LagwatchCollector:
                     p_time.add_metric(labels, time_lag)
             if each:
                 p_status.add_metric(labels, STATUS_CODES.get(status, 0))
+                if archived is not None:
+                    p_archived.add_metric(labels, archived)
+                if most is not None:
+                    p_deliveries.add_metric(labels, most)
             if left is not None:
                 total[3] = left if total[3] is None else min(total[3], left)
                 if at_risk(left, thresholds.get(group[0][0])):
@@ -269,7 +285,7 @@ class LagwatchCollector:
         for (cluster, status), n in sorted(per_cluster.items()):
             groups_by_status.add_metric([cluster, status], n)
         if each:
-            yield from (p_lag, p_time, p_status, p_left)
+            yield from (p_lag, p_time, p_status, p_left, p_archived, p_deliveries)
         yield from (g_lag, g_time, g_status, g_is, g_parts,
                     g_complete, g_stale, g_members, g_left, g_risk, groups_by_status)  # fmt: skip
 

@@ -17,6 +17,7 @@ from dashboard.api.schemas.common import Closed, Number, Time, TimeText, one_of,
 from dashboard.api.schemas.documents import Balance, SpoutFigures, WhatIfEntry
 from dashboard.monitoring.membership import GROUP_TYPES, group_type, member_details
 from dashboard.monitoring.models import SourceKind, Status, seen_at
+from dashboard.monitoring.share_state import share_state_document
 from dashboard.monitoring.trends import retention_dict
 
 StatusName = one_of(Status.values)
@@ -183,6 +184,35 @@ class PartitionRef(GroupRow):
     partition: int
 
 
+class Redelivered(Closed):
+    offset: int
+    deliveries: int | None
+
+
+class Archived(Closed):
+    offset: int
+    deliveries: int | None
+    at: TimeText | None = Field(description="When the record was first seen archived.")
+
+
+class ShareState(Closed):
+    """What ``__share_group_state`` says of a share group's partition (KIP-932)."""
+
+    max_deliveries: int | None = Field(
+        description="The highest delivery count of the records the share-partition's state "
+        "holds (at or above its start offset)."
+    )
+    redelivered: Redelivered | None = Field(
+        description="The record delivered most often that came back (released, or its "
+        "acquisition lock timed out) and waits to be delivered again."
+    )
+    archived: int = Field(description="Records archived (given up) the collector remembers.")
+    last_archived: Archived | None = Field(description="The newest of them.")
+    delivery_limit: int | None = Field(
+        description="The group's share.delivery.count.limit (null: not read)."
+    )
+
+
 class Partition(PartitionRef):
     committed: int | None = Field(
         description="The committed offset; a share group's start offset (KIP-932)."
@@ -212,6 +242,14 @@ class Partition(PartitionRef):
     present: bool
     trend: Trend | None
     retention: Retention
+    share_state: ShareState | None = Field(
+        description="A share group's deliveries and archived records; null for other groups "
+        "and where the state topic was not read."
+    )
+
+    @staticmethod
+    def resolve_share_state(p: Any) -> dict | None:
+        return share_state_document(p)
 
     @staticmethod
     def resolve_diagnosis(p: Any) -> list:

@@ -120,6 +120,18 @@ class PartitionState(models.Model):
     pending = models.BigIntegerField(null=True)
     failed = models.BigIntegerField(null=True)
     acked = models.BigIntegerField(null=True)
+    # A share group's partition, from ``__share_group_state`` (``ShareStateFigures``; null
+    # where it was not read): the highest delivery count of the records its state holds, the
+    # record delivered most often and come back (offset, count), records archived (a count,
+    # and the newest: offset, delivery count, when), and the group's delivery count limit.
+    share_max_deliveries = models.IntegerField(null=True)
+    share_redelivered_offset = models.BigIntegerField(null=True)
+    share_redelivered_count = models.IntegerField(null=True)
+    share_archived = models.BigIntegerField(null=True)
+    share_archived_offset = models.BigIntegerField(null=True)
+    share_archived_count = models.IntegerField(null=True)
+    share_archived_ms = models.BigIntegerField(null=True)
+    share_delivery_limit = models.IntegerField(null=True)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.UNKNOWN)
     diagnosis = models.JSONField(default=list)
     # Set by the status job: the evaluator's one-sentence reason, and when it was evaluated.

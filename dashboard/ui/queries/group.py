@@ -22,6 +22,7 @@ from dashboard.monitoring.membership import (
     reconciling_count,
 )
 from dashboard.monitoring.models import ConsumerGroup, PartitionState, RebalanceEvent, StatusChange
+from dashboard.monitoring.share_state import SHARE_STATE_COLUMNS, share_state_document
 from dashboard.ui.params import PARTITIONS_PER_PAGE, SEVERITY, STATUSES_WORST_FIRST, GroupView
 from dashboard.ui.queries.common import diagnosis_codes, no_forecast_reason
 from dashboard.whatif import group_report, holdings
@@ -33,7 +34,7 @@ LIGHT_COLUMNS = ("id", "topic", "partition", "lag", "time_lag_s", "status", "sta
 # The rows of the table's page only, in full (dates and JSON cost to decode: not 1,000 of them).
 FULL_COLUMNS = (
     "id", "committed", "latest", "time_lag_kind", "alive", "diagnosis", "last_commit_at",
-    "complete", "present", "lag_upper_bound", "evaluated_at",
+    "complete", "present", "lag_upper_bound", "evaluated_at", *SHARE_STATE_COLUMNS,
 )  # fmt: skip
 REBALANCES_SHOWN = 200
 CHANGES_SHOWN = 30
@@ -94,6 +95,7 @@ def _complete_rows(rows: list[dict[str, Any]], cluster: str) -> list[dict[str, A
         extra = full.get(r["id"], {})
         row = {**r, **extra, "codes": diagnosis_codes(extra.get("diagnosis")),
                "url": f"{prefix}{r['id']}/"}  # fmt: skip
+        row["share_state"] = share_state_document(extra)
         if r["retention_left_s"] is None:
             row["no_forecast"] = no_forecast_reason(
                 configs.get((cluster, r["topic"])), r["lag"], r["time_lag_s"], r["stale"],
