@@ -38,6 +38,11 @@ NOT_IN_THE_LAB = {"SPARK_MASTER", "SPARK_LOCAL_IP"}
 NOT_IN_THE_LAB |= {"LAGWATCH_SAMPLE_LOG_URL", "LAGWATCH_S3_ENDPOINT", "LAGWATCH_S3_REGION",
                    "LAGWATCH_S3_PATH_STYLE", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY",
                    "LAGWATCH_SPARK_JARS"}  # fmt: skip
+# Single sign-on: given only with the optional OIDC issuer (lab/oidc_issuer.py), as the
+# object store's settings are; compose passes them through empty (single sign-on off).
+NOT_IN_THE_LAB |= {"LAGWATCH_OIDC_ISSUER", "LAGWATCH_OIDC_CLIENT_ID", "LAGWATCH_OIDC_CLIENT_SECRET",
+                   "LAGWATCH_OIDC_GROUPS_CLAIM", "LAGWATCH_OIDC_GROUP_ROLES",
+                   "LAGWATCH_OIDC_REQUIRE_GROUP"}  # fmt: skip
 # Mail: the mode sends no email (webhooks only), so no mail server nor sender address.
 MAIL = {"LAGWATCH_ALERTS_EMAIL_FROM"}
 
