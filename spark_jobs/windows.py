@@ -80,9 +80,10 @@ RETENTION_RISK.
 **Whether the figures are current** is the evaluator's decision, not this module's: the
 window carries the times it needs, the polls that watched it (and the one before:
 ``poll_times_ms``, whose spacing is the poll interval and whose last is the newest sample) and
-the polls since the committed offset was last reached that found the source down
-(``down_polls_ms``). From them the evaluator tells a gap in collection and the grace after an
-outage (docs/EVALUATOR.md, ``stale_gap`` and ``source_down_since_commit``).
+the polls since the committed offset was last reached (or since its commit time, if earlier)
+that found the source down (``down_polls_ms``). From them the evaluator tells a gap in
+collection and the grace after an outage (docs/EVALUATOR.md, ``stale_gap`` and
+``source_down_since_commit``).
 
 The current figures (``latest``, ``earliest``, lag, owner, staleness) are the last sample's;
 a stale last sample has no broker offsets, so its lag is the last one known (the evaluator
@@ -291,8 +292,15 @@ def window_from_samples(
     if lag is None:  # no broker offsets at the last poll: the last known figure
         lag = _last_known(samples["lag"])
     polls = len(ts) - since
-    # The polls since the committed offset was last reached that found the source down.
-    held = first_holding(samples["committed"], commits[-1].offset) if commits else len(ts)
+    # The polls since the committed offset was last reached that found the source down: since
+    # the commit's own time where that is earlier than the poll that first read it (a commit
+    # made just before the broker went down is read only once it is back, and its silence is
+    # counted from its time, outage included).
+    if commits:
+        held = first_holding(samples["committed"], commits[-1].offset)
+        held = min(held, bisect.bisect_left(ts, commits[-1].timestamp_ms))
+    else:
+        held = len(ts)
     down = tuple(itertools.compress(ts[held:], samples["stale"][held:]))
     return PartitionWindow(
         id=pid,

@@ -1093,6 +1093,32 @@ def test_a_silence_that_began_in_a_source_outage_is_not_a_stall_at_once(
     assert evaluate_partition(blind, CONFIG, now).status == "STALL"
 
 
+@pytest.mark.parametrize(
+    ("silent_after", "expected"),
+    [(13, UNKNOWN), (14, UNKNOWN), (18, "STALL")],
+)
+def test_a_commit_read_only_after_the_outage_still_has_its_grace(
+    silent_after: int, expected: str
+) -> None:
+    """The soak on PostgreSQL: a consumer committed just before the broker stopped; the
+    collector read that commit only once the broker was back (its commit time before the
+    outage). "No commit for" counts from the commit's time, the outage included, so the
+    outage's polls are the window's from that time too: not a STALL at the first run after."""
+    poll = 5 * SEC
+    rows = _outage_rows(poll, range(6, 12), silent_after)
+    made = T0 + 5 * poll + 4 * SEC  # the commit, a second before the first stale poll
+    for i, row in enumerate(rows):  # the stale polls carry the last commit known, poll 5's
+        row["commit_time_ms"] = made if i >= 12 else T0 + min(i, 5) * poll
+        if i >= 12:
+            row["committed"] = 600
+    now = rows[-1]["ts_ms"] + SEC
+    verdict = evaluate_group_samples(columns(rows), CONFIG, now)
+    assert verdict["status"] == [expected], verdict["reason"]
+    window = window_from_samples("p", {n: columns(rows)[n] for n in WINDOW_COLUMNS}, CONFIG)
+    assert window.commits[-1].offset == 600 and window.commits[-1].timestamp_ms == made
+    assert window.down_polls_ms == tuple(T0 + i * poll for i in range(6, 12))
+
+
 def test_the_window_carries_the_times_of_its_polls_and_of_the_outage() -> None:
     """The job carries figures, the evaluator decides: the polls that watched the window and
     the one before (their spacing is the poll interval), and the polls since the committed
