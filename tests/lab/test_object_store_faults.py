@@ -173,16 +173,18 @@ def test_a_slow_store_takes_every_batch_and_a_too_slow_one_is_an_outage(
     relay = SlowRelay(store["LAGWATCH_S3_ENDPOINT"].removeprefix("http://"))
     try:
         options = S3Options.from_environ({**store, "LAGWATCH_S3_ENDPOINT": relay.endpoint,
-                                          "LAGWATCH_S3_REQUEST_TIMEOUT_S": "2",
+                                          "LAGWATCH_S3_REQUEST_TIMEOUT_S": "10",
                                           "LAGWATCH_S3_RETRIES": "1"})  # fmt: skip
         log = SampleLog.from_url(store["LAGWATCH_SAMPLE_LOG_URL"], options)
         spooled = SpooledLog(log, tmp_path / "spool", retry_after_s=0)
-        relay.delay_s = 0.3  # slow, within the request timeout
+        # Slow, well within the request timeout (each reply held back; wide: the machine may
+        # be loaded, and a write is several requests).
+        relay.delay_s = 0.3
         t = time.monotonic()
         written = spooled.write_batch("lab", "slow@0", cycle(0, "slow"))
         slow_s = time.monotonic() - t
         assert written and not written[0].startswith(str(tmp_path)) and slow_s >= 0.3
-        relay.delay_s = 5.0  # beyond it: the batch waits in the spool
+        relay.delay_s = 30.0  # beyond it: the batch waits in the spool
         written = spooled.write_batch("lab", "slow@1", cycle(1, "slow"))
         assert written[0].startswith(str(tmp_path / "spool"))
         assert not spooled.source_outcome(T0).reachable
