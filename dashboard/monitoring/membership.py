@@ -70,9 +70,9 @@ def tasks_detail(tasks: object) -> dict[str, dict[str, list[int]]] | None:
 
 
 def member_detail(member: dict[str, Any]) -> dict[str, Any]:
-    """One stored member in the shape the APIs publish (docs/API.md, ``member_details``). A
-    streams group's member (stored with its tasks) also has ``process_id``, ``tasks`` and
-    ``target_tasks``; other members have no such keys."""
+    """One stored member in the shape the APIs publish (docs/API.md, ``member_details``).
+    ``process_id``, ``tasks`` and ``target_tasks`` are a streams group's member's (KIP-1071),
+    null for any other member."""
     target = member.get("target_assignment")
     detail = {
         "member_id": _text(member.get("member_id")),
@@ -83,10 +83,9 @@ def member_detail(member: dict[str, Any]) -> dict[str, Any]:
         "assignment": by_topic(member.get("assignment")),
         "target_assignment": None if target is None else by_topic(target),
     }
-    if "tasks" in member:
-        detail["process_id"] = _text(member.get("process_id"))
-        detail["tasks"] = tasks_detail(member.get("tasks"))
-        detail["target_tasks"] = tasks_detail(member.get("target_tasks"))
+    detail["process_id"] = _text(member.get("process_id"))
+    detail["tasks"] = tasks_detail(member.get("tasks"))
+    detail["target_tasks"] = tasks_detail(member.get("target_tasks"))
     return detail
 
 

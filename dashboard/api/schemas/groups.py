@@ -68,8 +68,8 @@ class StreamsTasks(Closed):
 
 
 class MemberDetail(Closed):
-    """A member; ``process_id``, ``tasks`` and ``target_tasks`` only for a streams group's
-    (its assignment is then the partitions of its active tasks)."""
+    """A member; ``process_id``, ``tasks`` and ``target_tasks`` are a streams group's member's
+    (its assignment is then the partitions of its active tasks), null for other members."""
 
     member_id: str | None
     client_id: str | None
@@ -78,9 +78,9 @@ class MemberDetail(Closed):
     member_epoch: int | None
     assignment: dict[str, list[int]]
     target_assignment: dict[str, list[int]] | None
-    process_id: str | None = None
-    tasks: StreamsTasks | None = None
-    target_tasks: StreamsTasks | None = None
+    process_id: str | None
+    tasks: StreamsTasks | None
+    target_tasks: StreamsTasks | None
 
 
 class Subtopology(Closed):
