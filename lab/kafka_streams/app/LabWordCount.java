@@ -4,7 +4,9 @@
 // subtopology 1 reads, counting into a state store with its changelog topic. It joins its
 // group with the "streams" rebalance protocol (group.protocol=streams), so the broker assigns
 // its tasks. Built by lab/kafka_streams/dist.py (javac against the jars it fetches); run by
-// lab/kafka_streams/world.py, which stops it by closing its standard input.
+// lab/kafka_streams/app.py, which pauses, resumes and stops it through its standard input.
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
 import java.util.Arrays;
 import java.util.HashMap;
 import java.util.Map;
@@ -62,10 +64,21 @@ public final class LabWordCount {
             }
         });
         Runtime.getRuntime().addShutdownHook(new Thread(() -> streams.close()));
-        // Standard input closed (the world stopped, or died): stop too.
+        // Commands on standard input: "pause" stops processing (the member stays in its
+        // group, heartbeating, and commits nothing new), "resume" goes on; closed (the lab
+        // stopped it, or died): stop too.
         Thread watch = new Thread(() -> {
-            try {
-                while (System.in.read() != -1) { }
+            try (BufferedReader in = new BufferedReader(new InputStreamReader(System.in))) {
+                String line;
+                while ((line = in.readLine()) != null) {
+                    if (line.trim().equals("pause")) {
+                        streams.pause();
+                        System.out.println("lab-wordcount paused");
+                    } else if (line.trim().equals("resume")) {
+                        streams.resume();
+                        System.out.println("lab-wordcount resumed");
+                    }
+                }
             } catch (Exception ignored) { }
             done.countDown();
         }, "stdin-watch");
