@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("monitoring", "0019_cluster_identity"),
+        ("monitoring", "0020_partition_share_state"),
     ]
 
     operations = [
