@@ -1,21 +1,32 @@
 """Kafka's own command-line tools, run against the lab broker, and their tables read back.
 
 The lab's tests compare what Lagwatch reads over the wire with what Kafka's tools print at
-the same moment: ``kafka-share-groups.sh`` is ``ShareGroupCommand`` (kafka-tools), run here
+the same moment: ``kafka-share-groups.sh`` is ``ShareGroupCommand`` (kafka-tools) and
+``kafka-streams-groups.sh`` is ``StreamsGroupCommand``, run here
 as the script runs it (the broker's jars and the tools jar on the class path), so no Kafka
 distribution is needed. Not part of the product.
 """
 
 from __future__ import annotations
 
+import re
 import subprocess
 from collections.abc import Sequence
 
 from lab.kafka_dist import broker_libs, installed_tools
 
-__all__ = ["run_tool", "share_group_members", "share_group_offsets", "table"]
+__all__ = [
+    "run_tool",
+    "share_group_members",
+    "share_group_offsets",
+    "streams_group_members",
+    "streams_group_offsets",
+    "table",
+]
 
 SHARE_GROUP_COMMAND = "org.apache.kafka.tools.consumer.group.ShareGroupCommand"
+# kafka-streams-groups.sh (KIP-1071's streams groups).
+STREAMS_GROUP_COMMAND = "org.apache.kafka.tools.streams.StreamsGroupCommand"
 
 
 def run_tool(main_class: str, args: Sequence[str], timeout_s: float = 90) -> str:
@@ -87,4 +98,62 @@ def share_group_members(bootstrap: str, group: str) -> dict[str, dict]:
             "client_id": row["CLIENT-ID"],
             "assignment": tuple(sorted(pairs)),
         }
+    return members
+
+
+def streams_group_offsets(bootstrap: str, group: str) -> dict[tuple[str, int], tuple]:
+    """``kafka-streams-groups.sh --describe --offsets``: (topic, partition) -> (current
+    offset, log end offset, lag), None where the tool prints "-"."""
+    out = run_tool(
+        STREAMS_GROUP_COMMAND,
+        ["--bootstrap-server", bootstrap, "--describe", "--offsets", "--group", group],
+    )
+    return {
+        (row["TOPIC"], int(row["PARTITION"])): (
+            _number(row["CURRENT-OFFSET"]),
+            _number(row["LOG-END-OFFSET"]),
+            _number(row["OFFSET-LAG"]),
+        )
+        for row in table(out)
+    }
+
+
+_TASKS = re.compile(r"([^\s:;\[\]]+):\[([\d,\s]*)\]")
+
+
+def _active_tasks(assignments: str) -> tuple[tuple[str, int], ...]:
+    """The (subtopology, partition) pairs after "ACTIVE:" in the ASSIGNMENTS column, up to the
+    next task kind ("ACTIVE: 0:[0,1]; 1:[2]; STANDBY: ..." as printed)."""
+    found = re.search(r"(?<!-)ACTIVE:(.*?)(?:STANDBY:|WARMUP:|TARGET-|$)", assignments)
+    if found is None:
+        return ()
+    return tuple(
+        sorted(
+            (sub, int(p))
+            for sub, parts in _TASKS.findall(found.group(1))
+            for p in parts.replace(" ", "").split(",")
+            if p
+        )
+    )
+
+
+def streams_group_members(bootstrap: str, group: str) -> dict[str, dict]:
+    """``kafka-streams-groups.sh --describe --members``: member id -> process id, client id
+    and its active tasks (sorted (subtopology, partition) pairs)."""
+    out = run_tool(
+        STREAMS_GROUP_COMMAND,
+        ["--bootstrap-server", bootstrap, "--describe", "--members", "--group", group],
+    )
+    members = {}
+    header = None
+    for line in out.splitlines():
+        cells = line.split(maxsplit=4)
+        if cells[:2] == ["GROUP", "MEMBER"]:
+            header = cells
+        elif header is not None and len(cells) == 5:
+            members[cells[1]] = {
+                "process_id": cells[2],
+                "client_id": cells[3],
+                "active": _active_tasks(cells[4]),
+            }
     return members

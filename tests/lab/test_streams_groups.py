@@ -1,0 +1,158 @@
+"""A real Kafka Streams application's streams group (KIP-1071) on the session's broker: what
+the product's Kafka source reads of it, compared with what Kafka's own
+``kafka-streams-groups.sh --describe --offsets/--members`` prints at the same moment.
+
+Two instances of the lab's word count (``lab/kafka_streams/``: kafka-streams 4.4.0 with
+``group.protocol=streams``; subtopology 0 reads the input topic and writes a repartition
+topic, subtopology 1 reads it and counts) share one application id. "The same moment": the
+applications are paused (``KafkaStreams.pause()``: the members stay in the group and commit
+nothing) after records were produced for them, and the comparison is made once two reads of
+the source around the tool agree.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from collectors.figures import TimeTables, partition_figures
+from collectors.kafka.source import KafkaSource
+from collectors.records import GroupSnapshot
+from lab.kafka_streams.app import StreamsApp
+from lab.kafka_tools import streams_group_members, streams_group_offsets
+from tests.waiting import wait_until
+
+pytestmark = [
+    pytest.mark.lab,
+    pytest.mark.streams,
+    pytest.mark.kafka_since("4.2", "streams groups (KIP-1071)"),
+]
+
+PARTITIONS = 3
+LINES = 60  # per partition, at first
+MORE = 25  # per partition, produced while the applications are paused
+# Partition figures: (topic, partition) -> (committed, log end, lag).
+Offsets = dict[tuple[str, int], tuple[int, int | None, int | None]]
+
+
+def produce(bootstrap: str, topic: str, per_partition: int) -> None:
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+    for n in range(per_partition):
+        for p in range(PARTITIONS):
+            producer.produce(topic, key=f"k{n}", value=f"the quick fox {n} jumps", partition=p)
+    assert producer.flush(30) == 0
+
+
+@pytest.fixture
+def apps(
+    kafka_bootstrap: str, admin: AdminClient, tmp_path: Path
+) -> Iterator[tuple[str, str, list[StreamsApp]]]:
+    app_id = f"wc-{uuid.uuid4().hex[:8]}"
+    lines, counts = f"{app_id}-lines", f"{app_id}-counts"
+    for future in admin.create_topics(
+        [NewTopic(lines, PARTITIONS, 1), NewTopic(counts, PARTITIONS, 1)]
+    ).values():
+        future.result(timeout=30)
+    produce(kafka_bootstrap, lines, LINES)
+    instances = [
+        StreamsApp(kafka_bootstrap, app_id, lines, counts, tmp_path / name, client_id=name)
+        for name in (f"{app_id}-a", f"{app_id}-b")
+    ]
+    try:
+        for app in instances:
+            app.start()
+        yield app_id, lines, instances
+    finally:
+        for app in instances:
+            app.stop()
+
+
+def read(source: KafkaSource, group: str) -> tuple[GroupSnapshot | None, Offsets]:
+    """The group's snapshot and each of its partitions' commit, log end and lag, as one
+    collection cycle reads and figures them."""
+    now_ms = int(time.time() * 1000)
+    result = source.collect(now_ms)
+    snapshot = next((g for g in result.groups if g.group == group), None)
+    commits = [c for c in result.commits if c.group == group]
+    figures = partition_figures(commits, result.offsets, TimeTables(), now_ms)
+    return snapshot, {(f.topic, f.partition): (f.committed, f.latest, f.lag) for f in figures}
+
+
+def settled(source: KafkaSource, group: str, lines: str) -> Any:
+    """Both members in a Stable group, every partition of the input and repartition topics
+    committed and nothing left to read: the snapshot and figures, else None."""
+    snapshot, offsets = read(source, group)
+    if snapshot is None or snapshot.state != "Stable" or len(snapshot.members) != 2:
+        return None
+    if not all(m.tasks and m.tasks.active for m in snapshot.members):
+        return None
+    inputs = [offsets.get((lines, p)) for p in range(PARTITIONS)]
+    if len(offsets) != 2 * PARTITIONS or any(o is None or o[2] != 0 for o in inputs):
+        return None
+    return snapshot, offsets
+
+
+def test_a_streams_group_as_kafka_streams_groups_sees_it(
+    apps: tuple[str, str, list[StreamsApp]], kafka_bootstrap: str
+) -> None:
+    app_id, lines, instances = apps
+    repartition = f"{app_id}-counts-repartition"  # named after the state store
+    with KafkaSource(kafka_bootstrap, read_offsets_topic=False) as source:
+        snapshot, offsets = wait_until(
+            lambda: settled(source, app_id, lines), 120, "the word count's group settled"
+        )
+        assert snapshot.protocol_type == "streams"
+        assert snapshot.generation is not None and snapshot.assignment_epoch is not None
+        subtopologies = {s.subtopology_id: s for s in snapshot.subtopologies or ()}
+        assert {s: sub.source_topics for s, sub in subtopologies.items()} == {
+            "0": (lines,),
+            "1": (repartition,),
+        }
+        assert subtopologies["0"].repartition_sink_topics == (repartition,)
+        assert subtopologies["1"].state_changelog_topics == (f"{app_id}-counts-changelog",)
+        assert set(snapshot.topics) == {lines, repartition}
+        # Every task active on exactly one member; its partitions are the member's.
+        tasks = sorted(t for m in snapshot.members for t in (m.tasks.active if m.tasks else ()))
+        assert tasks == sorted((s, p) for s in ("0", "1") for p in range(PARTITIONS))
+        assert len({m.process_id for m in snapshot.members}) == 2
+
+        # Paused with records waiting: the commits and lags stand still.
+        for app in instances:
+            app.pause()
+        produce(kafka_bootstrap, lines, MORE)
+
+        def still() -> Any:
+            first = read(source, app_id)
+            time.sleep(1.0)
+            second = read(source, app_id)
+            waiting = [second[1].get((lines, p), (0, 0, 0))[2] for p in range(PARTITIONS)]
+            return second if first[1] == second[1] and all(w for w in waiting) else None
+
+        snapshot, offsets = wait_until(still, 60, "the paused group's figures standing still")
+        printed = streams_group_offsets(kafka_bootstrap, app_id)
+        again = read(source, app_id)
+        assert again[1] == offsets, "the figures moved while the tool ran"
+        assert printed == offsets
+        assert all(offsets[(lines, p)][2] == MORE for p in range(PARTITIONS))
+
+        members = streams_group_members(kafka_bootstrap, app_id)
+        assert members == {
+            m.member_id: {
+                "process_id": m.process_id,
+                "client_id": m.client_id,
+                "active": m.tasks.active if m.tasks else (),
+            }
+            for m in snapshot.members
+        }
+
+        # Resumed: the commits move and the lag drains.
+        for app in instances:
+            app.resume()
+        wait_until(lambda: settled(source, app_id, lines), 60, "the group caught up again")
