@@ -21,6 +21,7 @@ __all__ = [
     "share_group_offsets",
     "streams_group_members",
     "streams_group_offsets",
+    "streams_group_state",
     "table",
 ]
 
@@ -101,20 +102,38 @@ def share_group_members(bootstrap: str, group: str) -> dict[str, dict]:
     return members
 
 
-def streams_group_offsets(bootstrap: str, group: str) -> dict[tuple[str, int], tuple]:
-    """``kafka-streams-groups.sh --describe --offsets``: (topic, partition) -> (current
-    offset, log end offset, lag), None where the tool prints "-"."""
-    out = run_tool(
+def _streams_tool(bootstrap: str, group: str, what: str) -> str:
+    return run_tool(
         STREAMS_GROUP_COMMAND,
-        ["--bootstrap-server", bootstrap, "--describe", "--offsets", "--group", group],
+        ["--bootstrap-server", bootstrap, "--describe", what, "--verbose", "--group", group],
     )
+
+
+def streams_group_offsets(bootstrap: str, group: str) -> dict[tuple[str, int], tuple]:
+    """``kafka-streams-groups.sh --describe --offsets --verbose``: (topic, partition) ->
+    (current offset, log end offset, lag), None where the tool prints "-". Without
+    ``--verbose`` the tool prints the lag only."""
     return {
         (row["TOPIC"], int(row["PARTITION"])): (
             _number(row["CURRENT-OFFSET"]),
             _number(row["LOG-END-OFFSET"]),
             _number(row["OFFSET-LAG"]),
         )
-        for row in table(out)
+        for row in table(_streams_tool(bootstrap, group, "--offsets"))
+    }
+
+
+def streams_group_state(bootstrap: str, group: str) -> dict[str, object]:
+    """``kafka-streams-groups.sh --describe --state --verbose``: the coordinator ("host:port"),
+    assignor, state, group epoch, target assignment epoch and member count."""
+    (row,) = table(_streams_tool(bootstrap, group, "--state"))
+    return {
+        "coordinator": row["COORDINATOR"],
+        "assignor": row["ASSIGNOR"],
+        "state": row["STATE"],
+        "group_epoch": int(row["GROUP-EPOCH"]),
+        "assignment_epoch": int(row["TARGET-ASSIGNMENT-EPOCH"]),
+        "members": int(row["#MEMBERS"]),
     }
 
 
@@ -123,7 +142,7 @@ _TASKS = re.compile(r"([^\s:;\[\]]+):\[([\d,\s]*)\]")
 
 def _active_tasks(assignments: str) -> tuple[tuple[str, int], ...]:
     """The (subtopology, partition) pairs after "ACTIVE:" in the ASSIGNMENTS column, up to the
-    next task kind ("ACTIVE: 0:[0,1]; 1:[2]; STANDBY: ..." as printed)."""
+    next task kind ("ACTIVE: 0:[1]; 1:[0,2]; TARGET-ACTIVE: ..." as printed)."""
     found = re.search(r"(?<!-)ACTIVE:(.*?)(?:STANDBY:|WARMUP:|TARGET-|$)", assignments)
     if found is None:
         return ()
@@ -137,23 +156,26 @@ def _active_tasks(assignments: str) -> tuple[tuple[str, int], ...]:
     )
 
 
+# --describe --members --verbose: GROUP TARGET-ASSIGNMENT-EPOCH TOPOLOGY-EPOCH MEMBER
+# MEMBER-PROTOCOL MEMBER-EPOCH PROCESS CLIENT-ID, then ASSIGNMENTS (with spaces in it).
+_MEMBER_COLUMNS = 8
+
+
 def streams_group_members(bootstrap: str, group: str) -> dict[str, dict]:
-    """``kafka-streams-groups.sh --describe --members``: member id -> process id, client id
-    and its active tasks (sorted (subtopology, partition) pairs)."""
-    out = run_tool(
-        STREAMS_GROUP_COMMAND,
-        ["--bootstrap-server", bootstrap, "--describe", "--members", "--group", group],
-    )
+    """``kafka-streams-groups.sh --describe --members --verbose``: member id -> its member
+    epoch, process id, client id and active tasks (sorted (subtopology, partition) pairs)."""
     members = {}
     header = None
-    for line in out.splitlines():
-        cells = line.split(maxsplit=4)
-        if cells[:2] == ["GROUP", "MEMBER"]:
+    for line in _streams_tool(bootstrap, group, "--members").splitlines():
+        cells = line.split(maxsplit=_MEMBER_COLUMNS)
+        if cells[:1] == ["GROUP"]:
             header = cells
-        elif header is not None and len(cells) == 5:
-            members[cells[1]] = {
-                "process_id": cells[2],
-                "client_id": cells[3],
-                "active": _active_tasks(cells[4]),
+        elif header is not None and len(cells) >= _MEMBER_COLUMNS:
+            row = dict(zip(header, cells, strict=False))
+            members[row["MEMBER"]] = {
+                "member_epoch": int(row["MEMBER-EPOCH"]),
+                "process_id": row["PROCESS"],
+                "client_id": row["CLIENT-ID"],
+                "active": _active_tasks(row.get("ASSIGNMENTS", "")),
             }
     return members

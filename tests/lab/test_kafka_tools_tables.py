@@ -10,6 +10,7 @@ from lab.kafka_tools import _active_tasks, table
 
 ASSIGNMENTS = [
     # (the column as printed, the active tasks read)
+    ("ACTIVE: 0:[1]; 1:[0,2]; TARGET-ACTIVE: 0:[1]; 1:[0,2]; ", (("0", 1), ("1", 0), ("1", 2))),
     ("ACTIVE: 0:[0,1]; 1:[2];", (("0", 0), ("0", 1), ("1", 2))),
     ("ACTIVE:0:[2];STANDBY:1:[0];", (("0", 2),)),
     ("STANDBY: 0:[0]; WARMUP: 1:[1];", ()),

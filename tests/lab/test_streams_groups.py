@@ -26,7 +26,7 @@ from collectors.figures import TimeTables, partition_figures
 from collectors.kafka.source import KafkaSource
 from collectors.records import GroupSnapshot
 from lab.kafka_streams.app import StreamsApp
-from lab.kafka_tools import streams_group_members, streams_group_offsets
+from lab.kafka_tools import streams_group_members, streams_group_offsets, streams_group_state
 from tests.waiting import wait_until
 
 pytestmark = [
@@ -145,11 +145,21 @@ def test_a_streams_group_as_kafka_streams_groups_sees_it(
         members = streams_group_members(kafka_bootstrap, app_id)
         assert members == {
             m.member_id: {
+                "member_epoch": m.member_epoch,
                 "process_id": m.process_id,
                 "client_id": m.client_id,
                 "active": m.tasks.active if m.tasks else (),
             }
             for m in snapshot.members
+        }
+        state = streams_group_state(kafka_bootstrap, app_id)
+        assert state == {
+            "coordinator": snapshot.coordinator,
+            "assignor": snapshot.assignor,
+            "state": snapshot.state,
+            "group_epoch": snapshot.generation,
+            "assignment_epoch": snapshot.assignment_epoch,
+            "members": len(snapshot.members),
         }
 
         # Resumed: the commits move and the lag drains.
