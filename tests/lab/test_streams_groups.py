@@ -79,7 +79,9 @@ def read(source: KafkaSource, group: str) -> tuple[GroupSnapshot | None, Offsets
     collection cycle reads and figures them."""
     now_ms = int(time.time() * 1000)
     result = source.collect(now_ms)
-    snapshot = next((g for g in result.groups if g.group == group), None)
+    found = [g for g in result.groups if g.group == group]
+    assert len(found) <= 1, f"{group} read twice: {found}"  # not also as a consumer group
+    snapshot = found[0] if found else None
     commits = [c for c in result.commits if c.group == group]
     figures = partition_figures(commits, result.offsets, TimeTables(), now_ms)
     return snapshot, {(f.topic, f.partition): (f.committed, f.latest, f.lag) for f in figures}
@@ -166,3 +168,33 @@ def test_a_streams_group_as_kafka_streams_groups_sees_it(
         for app in instances:
             app.resume()
         wait_until(lambda: settled(source, app_id, lines), 60, "the group caught up again")
+
+        # One instance gone: the other is given every task and owns every partition.
+        instances[1].stop()
+
+        def alone() -> Any:
+            snap, offsets = read(source, app_id)
+            if snap is None or len(snap.members) != 1 or snap.state != "Stable":
+                return None
+            (member,) = snap.members
+            return snap if member.tasks and len(member.tasks.active) == 2 * PARTITIONS else None
+
+        snapshot = wait_until(alone, 90, "the remaining instance holding every task")
+        (member,) = snapshot.members
+        every = {(t, p) for t in (lines, repartition) for p in range(PARTITIONS)}
+        assert set(member.assignment) == every
+
+        # Every instance gone: the group stays, Empty, with its commits and no member to own
+        # them; what is produced since then waits.
+        instances[0].stop()
+        produce(kafka_bootstrap, lines, MORE)
+
+        def abandoned() -> Any:
+            snap, offsets = read(source, app_id)
+            if snap is None or snap.state != "Empty" or snap.members:
+                return None
+            waiting = all(offsets.get((lines, p), (0, 0, 0))[2] for p in range(PARTITIONS))
+            return (snap, offsets) if waiting else None
+
+        snapshot, offsets = wait_until(abandoned, 90, "the group Empty, its input waiting")
+        assert all(offsets[(lines, p)][2] == MORE for p in range(PARTITIONS))
