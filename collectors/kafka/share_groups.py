@@ -16,11 +16,10 @@ error names the setting), share groups included.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from collectors.kafka.cycle import Cycle
 from collectors.kafka_wire import (
     GroupClient,
+    GroupListing,
     ShareGroupDescription,
     ShareGroupOffsets,
 )
@@ -32,20 +31,13 @@ SHARE = "share"  # Kafka's GroupType name, as ``GroupSnapshot.protocol_type``
 
 
 def read_share_groups(
-    groups: GroupClient | None, brokers: Sequence[tuple[str, int]], cycle: Cycle
+    groups: GroupClient | None, listing: GroupListing, cycle: Cycle
 ) -> tuple[list[GroupSnapshot], list[CommittedOffset]]:
-    """Every share group of the cluster whose brokers are ``brokers``: ListGroups (type
-    "share") of every broker, then ShareGroupDescribe and DescribeShareGroupOffsets of their
-    coordinators. A failure is the cycle's warning for the groups it concerns, never more."""
-    if groups is None or not brokers:
+    """Every share group ``listing`` names (ListGroups by type: ``typed_groups``), with
+    ShareGroupDescribe and DescribeShareGroupOffsets of their coordinators. A failure is the
+    cycle's warning for the groups it concerns, never more."""
+    if groups is None:
         return [], []
-    try:
-        listing = groups.list_share_groups(brokers, timeout_s=cycle.remaining())
-    except (OSError, ValueError) as exc:
-        cycle.error("groups (share)", f"ListGroups: {type(exc).__name__}: {exc}")
-        return [], []
-    for error in listing.errors:
-        cycle.error("groups (share)", f"ListGroups: {error}")
     ids = sorted(listing.groups)
     if not ids:
         return [], []

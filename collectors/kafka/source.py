@@ -7,10 +7,9 @@ the dependency chain is long, whatever the number of groups and partitions::
     ListGroups ─┬─ DescribeGroups (batches)      ─┬─ ListOffsets earliest (one batch)
     Metadata  ──┤  OffsetFetch (every group)      ├─ ListOffsets latest   (one batch)
                 ├─ ConsumerGroupDescribe (KIP-848 groups: epochs) ┤
-                ├─ ListGroups "share" (every broker) ─ ShareGroupDescribe,
-                │  DescribeShareGroupOffsets (share groups, KIP-932) ┤
-                └─ ListGroups "streams" (every broker) ─ StreamsGroupDescribe,
-                   OffsetFetch (streams groups, KIP-1071) ┘
+                └─ ListGroups "share", "streams" (every broker) ─┬─ ShareGroupDescribe,
+                   DescribeShareGroupOffsets (share groups, KIP-932) ┤
+                   StreamsGroupDescribe, OffsetFetch (streams, KIP-1071) ┘
                                                   └─ DescribeConfigs (consumed topics due
                                                      for a re-read, every few minutes each)
 
@@ -58,6 +57,7 @@ from collectors.kafka.share_state import DeliveryLimits, apply_share_state
 from collectors.kafka.streams_groups import read_streams_groups
 from collectors.kafka.to_records import commits_of, group_outcome, with_epochs
 from collectors.kafka.topic_configs import DEFAULT_REFRESH_S, TopicConfigCache
+from collectors.kafka.typed_groups import list_typed_groups
 from collectors.kafka.wire_groups import committed_offsets, consumer_group_epochs, wire_descriptions
 from collectors.kafka_wire import GroupClient
 from collectors.kafka_wire.sasl import librdkafka_config
@@ -313,10 +313,13 @@ class KafkaSource:
         # Share groups (KIP-932), which the AdminClient neither lists nor describes: through
         # the wire client, every broker the metadata names asked for its own.
         brokers = [(b.host, b.port) for b in metadata.brokers.values()]
-        share_snapshots, share_commits = read_share_groups(self._groups, brokers, cycle)
-        # Streams groups (KIP-1071) likewise; their commits are a consumer group's. Both are
-        # groups listed by type, apart from the AdminClient's listing.
-        streams_snapshots, streams_commits = read_streams_groups(self._groups, brokers, cycle)
+        # Streams groups (KIP-1071) likewise; their commits are a consumer group's. One
+        # listing by type for both.
+        typed = list_typed_groups(self._groups, brokers, cycle)
+        share_snapshots, share_commits = read_share_groups(self._groups, typed["share"], cycle)
+        streams_snapshots, streams_commits = read_streams_groups(
+            self._groups, typed["streams"], cycle
+        )
         typed_snapshots = share_snapshots + streams_snapshots
         typed_commits = share_commits + streams_commits
         streams_ids = {s.group for s in streams_snapshots}

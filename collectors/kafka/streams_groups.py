@@ -18,12 +18,11 @@ topics of a subtopology: their commits and lag are shown as any other's, as
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from collectors.kafka.cycle import Cycle
 from collectors.kafka_wire import (
     NO_OFFSET,
     GroupClient,
+    GroupListing,
     GroupOffsets,
     StreamsGroupDescription,
 )
@@ -45,22 +44,14 @@ STREAMS = "streams"  # Kafka's GroupType name, as ``GroupSnapshot.protocol_type`
 
 
 def read_streams_groups(
-    groups: GroupClient | None, brokers: Sequence[tuple[str, int]], cycle: Cycle
+    groups: GroupClient | None, listing: GroupListing, cycle: Cycle
 ) -> tuple[list[GroupSnapshot], list[CommittedOffset]]:
-    """Every streams group of the cluster whose brokers are ``brokers``: ListGroups (type
-    "streams") of every broker, then StreamsGroupDescribe and OffsetFetch of their
-    coordinators. A failure is the cycle's warning for the groups it concerns, never more; a
-    broker without streams groups (before Kafka 4.1, or with the protocol switched off) has
-    none to list and is no warning."""
-    if groups is None or not brokers:
+    """Every streams group ``listing`` names (ListGroups by type: ``typed_groups``), with
+    StreamsGroupDescribe and OffsetFetch of their coordinators. A failure is the cycle's
+    warning for the groups it concerns, never more; a broker without streams groups (before
+    Kafka 4.1, or with the protocol switched off) lists none and is no warning."""
+    if groups is None:
         return [], []
-    try:
-        listing = groups.list_streams_groups(brokers, timeout_s=cycle.remaining())
-    except (OSError, ValueError) as exc:
-        cycle.error("groups (streams)", f"ListGroups: {type(exc).__name__}: {exc}")
-        return [], []
-    for error in listing.errors:
-        cycle.error("groups (streams)", f"ListGroups: {error}")
     ids = sorted(listing.groups)
     if not ids:
         return [], []

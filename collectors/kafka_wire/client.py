@@ -14,7 +14,7 @@ Questions confluent-kafka 2.16 cannot be trusted with, or cannot ask:
   #4605/#3663, fix in PR #5397, unreleased) when the connection to the coordinator drops
   mid-call, as it does whenever a broker restarts during a collection cycle.
 * Share groups (KIP-932: ``GroupClient.list_share_groups``, ``describe_share``,
-  ``fetch_share_offsets``) and streams groups (KIP-1071: ``list_streams_groups``,
+  ``fetch_share_offsets``) and streams groups (KIP-1071: ``list_typed_groups``,
   ``describe_streams``; their offsets are ``fetch_committed``'s): the AdminClient has no
   call for them at all.
 
@@ -240,11 +240,14 @@ class GroupClient:
         ``fetch_committed``."""
         return self._per_group(SHARE_OFFSETS, groups, timeout_s, retries)
 
-    def list_streams_groups(self, brokers: Sequence[Address], timeout_s: float) -> GroupListing:
-        """The streams groups (KIP-1071) of the cluster whose brokers are ``brokers``:
-        ListGroups v5 with the type filter "streams", as ``list_share_groups``."""
+    def list_typed_groups(
+        self, brokers: Sequence[Address], types: Sequence[str], timeout_s: float
+    ) -> GroupListing:
+        """The groups of ``types`` (Kafka's GroupType names: "share", "streams"…), each
+        with its ``group_type``: ListGroups v5 with that type filter, as ``list_share_groups``.
+        Streams groups (KIP-1071) are listed here: the AdminClient does not list them."""
         deadline = time.monotonic() + timeout_s
-        return list_groups(self._brokers, brokers, deadline, types=("streams",))
+        return list_groups(self._brokers, brokers, deadline, types=tuple(types))
 
     def describe_streams(
         self, groups: Sequence[str], timeout_s: float, *, retries: int = 3
