@@ -1,5 +1,6 @@
-"""The cycle's share groups (KIP-932, Kafka 4.1+): listed, described and their progress read
-through the wire client, as ``GroupSnapshot`` (type "share") and ``CommittedOffset`` records.
+"""The cycle's share groups (KIP-932, Kafka 4.1+): listed (``typed_groups``), described and
+their progress read through the wire client, as ``GroupSnapshot`` (type "share") and
+``CommittedOffset`` records.
 
 Through the wire client because confluent-kafka 2.16's AdminClient has no share-group call:
 its listing knows the types "classic" and "consumer" only (a share group is not in it), and it

@@ -1,9 +1,9 @@
 """The cycle's streams groups (KIP-1071, Kafka Streams on the "streams" rebalance protocol):
-listed, described and their committed offsets read through the wire client, as
-``GroupSnapshot`` (type "streams") and ``CommittedOffset`` records.
+listed (``typed_groups``), described and their committed offsets read through the wire client,
+as ``GroupSnapshot`` (type "streams") and ``CommittedOffset`` records.
 
 Through the wire client because confluent-kafka 2.16's AdminClient has no streams-group call:
-its listing keeps the groups of the consumer protocol type only, and it cannot describe one.
+it cannot describe one, and its listing does not say which groups are streams groups.
 A streams group's coordinator assigns *tasks* (subtopology, partition) from the topology the
 application sent it; an active task processes that partition of every source topic of its
 subtopology and commits its position there with OffsetCommit, as a consumer group does. So a
