@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from django.core.management import call_command
 from django.test import Client
+from prometheus_client.parser import text_string_to_metric_families
 
 from collectors.assemble import CycleMemory, assemble_cycle
 from collectors.cycle.write import sample_rows
@@ -156,6 +157,21 @@ def test_api_v1(cluster: Cluster, admin_client: Client) -> None:
     assert answer["topology"]["epoch"] == 0
     s2 = next(m for m in answer["member_details"] if m["member_id"] == "s-2")
     assert s2["process_id"] == "p-b" and s2["tasks"]["active"] == {"0": [1]}
+
+
+def test_metrics_name_the_type(cluster: Cluster) -> None:
+    text = Client().get("/metrics").content.decode()
+    samples = {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+    }
+    generation = [v for (name, labels), v in samples.items()
+                  if name == "lagwatch_group_generation" and ("type", "streams") in labels]  # fmt: skip
+    assert generation == [6]
+    key = tuple(sorted({"cluster": "c", "source": "kafka", "group": "wordcount",
+                        "topic": "words", "partition": "0"}.items()))  # fmt: skip
+    assert samples[("lagwatch_partition_lag", key)] == 30
 
 
 def test_the_group_page_shows_the_topology_and_tasks(
