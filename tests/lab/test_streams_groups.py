@@ -198,3 +198,29 @@ def test_a_streams_group_as_kafka_streams_groups_sees_it(
 
         snapshot, offsets = wait_until(abandoned, 90, "the group Empty, its input waiting")
         assert all(offsets[(lines, p)][2] == MORE for p in range(PARTITIONS))
+
+
+def test_the_labs_streams_app_service(tmp_path: Path) -> None:
+    """``python -m lab up --services zookeeper,kafka,streams-app``: the lab cluster has a
+    streams group of two instances, read by the product's Kafka source."""
+    from lab.kafka_streams import world as streams_world
+    from lab.stack import Stack
+
+    stack = Stack(tmp_path / "stack")
+    try:
+        endpoints = stack.up(["zookeeper", "kafka", "streams-app"])
+        with KafkaSource(endpoints["kafka"], read_offsets_topic=False) as source:
+
+            def stable() -> Any:
+                snapshot, offsets = read(source, streams_world.APPLICATION_ID)
+                if snapshot is None or snapshot.state != "Stable" or len(snapshot.members) != 2:
+                    return None
+                return snapshot, offsets
+
+            snapshot, offsets = wait_until(stable, 60, "the lab's streams group Stable")
+        assert snapshot.protocol_type == "streams"
+        assert len({m.process_id for m in snapshot.members}) == streams_world.INSTANCES
+        inputs = {p for (t, p) in offsets if t == streams_world.INPUT}
+        assert inputs == set(range(streams_world.PARTITIONS))
+    finally:
+        stack.down()
