@@ -6,13 +6,15 @@ the lab cluster, two instances reading a steady trickle of lines.
 every input partition, runs two ``StreamsApp`` instances as its children (one application id:
 two members, two process ids) and logs ``READY_LINE`` once the group is Stable with a commit on
 every input partition. What the product then shows: a group of type "streams" with its
-topology and tasks (docs/LAB.md, "Streams groups (KIP-1071) in the lab").
+topology and tasks (docs/LAB.md, "Streams groups (KIP-1071) in the lab"). SIGUSR1 pauses both
+instances, SIGUSR2 resumes them (``pause_world``).
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
+import os
 import signal
 import sys
 import threading
@@ -65,6 +67,11 @@ def committed_partitions(admin: AdminClient) -> set[int]:
     }
 
 
+def pause_world(pid: int, paused: bool = True) -> None:
+    """Ask the world running as ``pid`` to pause (or resume) both instances."""
+    os.kill(pid, signal.SIGUSR1 if paused else signal.SIGUSR2)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--run-dir", type=Path, required=True)
@@ -77,6 +84,11 @@ def main(argv: list[str] | None = None) -> int:
     stopping = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stopping.set())
     signal.signal(signal.SIGINT, lambda *_: stopping.set())
+    # SIGUSR1 pauses both instances (members in the group, nothing processed or committed: a
+    # stalled application), SIGUSR2 resumes them; the lines keep coming either way.
+    asked: list[str] = []
+    signal.signal(signal.SIGUSR1, lambda *_: asked.append("pause"))
+    signal.signal(signal.SIGUSR2, lambda *_: asked.append("resume"))
 
     started = time.monotonic()
     admin = AdminClient({"bootstrap.servers": args.kafka})
@@ -106,10 +118,18 @@ def main(argv: list[str] | None = None) -> int:
                 log.error("no commit on every input partition after %.0f s", _READY_TIMEOUT_S)
                 return 1
             stopping.wait(1.0)
-        while not stopping.wait(2.0):
+        while not stopping.wait(0.5):
             if not all(app.running for app in apps):
                 log.error("an instance exited; its log: %s", [a.log for a in apps])
                 return 1
+            while asked:
+                command = asked.pop(0)
+                for app in apps:
+                    if command == "pause":
+                        app.pause()
+                    else:
+                        app.resume()
+                log.info("streams world: %s", command)
         return 0
     finally:
         stopping.set()

@@ -1,15 +1,17 @@
 """End to end in the lab: a Kafka Streams application's streams group judged by the product,
-OK while it runs, STOP with DEAD_CONSUMER once every instance is gone with records waiting.
+OK while it runs, STALL while it is paused with records waiting, OK again once resumed, STOP
+with DEAD_CONSUMER once every instance is gone with records waiting.
 
 A stack of its own with every product service and the lab's ``streams-app`` (two instances of
 the word count, ``lab/kafka_streams/world.py``), polled every 5 s, the status job after every
 stored cycle with a window of 10 commits, as ``test_share_verdicts.py`` does for queues. The
 test reads ``manage.py lagwatch_status --json`` as a user's script would: the group of type
 "streams" with its topology and its members' tasks, every source partition (input and
-repartition topics) judged OK and alive; then the service stopped and lines produced with
-nobody to read them: the input partitions STOP with DEAD_CONSUMER (the consumer groups' rule,
-docs/EVALUATOR.md, "Streams groups"), printing the verdict's time against its target.
-"""
+repartition topics) judged OK and alive; paused (``KafkaStreams.pause()``: the members stay,
+nothing is committed, the world's lines keep coming): the input partitions STALL, alive;
+resumed: OK; then the service stopped and lines produced with nobody to read them: the input
+partitions STOP with DEAD_CONSUMER (the consumer groups' rule, docs/EVALUATOR.md, "Streams
+groups"), printing the verdict's time against its target."""
 
 from __future__ import annotations
 
@@ -22,7 +24,7 @@ from typing import Any
 import pytest
 from confluent_kafka import Producer
 
-from lab.kafka_streams.world import APPLICATION_ID, INPUT, PARTITIONS
+from lab.kafka_streams.world import APPLICATION_ID, INPUT, PARTITIONS, pause_world
 from lab.stack import Stack
 from tests.lab_world import lagwatch_status
 from tests.waiting import StatusRuns, wait_for_verdict
@@ -107,6 +109,33 @@ def test_a_streams_group_ok_then_stopped(stack: tuple[Stack, dict]) -> None:
         [REPARTITION],
     ]
     assert all(m["process_id"] and m["tasks"]["active"] for m in row["member_details"])
+
+    # Paused: the members stay in the group and commit nothing while lines keep coming.
+    pid = lab.status()["services"]["streams-app"]["pid"]
+    pause_world(pid)
+    started = time.time()
+
+    def stalled() -> Doc | None:
+        d = lagwatch_status(lab.run_dir)
+        found = partitions(d)
+        inputs = [found.get((INPUT, p)) for p in range(PARTITIONS)]
+        held = all(p is not None and p["status"] == "STALL" and p["alive"] for p in inputs)
+        return d if held else None
+
+    doc = wait_for_verdict(
+        stalled, DEADLINE_S, "the paused input partitions STALL", runs, every=3.0
+    )
+    print(f"paused streams group STALL: {time.time() - started:.0f} s (target {TARGET_S} s)")
+    row = group_row(doc)
+    assert row is not None and len(row["member_details"]) == 2  # still in the group
+    pause_world(pid, paused=False)
+    wait_for_verdict(
+        lambda: (d := lagwatch_status(lab.run_dir)) and judged_ok(d) and d,
+        DEADLINE_S,
+        "the resumed group OK again",
+        runs,
+        every=3.0,
+    )
 
     lab.stop_service("streams-app")
     stop = threading.Event()
