@@ -138,6 +138,29 @@ class TopicRetention:
 
 
 @dataclass(frozen=True, slots=True)
+class StreamsTasks:
+    """A streams group member's tasks (KIP-1071), each a (subtopology id, partition) pair,
+    sorted: active tasks process (and commit) that partition of the subtopology's source
+    topics; standby tasks replicate its state stores; warm-up tasks are standbys catching up
+    before they become active."""
+
+    active: tuple[tuple[str, int], ...] = ()
+    standby: tuple[tuple[str, int], ...] = ()
+    warmup: tuple[tuple[str, int], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Subtopology:
+    """One subtopology of a streams group's topology as its coordinator initialised it: the
+    topics its tasks read (repartition topics included) and write."""
+
+    subtopology_id: str
+    source_topics: tuple[str, ...]
+    repartition_sink_topics: tuple[str, ...] = ()
+    state_changelog_topics: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class GroupMember:
     """One member of a group as its source describes it.
 
@@ -158,6 +181,12 @@ class GroupMember:
     # as the bytes the leader's assignor read): the assignors' what-if reads it. None = not
     # said (a regex subscription, bytes that are not a subscription, another source).
     subscription: tuple[str, ...] | None = None
+    # Streams groups (KIP-1071) only: the Kafka Streams instance the member belongs to (one
+    # process may run several members), and its tasks now and as the coordinator targets them;
+    # ``assignment``/``target_assignment`` are then the partitions of its active tasks.
+    process_id: str | None = None
+    tasks: StreamsTasks | None = None
+    target_tasks: StreamsTasks | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,8 +201,9 @@ class GroupSnapshot:
     generation: int | None = None
     assignor: str | None = None
     coordinator: str | None = None
-    # Kafka's group type: "classic", "consumer" (KIP-848) or "share" (KIP-932: a queue; its
-    # members share partitions, and its progress is a start offset, not a commit).
+    # Kafka's group type: "classic", "consumer" (KIP-848), "share" (KIP-932: a queue; its
+    # members share partitions, and its progress is a start offset, not a commit) or
+    # "streams" (KIP-1071: Kafka Streams; tasks assigned from its topology, offsets committed).
     protocol_type: str | None = None
     assignment_epoch: int | None = None  # KIP-848: the epoch of the target assignment
     members: tuple[GroupMember, ...] = ()
@@ -182,6 +212,10 @@ class GroupSnapshot:
     # A Kafka group that is a Storm 2 spout (storm-kafka-client): the topology instance its
     # commits' metadata names (collectors/storm_commit_metadata.py). None for any other group.
     topology_id: str | None = None
+    # A streams group's topology (KIP-1071): its epoch and subtopologies, as its coordinator
+    # initialised them; None for other groups, and for a streams group not initialised yet.
+    topology_epoch: int | None = None
+    subtopologies: tuple[Subtopology, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)

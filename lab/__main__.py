@@ -128,9 +128,12 @@ def _run_dir(args: argparse.Namespace) -> Path:
 def _cmd_up(args: argparse.Namespace) -> int:
     stack = Stack(_run_dir(args), redis_url=args.redis_url)
     services = [s.strip() for s in args.services.split(",") if s.strip()] if args.services else None
-    if getattr(args, "demo", False) and services is None and not args.without_storm:
-        # The demo shows both halves: the simulated world and a real Storm cluster.
-        services = [name for name, spec in stack.specs.items() if not spec.optional] + ["storm"]
+    if getattr(args, "demo", False) and services is None:
+        # The demo shows both halves: the simulated world and a real Storm cluster; and a real
+        # Kafka Streams application's streams group (KIP-1071).
+        storm = [] if args.without_storm else ["storm"]
+        services = [name for name, spec in stack.specs.items() if not spec.optional]
+        services += [*storm, "streams-app"]
     production = bool(getattr(args, "production", False))
     if not args.foreground:
         endpoints = stack.up(services, production=production)

@@ -31,6 +31,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from lab import ports, procs
+from lab.kafka_streams.services import STREAMS_APP_SERVICES
 from lab.object_store import OBJECT_STORE_SERVICES
 from lab.oidc_issuer import OIDC_SERVICES
 from lab.postgres import POSTGRES_SERVICES
@@ -62,7 +63,7 @@ ALL_SERVICES: dict[str, ServiceSpec] = {
     **{s.name: s for s in (*TOXIPROXY_SERVICES, *OBJECT_STORE_SERVICES)},
     **{name: spec for name, spec in SERVICES.items() if name in ("zookeeper", "kafka")},
     **{s.name: s for s in STORM_SERVICES},
-    **{s.name: s for s in STORM2_SERVICES},
+    **{s.name: s for s in (*STORM2_SERVICES, *STREAMS_APP_SERVICES)},
     **{s.name: s for s in SECURED_SERVICES},
     **SERVICES,
 }

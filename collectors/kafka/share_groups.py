@@ -1,5 +1,6 @@
-"""The cycle's share groups (KIP-932, Kafka 4.1+): listed, described and their progress read
-through the wire client, as ``GroupSnapshot`` (type "share") and ``CommittedOffset`` records.
+"""The cycle's share groups (KIP-932, Kafka 4.1+): listed (``typed_groups``), described and
+their progress read through the wire client, as ``GroupSnapshot`` (type "share") and
+``CommittedOffset`` records.
 
 Through the wire client because confluent-kafka 2.16's AdminClient has no share-group call:
 its listing knows the types "classic" and "consumer" only (a share group is not in it), and it
@@ -16,11 +17,10 @@ error names the setting), share groups included.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from collectors.kafka.cycle import Cycle
 from collectors.kafka_wire import (
     GroupClient,
+    GroupListing,
     ShareGroupDescription,
     ShareGroupOffsets,
 )
@@ -32,20 +32,13 @@ SHARE = "share"  # Kafka's GroupType name, as ``GroupSnapshot.protocol_type``
 
 
 def read_share_groups(
-    groups: GroupClient | None, brokers: Sequence[tuple[str, int]], cycle: Cycle
+    groups: GroupClient | None, listing: GroupListing, cycle: Cycle
 ) -> tuple[list[GroupSnapshot], list[CommittedOffset]]:
-    """Every share group of the cluster whose brokers are ``brokers``: ListGroups (type
-    "share") of every broker, then ShareGroupDescribe and DescribeShareGroupOffsets of their
-    coordinators. A failure is the cycle's warning for the groups it concerns, never more."""
-    if groups is None or not brokers:
+    """Every share group ``listing`` names (ListGroups by type: ``typed_groups``), with
+    ShareGroupDescribe and DescribeShareGroupOffsets of their coordinators. A failure is the
+    cycle's warning for the groups it concerns, never more."""
+    if groups is None:
         return [], []
-    try:
-        listing = groups.list_share_groups(brokers, timeout_s=cycle.remaining())
-    except (OSError, ValueError) as exc:
-        cycle.error("groups (share)", f"ListGroups: {type(exc).__name__}: {exc}")
-        return [], []
-    for error in listing.errors:
-        cycle.error("groups (share)", f"ListGroups: {error}")
     ids = sorted(listing.groups)
     if not ids:
         return [], []

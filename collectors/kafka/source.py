@@ -7,8 +7,9 @@ the dependency chain is long, whatever the number of groups and partitions::
     ListGroups ─┬─ DescribeGroups (batches)      ─┬─ ListOffsets earliest (one batch)
     Metadata  ──┤  OffsetFetch (every group)      ├─ ListOffsets latest   (one batch)
                 ├─ ConsumerGroupDescribe (KIP-848 groups: epochs) ┤
-                └─ ListGroups "share" (every broker) ─ ShareGroupDescribe,
-                   DescribeShareGroupOffsets (share groups, KIP-932) ┘
+                └─ ListGroups "share", "streams" (every broker) ─┬─ ShareGroupDescribe,
+                   DescribeShareGroupOffsets (share groups, KIP-932) ┤
+                   StreamsGroupDescribe, OffsetFetch (streams, KIP-1071) ┘
                                                   └─ DescribeConfigs (consumed topics due
                                                      for a re-read, every few minutes each)
 
@@ -23,11 +24,11 @@ A failure confined to one group or one partition becomes a ``SourceError`` and t
 on; a cluster that cannot be reached gives ``reachable=False``, never an exception, within
 ``timeout_s``.
 
-The package follows that chain: ``admin`` holds the AdminClient's requests, ``wire_groups``
-the coordinator requests of the wire client, ``share_groups`` the share groups' (listing
-included), ``offsets_topic`` what the ``__consumer_offsets`` reader adds, ``to_records`` what
-every answer becomes, ``cycle`` the budget they share. This module is the source object: its
-clients, kept across cycles, and the order of the stages.
+The package follows that chain: ``admin`` holds the AdminClient's requests, ``wire_groups`` the
+coordinator requests of the wire client, ``share_groups`` and ``streams_groups`` the share and
+streams groups' (listing included), ``offsets_topic`` what the ``__consumer_offsets`` reader
+adds, ``to_records`` what every answer becomes, ``cycle`` the budget they share. This module is
+the source object: its clients, kept across cycles, and the order of the stages.
 
 Written for Apache Kafka 3.9 and newer (the lab runs 4.4; docs/LAB.md, "Compatibility run").
 """
@@ -53,8 +54,10 @@ from collectors.kafka.cycle import Cycle, describe_exc
 from collectors.kafka.offsets_topic import apply_offsets_topic
 from collectors.kafka.share_groups import read_share_groups
 from collectors.kafka.share_state import DeliveryLimits, apply_share_state
+from collectors.kafka.streams_groups import read_streams_groups
 from collectors.kafka.to_records import commits_of, group_outcome, with_epochs
 from collectors.kafka.topic_configs import DEFAULT_REFRESH_S, TopicConfigCache
+from collectors.kafka.typed_groups import list_typed_groups
 from collectors.kafka.wire_groups import committed_offsets, consumer_group_epochs, wire_descriptions
 from collectors.kafka_wire import GroupClient
 from collectors.kafka_wire.sasl import librdkafka_config
@@ -236,7 +239,8 @@ class KafkaSource:
                 if topic not in self._partitions_of:
                     cycle.error(f"topic {topic}", "not found on the broker")
             configs = self._topic_configs.submit(
-                admin, self._topic_configs.due(self._partitions_of.keys() & set(wanted), now_ms),
+                admin,
+                self._topic_configs.due(self._partitions_of.keys() & set(wanted), now_ms),
                 cycle,
             )
             if partitions:
@@ -309,9 +313,18 @@ class KafkaSource:
         # Share groups (KIP-932), which the AdminClient neither lists nor describes: through
         # the wire client, every broker the metadata names asked for its own.
         brokers = [(b.host, b.port) for b in metadata.brokers.values()]
-        share_snapshots, share_commits = read_share_groups(self._groups, brokers, cycle)
-        group_ids = sorted(listed) if listed is not None else []
-        if not group_ids and not share_snapshots:
+        # Streams groups (KIP-1071) likewise; their commits are a consumer group's. One
+        # listing by type for both.
+        typed = list_typed_groups(self._groups, brokers, cycle)
+        share_snapshots, share_commits = read_share_groups(self._groups, typed["share"], cycle)
+        streams_snapshots, streams_commits = read_streams_groups(
+            self._groups, typed["streams"], cycle
+        )
+        typed_snapshots = share_snapshots + streams_snapshots
+        typed_commits = share_commits + streams_commits
+        streams_ids = {s.group for s in streams_snapshots}
+        group_ids = sorted(set(listed) - streams_ids) if listed is not None else []
+        if not group_ids and not typed_snapshots:
             return
 
         # Stage 2: every group's description and committed offsets, through the wire client.
@@ -321,9 +334,9 @@ class KafkaSource:
             snapshots, committed = self._describe_groups(listed, group_ids, cycle)
         result.groups.extend(snapshots)
         result.commits.extend(commits_of(snapshots, committed))
-        result.groups.extend(share_snapshots)
-        result.commits.extend(share_commits)
-        snapshots = snapshots + share_snapshots
+        result.groups.extend(typed_snapshots)
+        result.commits.extend(typed_commits)
+        snapshots = snapshots + typed_snapshots
 
         # Stage 3: log start and end of every partition of every consumed topic, two batches.
         wanted: set[tuple[str, int]] = set()
@@ -333,7 +346,7 @@ class KafkaSource:
             wanted.update(tp for m in snap.members for tp in m.assignment)
         for tps in committed.values():
             wanted.update((tp.topic, tp.partition) for tp in tps)
-        wanted.update((c.topic, c.partition) for c in share_commits)
+        wanted.update((c.topic, c.partition) for c in typed_commits)
         # With them, the retention settings of the consumed topics that are due (one request).
         due = self._topic_configs.due({t for t, _ in wanted if t in partitions_of}, cycle.now_ms)
         configs = self._topic_configs.submit(admin, due, cycle)

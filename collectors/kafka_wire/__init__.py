@@ -1,10 +1,11 @@
 """A small Kafka wire-protocol client for what confluent-kafka does not expose, or cannot be
 trusted with: share groups (ListGroups by type, ShareGroupDescribe, DescribeShareGroupOffsets;
-KIP-932), the epochs of KIP-848 consumer groups (ConsumerGroupDescribe), committed
-offsets (OffsetFetch), which librdkafka 2.16's ``list_consumer_group_offsets`` crashes the
-process over when a group coordinator moves (librdkafka issue #5040), and classic groups'
-members (DescribeGroups), as ``describe_consumer_groups`` aborts the process when a
-coordinator's connection drops mid-call (librdkafka #4605/#3663).
+KIP-932), streams groups (ListGroups by type, StreamsGroupDescribe; KIP-1071), the epochs of
+KIP-848 consumer groups (ConsumerGroupDescribe), committed offsets (OffsetFetch), which
+librdkafka 2.16's ``list_consumer_group_offsets`` crashes the process over when a group
+coordinator moves (librdkafka issue #5040), and classic groups' members (DescribeGroups), as
+``describe_consumer_groups`` aborts the process when a coordinator's connection drops mid-call
+(librdkafka #4605/#3663).
 
 ``codec`` is pure (bytes in, frozen dataclasses out, from Kafka's published message schemas);
 ``connection`` owns the sockets, ``client`` the coordinator requests (``group_apis`` what
@@ -29,6 +30,10 @@ from collectors.kafka_wire.codec import (
     ShareGroupOffsets,
     ShareMember,
     SharePartitionOffset,
+    StreamsGroupDescription,
+    StreamsMember,
+    StreamsTasks,
+    Subtopology,
     WireError,
     error_name,
     lag_upper_bound,
@@ -67,6 +72,10 @@ __all__ = [
     "ShareGroupOffsets",
     "ShareMember",
     "SharePartitionOffset",
+    "StreamsGroupDescription",
+    "StreamsMember",
+    "StreamsTasks",
+    "Subtopology",
     "UnsupportedSecurity",
     "WireError",
     "describe_classic_groups",

@@ -14,7 +14,9 @@ Questions confluent-kafka 2.16 cannot be trusted with, or cannot ask:
   #4605/#3663, fix in PR #5397, unreleased) when the connection to the coordinator drops
   mid-call, as it does whenever a broker restarts during a collection cycle.
 * Share groups (KIP-932: ``GroupClient.list_share_groups``, ``describe_share``,
-  ``fetch_share_offsets``): the AdminClient has no call for them at all.
+  ``fetch_share_offsets``) and streams groups (KIP-1071: ``list_typed_groups``,
+  ``describe_streams``; their offsets are ``fetch_committed``'s): the AdminClient has no
+  call for them at all.
 
 All but the listing ask the coordinators directly, the same way::
 
@@ -35,6 +37,8 @@ sent bytes we cannot read: a bug to see, not to hide), ``UnsupportedSecurity`` (
 cannot honour, e.g. GSSAPI; raised by the constructor, before any connection). All are
 ``OSError`` or ``ValueError``. A broker refusing the credentials is a failed connection
 (``SaslAuthenticationFailed``, an ``OSError``), reported as an unreachable one is.
+
+A little over 400 lines: one documented method per question callers ask, over the one path.
 
 Not thread-safe: one ``GroupClient`` per thread (the Kafka adapter keeps one per cluster).
 ``EpochReader`` is the same class under the name it had when it only described epochs.
@@ -61,6 +65,7 @@ from collectors.kafka_wire.codec import (
     GroupOffsets,
     ShareGroupDescription,
     ShareGroupOffsets,
+    StreamsGroupDescription,
     choose_version,
     decode_find_coordinator_response,
     encode_find_coordinator_request,
@@ -77,6 +82,7 @@ from collectors.kafka_wire.group_apis import (
     DESCRIBE,
     SHARE_DESCRIBE,
     SHARE_OFFSETS,
+    STREAMS_DESCRIBE,
     Failure,
     GroupApi,
     R,
@@ -233,6 +239,23 @@ class GroupClient:
         every partition the group has state for; retried and failing per group as
         ``fetch_committed``."""
         return self._per_group(SHARE_OFFSETS, groups, timeout_s, retries)
+
+    def list_typed_groups(
+        self, brokers: Sequence[Address], types: Sequence[str], timeout_s: float
+    ) -> GroupListing:
+        """The groups of ``types`` (Kafka's GroupType names: "share", "streams"…), each
+        with its ``group_type``: ListGroups v5 with that type filter, as ``list_share_groups``.
+        Streams groups (KIP-1071) are listed here: the AdminClient does not list them."""
+        deadline = time.monotonic() + timeout_s
+        return list_groups(self._brokers, brokers, deadline, types=tuple(types))
+
+    def describe_streams(
+        self, groups: Sequence[str], timeout_s: float, *, retries: int = 3
+    ) -> dict[str, StreamsGroupDescription]:
+        """Every streams group's topology, members, tasks and epochs (StreamsGroupDescribe
+        v0/v1), in the order asked; retried and failing per group as ``describe_classic``. A
+        group that is not a streams group answers GROUP_ID_NOT_FOUND."""
+        return self._per_group(STREAMS_DESCRIBE, groups, timeout_s, retries)
 
     # --- one call ---------------------------------------------------------------------------
 

@@ -1,8 +1,8 @@
 """What differs between the per-group APIs asked of coordinators, and how each group's result
 is made; ``client`` does the rest.
 
-ConsumerGroupDescribe, OffsetFetch, DescribeGroups, ShareGroupDescribe and
-DescribeShareGroupOffsets are asked the same way (find each
+ConsumerGroupDescribe, OffsetFetch, DescribeGroups, ShareGroupDescribe,
+DescribeShareGroupOffsets and StreamsGroupDescribe are asked the same way (find each
 group's coordinator, send it its groups, read one result per group), so the client has one
 path for all of them and each API is a row of this table: its codec functions, its batch size,
 how a group's failure is written, what is said of a broker without it.
@@ -22,6 +22,7 @@ from collectors.kafka_wire.codec import (
     OFFSET_FETCH,
     OUR_VERSIONS,
     SHARE_GROUP_DESCRIBE,
+    STREAMS_GROUP_DESCRIBE,
     UNKNOWN_SERVER_ERROR,
     ClassicGroup,
     ConsumerGroupEpochs,
@@ -29,16 +30,19 @@ from collectors.kafka_wire.codec import (
     GroupOffsets,
     ShareGroupDescription,
     ShareGroupOffsets,
+    StreamsGroupDescription,
     decode_consumer_group_describe_response,
     decode_describe_groups_response,
     decode_describe_share_group_offsets_response,
     decode_offset_fetch_response,
     decode_share_group_describe_response,
+    decode_streams_group_describe_response,
     encode_consumer_group_describe_request,
     encode_describe_groups_request,
     encode_describe_share_group_offsets_request,
     encode_offset_fetch_request,
     encode_share_group_describe_request,
+    encode_streams_group_describe_request,
     error_name,
 )
 from collectors.kafka_wire.connection import Connection
@@ -49,6 +53,7 @@ __all__ = [
     "OFFSET_FETCH_BATCH",
     "SHARE_DESCRIBE",
     "SHARE_OFFSETS",
+    "STREAMS_DESCRIBE",
     "Failure",
     "GroupApi",
     "R",
@@ -60,7 +65,13 @@ __all__ = [
 ]
 
 R = TypeVar(
-    "R", ConsumerGroupEpochs, GroupOffsets, ClassicGroup, ShareGroupDescription, ShareGroupOffsets
+    "R",
+    ConsumerGroupEpochs,
+    GroupOffsets,
+    ClassicGroup,
+    ShareGroupDescription,
+    ShareGroupOffsets,
+    StreamsGroupDescription,
 )
 # A group's error code and why, where no coordinator could be asked about it.
 Failure = tuple[int, str]
@@ -195,6 +206,27 @@ SHARE_OFFSETS = GroupApi(
     batch=OFFSET_FETCH_BATCH,
     absent=": no share groups there (Kafka 4.1+)",
     annotate=_name_the_coordinator,
+)
+
+
+def _streams_describe_body(version: int, groups: list[str]) -> bytes:
+    return encode_streams_group_describe_request(version, groups)
+
+
+def _streams_described(body: bytes, version: int) -> Sequence[StreamsGroupDescription]:
+    return decode_streams_group_describe_response(body, version).groups
+
+
+# Streams groups (KIP-1071): their coordinator is the group coordinator too. Their committed
+# offsets are a consumer group's, read with OffsetFetch.
+STREAMS_DESCRIBE = GroupApi(
+    api_key=STREAMS_GROUP_DESCRIBE,
+    name="StreamsGroupDescribe",
+    encode=_streams_describe_body,
+    decode=_streams_described,
+    failed=StreamsGroupDescription.failed,
+    batch=DESCRIBE_GROUPS_BATCH,
+    absent=": no streams groups there (Kafka 4.1+, served by default from 4.2)",
 )
 
 

@@ -19,8 +19,10 @@ from collections.abc import Iterable
 from typing import Any
 
 # Kafka's group types (ListGroups' GroupType): the classic protocol, KIP-848's consumer
-# protocol, and KIP-932's share groups (queues, whose members share partitions).
-GROUP_TYPES = ("classic", "consumer", "share")
+# protocol, KIP-932's share groups (queues, whose members share partitions) and KIP-1071's
+# streams groups (Kafka Streams applications, assigned tasks from their topology).
+GROUP_TYPES = ("classic", "consumer", "share", "streams")
+_TASK_KINDS = ("active", "standby", "warmup")
 
 
 def group_type(source: str, stored: str | None) -> str | None:
@@ -59,10 +61,20 @@ def by_topic(pairs: object) -> dict[str, list[int]]:
     return {topic: sorted(topics[topic]) for topic in sorted(topics)}
 
 
+def tasks_detail(tasks: object) -> dict[str, dict[str, list[int]]] | None:
+    """A streams member's stored tasks regrouped by subtopology, as assignments are by topic
+    (``{"active": {"0": [0, 1]}, "standby": {}, "warmup": {}}``); None where not stored."""
+    if not isinstance(tasks, dict):
+        return None
+    return {kind: by_topic(tasks.get(kind)) for kind in _TASK_KINDS}
+
+
 def member_detail(member: dict[str, Any]) -> dict[str, Any]:
-    """One stored member in the shape the APIs publish (docs/API.md, ``member_details``)."""
+    """One stored member in the shape the APIs publish (docs/API.md, ``member_details``).
+    ``process_id``, ``tasks`` and ``target_tasks`` are a streams group's member's (KIP-1071),
+    null for any other member."""
     target = member.get("target_assignment")
-    return {
+    detail = {
         "member_id": _text(member.get("member_id")),
         "client_id": _text(member.get("client_id")),
         "host": _text(member.get("host")),
@@ -70,6 +82,41 @@ def member_detail(member: dict[str, Any]) -> dict[str, Any]:
         "member_epoch": _integer(member.get("member_epoch")),
         "assignment": by_topic(member.get("assignment")),
         "target_assignment": None if target is None else by_topic(target),
+    }
+    detail["process_id"] = _text(member.get("process_id"))
+    detail["tasks"] = tasks_detail(member.get("tasks"))
+    detail["target_tasks"] = tasks_detail(member.get("target_tasks"))
+    return detail
+
+
+def _names(values: object) -> list[str]:
+    if not isinstance(values, list):
+        return []
+    return sorted(v for v in values if isinstance(v, str))
+
+
+def topology_detail(stored: object) -> dict[str, Any] | None:
+    """A streams group's stored topology (``ConsumerGroup.topology``) as the APIs publish it:
+    ``{"epoch", "subtopologies": [{"id", "source_topics", "repartition_sink_topics",
+    "state_changelog_topics"}]}``, subtopologies null while the group is not initialised;
+    None for other groups. Odd entries are skipped, as members' are."""
+    if not isinstance(stored, dict):
+        return None
+    subs = stored.get("subtopologies")
+    return {
+        "epoch": _integer(stored.get("epoch")),
+        "subtopologies": None
+        if not isinstance(subs, list)
+        else [
+            {
+                "id": s["id"],
+                "source_topics": _names(s.get("source_topics")),
+                "repartition_sink_topics": _names(s.get("repartition_sink_topics")),
+                "state_changelog_topics": _names(s.get("state_changelog_topics")),
+            }
+            for s in subs
+            if isinstance(s, dict) and isinstance(s.get("id"), str)
+        ],
     }
 
 

@@ -17,7 +17,8 @@ A group's ``last_commit_at`` is the newest of its partitions' (so a group whose 
 stopped shows when they last committed), ``type`` and ``member_details`` are read through
 ``membership`` like the APIs', so old member rows without KIP-848's keys read as unknowns.
 ``member_details`` is null, like the ``members`` count, where the source does not report
-members.
+members. ``topology`` is a streams group's (KIP-1071: its subtopologies and their topics),
+null for every other group.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from typing import Any
 
 from django.utils import timezone
 
-from dashboard.monitoring.membership import group_type, member_details
+from dashboard.monitoring.membership import group_type, member_details, topology_detail
 from dashboard.monitoring.models import (
     BrokerPurgatory,
     ClusterEvent,
@@ -139,6 +140,7 @@ def status_document(
             "assignment_epoch": g.assignment_epoch,
             "members": len(g.members) if g.members_known else None,
             "member_details": member_details(g.members) if g.members_known else None,
+            "topology": topology_detail(g.topology),
             "status": g.status,
             "complete": g.complete,
             "evaluated_at": _iso(g.evaluated_at),

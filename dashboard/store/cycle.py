@@ -22,7 +22,7 @@ from collectors.cycle.store_port import BrokerOffsetPoint, StoredCycle
 from collectors.figures import PartitionFigure
 from collectors.outcome import CycleOutcome
 from collectors.rebalance import GROUP_DELETED
-from collectors.records import GroupMember, GroupSnapshot, Source, SpoutFigures
+from collectors.records import GroupMember, GroupSnapshot, Source, SpoutFigures, StreamsTasks
 from collectors.sample_log import SampleLog
 from collectors.sample_log.spool import SpooledLog
 from dashboard.ingest.store import recent_reports
@@ -179,7 +179,18 @@ def _member(doc: dict) -> GroupMember:
         instance_id=doc.get("instance_id"), member_epoch=doc.get("member_epoch"),
         target_assignment=None if target is None else tuple((t, p) for t, p in target),
         subscription=None if subscription is None else tuple(subscription),
+        process_id=doc.get("process_id"), tasks=_tasks(doc.get("tasks")),
+        target_tasks=_tasks(doc.get("target_tasks")),
     )  # fmt: skip
+
+
+def _tasks(doc: dict | None) -> StreamsTasks | None:
+    """A streams member's stored tasks (``documents._tasks_document`` reversed)."""
+    if doc is None:
+        return None
+    return StreamsTasks(
+        *(tuple((s, p) for s, p in doc.get(kind) or ()) for kind in ("active", "standby", "warmup"))
+    )
 
 
 def _last_known(row: tuple) -> PartitionFigure:

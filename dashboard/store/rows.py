@@ -22,7 +22,7 @@ from django.db import connection, models, transaction
 from collectors.cycle.stale import Staleness, hidden_by
 from collectors.figures import PartitionFigure
 from collectors.outcome import CycleOutcome
-from collectors.records import SHARE_STATE_COLUMNS, GroupMember, Source, share_state_values
+from collectors.records import SHARE_STATE_COLUMNS, Source, share_state_values
 from collectors.spout_totals import spout_totals
 from collectors.storm_commit_metadata import topology_name
 from collectors.timelag import lag_seconds
@@ -42,6 +42,7 @@ from dashboard.monitoring.models import (
     TopicConfig,
 )
 from dashboard.store import raw_history
+from dashboard.store.documents import member_document, topology_document
 from dashboard.store.identity import note_identities
 from dashboard.times import ms_to_dt
 
@@ -57,6 +58,7 @@ GROUP_FIELDS = [
     "topics",
     "owner",
     "topology_id",
+    "topology",
     "stale",
     "last_seen_at",
 ]
@@ -88,24 +90,6 @@ BROKER_FIELDS = {
     "earliest", "latest", "lag", "lag_upper_bound", "time_lag_s", "time_lag_kind",
     "time_lag_from_ms", *SHARE_STATE_COLUMNS,
 }  # fmt: skip
-
-
-def member_document(member: GroupMember) -> dict:
-    """A member as stored in ``ConsumerGroup.members`` and shown by the UI and the APIs."""
-    return {
-        "member_id": member.member_id,
-        "instance_id": member.instance_id,
-        "client_id": member.client_id,
-        "host": member.host,
-        "assignment": [list(tp) for tp in member.assignment],
-        "target_assignment": (
-            None
-            if member.target_assignment is None
-            else [list(tp) for tp in member.target_assignment]
-        ),
-        "member_epoch": member.member_epoch,
-        "subscription": None if member.subscription is None else list(member.subscription),
-    }
 
 
 class SupersededCycle(Exception):
@@ -210,6 +194,7 @@ def _upsert_groups(
     """
     members_field = ConsumerGroup._meta.get_field("members")
     topics_field = ConsumerGroup._meta.get_field("topics")
+    topology_field = ConsumerGroup._meta.get_field("topology")
     db_at = _db_datetime(at)
     no_members = members_field.get_db_prep_save([], connection)
     rows: dict[tuple[str, str], list] = {}
@@ -224,6 +209,8 @@ def _upsert_groups(
             # A Storm 2 spout's group: its topology, by name and instance, as a spout's row.
             topology_name(snap.topology_id) if snap.topology_id else "", snap.topology_id or "",
             False, db_at, db_at,
+            None if (topo := topology_document(snap)) is None
+            else topology_field.get_db_prep_save(topo, connection),
         ]  # fmt: skip
     for fig in outcome.figures:
         key = (str(fig.source), fig.group)
@@ -231,7 +218,7 @@ def _upsert_groups(
         if row is None:
             row = rows[key] = [
                 cluster.id, key[0], fig.group, "", "", None, None, "", "", no_members, False,
-                None, "", "", False, db_at, db_at,
+                None, "", "", False, db_at, db_at, None,
             ]  # fmt: skip
         if fig.topology_id and fig.source is not Source.KAFKA:
             row[12] = fig.owner or ""  # owner
@@ -244,7 +231,7 @@ def _upsert_groups(
     columns = [
         "cluster", "source", "name", "state", "group_type", "generation", "assignment_epoch",
         "assignor", "coordinator", "members", "members_known", "topics", "owner",
-        "topology_id", "stale", "first_seen_at", "last_seen_at",
+        "topology_id", "stale", "first_seen_at", "last_seen_at", "topology",
     ]  # fmt: skip
     _insert_rows(
         ConsumerGroup, columns, [tuple(r) for r in rows.values()],

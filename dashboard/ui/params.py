@@ -125,6 +125,7 @@ GROUP_TYPE_FILTERS = {
     "classic": "classic",
     "consumer": "consumer (KIP-848)",
     "share": "share (KIP-932)",
+    "streams": "streams (KIP-1071)",
     "none": "none (not Kafka, or unknown)",
 }
 

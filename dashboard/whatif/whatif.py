@@ -294,8 +294,14 @@ def assignment_report(
             "what_if_subscriptions": None,
         }
         kind = group_type(source, group_type_stored)
-        # A share group's members share partitions (KIP-932): no assignor's answer applies.
-        if source == "kafka" and kind != "share" and members_known and isinstance(members, list):
+        # A share group's members share partitions (KIP-932), and a streams group's are
+        # assigned tasks by its topology (KIP-1071): no consumer assignor's answer applies.
+        if (
+            source == "kafka"
+            and kind not in ("share", "streams")
+            and members_known
+            and isinstance(members, list)
+        ):
             kip848 = kind == "consumer"
             report["what_if"], report["what_if_subscriptions"] = what_if(
                 members, details, held, rows, kip848

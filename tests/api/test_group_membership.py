@@ -16,6 +16,8 @@ from tests.api.world import World
 
 pytestmark = pytest.mark.django_db
 
+# What a member of any group but a streams group has in these keys (KIP-1071's).
+NOT_STREAMS = {"process_id": None, "tasks": None, "target_tasks": None}
 CHECKOUT_MEMBERS = [
     {"member_id": "c-1", "instance_id": "pod-1", "client_id": "checkout-app", "host": "/10.2.0.1",
      "assignment": [["orders", 1], ["orders", 0]],
@@ -25,14 +27,16 @@ CHECKOUT_MEMBERS = [
 ]  # fmt: skip
 CHECKOUT_DETAILS = [
     {"member_id": "c-1", "client_id": "checkout-app", "host": "/10.2.0.1", "instance_id": "pod-1",
-     "member_epoch": 12, "assignment": {"orders": [0, 1]}, "target_assignment": {"orders": [0, 1]}},
+     "member_epoch": 12, "assignment": {"orders": [0, 1]}, "target_assignment": {"orders": [0, 1]},
+     **NOT_STREAMS},
     {"member_id": "c-2", "client_id": "checkout-app", "host": "/10.2.0.2", "instance_id": None,
-     "member_epoch": 11, "assignment": {}, "target_assignment": {"orders": [2]}},
+     "member_epoch": 11, "assignment": {}, "target_assignment": {"orders": [2]}, **NOT_STREAMS},
 ]  # fmt: skip
 # The world's billing members: {member_id, client_id, host, assignment} only (older rows).
 BILLING_DETAILS = [
     {"member_id": f"m-{n}", "client_id": "billing-app", "host": f"/10.0.0.{n}",
-     "instance_id": None, "member_epoch": None, "assignment": {}, "target_assignment": None}
+     "instance_id": None, "member_epoch": None, "assignment": {}, "target_assignment": None,
+     **NOT_STREAMS}
     for n in (1, 2)
 ]  # fmt: skip
 
@@ -116,17 +120,18 @@ def test_types_and_unknown_members_read_as_null(api, world: World) -> None:
         first_seen_at=world.now, last_seen_at=world.now,
     )  # fmt: skip
     blind = ConsumerGroup.objects.create(
-        cluster=prod, source="kafka", name="blind", group_type="streams", members_known=False,
+        cluster=prod, source="kafka", name="blind", group_type="connect", members_known=False,
         first_seen_at=world.now, last_seen_at=world.now,
     )  # fmt: skip
     got = api.get(f"/api/v1/groups/{classic.pk}/")
     assert got["type"] == "classic"
     assert got["member_details"] == [
         {"member_id": "s-1", "client_id": None, "host": None, "instance_id": "host-a",
-         "member_epoch": None, "assignment": {"t": [0]}, "target_assignment": None},
+         "member_epoch": None, "assignment": {"t": [0]}, "target_assignment": None,
+         **NOT_STREAMS},
     ]  # fmt: skip
     got = api.get(f"/api/v1/groups/{blind.pk}/")
-    assert got["type"] is None  # not one of the types Lagwatch reads: classic, consumer, share
+    assert got["type"] is None  # not one of the types Lagwatch reads (GROUP_TYPES)
     assert got["member_details"] is None  # the source did not report members
     zk = api.get("/api/v1/groups/", name="legacy-zk")["results"][0]
     assert zk["type"] is None and zk["member_details"] == []

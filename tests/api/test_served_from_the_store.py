@@ -118,9 +118,11 @@ def test_kip848_membership_of_stored_cycles_everywhere(
     store_cycle(stored, kip848_cycle(now_ms, commit_ms=now_ms - 3000))
     details = [
         {"member_id": "m-a", "client_id": "pay-app", "host": "/10.1.0.1", "instance_id": "pod-a",
-         "member_epoch": 9, "assignment": {"tx": [0, 1]}, "target_assignment": {"tx": [0]}},
+         "member_epoch": 9, "assignment": {"tx": [0, 1]}, "target_assignment": {"tx": [0]},
+         "process_id": None, "tasks": None, "target_tasks": None},
         {"member_id": "m-b", "client_id": "pay-app", "host": "/10.1.0.2", "instance_id": None,
-         "member_epoch": 8, "assignment": {}, "target_assignment": {"tx": [1]}},
+         "member_epoch": 8, "assignment": {}, "target_assignment": {"tx": [1]},
+         "process_id": None, "tasks": None, "target_tasks": None},
     ]  # fmt: skip
     commit = datetime.fromtimestamp((now_ms - 3000) / 1000, UTC).isoformat().replace("+00:00", "Z")
     doc = next(g for g in status_document("live")["groups"] if g["group"] == "kip848")

@@ -21,7 +21,8 @@ from dashboard.store.rows import member_document
         ("kafka", "consumer", "consumer"),
         ("kafka", "", None),  # unknown, or written before types were stored
         ("kafka", "share", "share"),  # KIP-932's share groups (queues)
-        ("kafka", "streams", None),  # not a type Lagwatch reads
+        ("kafka", "streams", "streams"),  # KIP-1071's streams groups (Kafka Streams)
+        ("kafka", "connect", None),  # not a type Lagwatch reads
         ("zookeeper", "consumer", None),
         ("storm", "", None),
     ],
@@ -36,6 +37,10 @@ def test_assignments_regroup_by_topic_and_skip_what_is_not_a_pair() -> None:
     assert by_topic(None) == {} and by_topic("nonsense") == {}
 
 
+# What a member of any group but a streams group has in these keys (KIP-1071's).
+NOT_STREAMS = {"process_id": None, "tasks": None, "target_tasks": None}
+
+
 def test_what_the_store_writes_reads_back_in_full() -> None:
     member = GroupMember(
         member_id="m-1", client_id="app", host="/10.0.0.1",
@@ -46,6 +51,7 @@ def test_what_the_store_writes_reads_back_in_full() -> None:
     assert detail == {
         "member_id": "m-1", "client_id": "app", "host": "/10.0.0.1", "instance_id": "pod-1",
         "member_epoch": 5, "assignment": {"t": [0, 1]}, "target_assignment": {"t": [0], "u": [3]},
+        **NOT_STREAMS,
     }  # fmt: skip
     assert reconciling(detail)
     classic = member_details([member_document(GroupMember("m-2", assignment=(("t", 2),)))])[0]
@@ -57,9 +63,10 @@ def test_old_rows_and_odd_values_read_as_unknown() -> None:
     odd = {"member_id": 7, "member_epoch": True, "instance_id": "", "target_assignment": []}
     assert member_details([old, "not a member", odd]) == [
         {"member_id": "m-1", "client_id": None, "host": None, "instance_id": None,
-         "member_epoch": None, "assignment": {"t": [0]}, "target_assignment": None},
+         "member_epoch": None, "assignment": {"t": [0]}, "target_assignment": None,
+         **NOT_STREAMS},
         {"member_id": "7", "client_id": None, "host": None, "instance_id": None,
-         "member_epoch": None, "assignment": {}, "target_assignment": {}},
+         "member_epoch": None, "assignment": {}, "target_assignment": {}, **NOT_STREAMS},
     ]  # fmt: skip
     assert member_details(None) == [] and member_details({"m": 1}) == []
 

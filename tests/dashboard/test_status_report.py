@@ -82,6 +82,10 @@ def iso(at) -> str:
     return at.isoformat().replace("+00:00", "Z")
 
 
+# What a member of any group but a streams group has in these keys (KIP-1071's).
+NOT_STREAMS = {"process_id": None, "tasks": None, "target_tasks": None}
+
+
 def test_a_kip848_group_in_full(groups) -> None:
     g = by_name(status())["checkout"]
     assert (g["type"], g["state"], g["generation"], g["assignment_epoch"]) == (
@@ -92,9 +96,9 @@ def test_a_kip848_group_in_full(groups) -> None:
     assert g["member_details"] == [
         {"member_id": "c-1", "client_id": "app", "host": "/10.0.0.1", "instance_id": "pod-1",
          "member_epoch": 12, "assignment": {"orders": [0, 1]},
-         "target_assignment": {"orders": [0]}},
+         "target_assignment": {"orders": [0]}, **NOT_STREAMS},
         {"member_id": XSS, "client_id": XSS, "host": XSS, "instance_id": None,
-         "member_epoch": None, "assignment": {}, "target_assignment": {}},
+         "member_epoch": None, "assignment": {}, "target_assignment": {}, **NOT_STREAMS},
     ]  # fmt: skip
 
 
@@ -106,7 +110,7 @@ def test_old_member_rows_and_other_sources(groups) -> None:
     assert billing["member_details"] == [
         {"member_id": "m-1", "client_id": "billing-app", "host": "/10.0.0.9",
          "instance_id": None, "member_epoch": None, "assignment": {"invoices": [0]},
-         "target_assignment": None},
+         "target_assignment": None, **NOT_STREAMS},
     ]  # fmt: skip
     assert billing["last_commit_at"] is None  # no partition has a commit time
     legacy = doc["legacy"]
@@ -124,7 +128,7 @@ def test_existing_fields_are_unchanged(groups) -> None:
         "evaluated_at", "total_lag", "max_time_lag_s", "owner", "topology_id", "stale",
         "last_seen_at",
     }  # fmt: skip
-    added = {"type", "assignment_epoch", "last_commit_at", "member_details"}
+    added = {"type", "assignment_epoch", "last_commit_at", "member_details", "topology"}
     assert all(set(g) == keys | added for g in doc["groups"])
     rows = {(p["group"], p["partition"]): p for p in doc["partitions"]}
     assert rows[("checkout", 0)]["last_commit_at"] == iso(NOW - timedelta(seconds=50))

@@ -184,8 +184,16 @@ def test_type_filter(web: Client, typed, gtype: str, expected: list[str]) -> Non
 
 
 def test_bad_type_is_a_400_naming_it(web: Client) -> None:
-    response = web.get(URL_() + "?type=streams")  # a Kafka group type Lagwatch does not read
+    response = web.get(URL_() + "?type=connect")  # a group type Lagwatch does not read
     assert response.status_code == 400 and b"'type'" in response.content
+
+
+def test_streams_groups_filtered_by_type(web: Client) -> None:
+    c = world.cluster()
+    world.group(c, "wordcount", group_type="streams")
+    world.group(c, "billing", group_type="classic")
+    page = web.get(URL_() + "?type=streams").content.decode()
+    assert "wordcount" in page and "billing" not in page
 
 
 def test_share_groups_filtered_by_type(web: Client) -> None:

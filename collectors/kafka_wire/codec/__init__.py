@@ -7,11 +7,12 @@ sockets here, so every rule of the format is tested with hand-built byte vectors
 Written from Apache Kafka's message schemas, ``clients/src/main/resources/common/message/``
 in apache/kafka, as released in Kafka 4.1.1 (the same files ship inside
 ``kafka-clients-4.1.1.jar`` under ``common/message/``; the lab's jar is what they were
-checked against), and for ListGroups and the share groups' messages (``list_groups``,
-``share_groups``) as released in Kafka 4.4.0 (``kafka-clients-4.4.0.jar``); the others'
-layouts are unchanged in 4.4.0. One module per message family, each naming its schema files
-and why it speaks the versions it speaks; ``framing`` and ``reader`` hold what they share.
-The names below are the codec's public face, for the client and the tests.
+checked against), and for ListGroups, the share groups' and the streams groups' messages
+(``list_groups``, ``share_groups``, ``streams_groups``) as released in Kafka 4.4.0
+(``kafka-clients-4.4.0.jar``); the others' layouts are unchanged in 4.4.0. One module per
+message family, each naming its schema files and why it speaks the versions it speaks;
+``framing`` and ``reader`` hold what they share. The names below are the codec's public
+face, for the client and the tests.
 """
 
 from collectors.kafka_wire.codec.consumer_group_describe import (
@@ -50,6 +51,7 @@ from collectors.kafka_wire.codec.framing import (
     OUR_VERSIONS,
     REQUEST_TIMED_OUT,
     SHARE_GROUP_DESCRIBE,
+    STREAMS_GROUP_DESCRIBE,
     UNKNOWN_SERVER_ERROR,
     UNSUPPORTED_VERSION,
     choose_version,
@@ -89,6 +91,15 @@ from collectors.kafka_wire.codec.share_groups import (
     encode_share_group_describe_request,
     lag_upper_bound,
 )
+from collectors.kafka_wire.codec.streams_groups import (
+    StreamsGroupDescribeResult,
+    StreamsGroupDescription,
+    StreamsMember,
+    StreamsTasks,
+    Subtopology,
+    decode_streams_group_describe_response,
+    encode_streams_group_describe_request,
+)
 
 __all__ = [
     "API_VERSIONS",
@@ -104,6 +115,7 @@ __all__ = [
     "OUR_VERSIONS",
     "REQUEST_TIMED_OUT",
     "SHARE_GROUP_DESCRIBE",
+    "STREAMS_GROUP_DESCRIBE",
     "UNKNOWN_SERVER_ERROR",
     "UNSUPPORTED_VERSION",
     "ApiVersionsResult",
@@ -126,6 +138,11 @@ __all__ = [
     "ShareGroupOffsetsResult",
     "ShareMember",
     "SharePartitionOffset",
+    "StreamsGroupDescribeResult",
+    "StreamsGroupDescription",
+    "StreamsMember",
+    "StreamsTasks",
+    "Subtopology",
     "WireError",
     "choose_version",
     "decode_api_versions_response",
@@ -137,6 +154,7 @@ __all__ = [
     "decode_offset_fetch_response",
     "decode_response_header",
     "decode_share_group_describe_response",
+    "decode_streams_group_describe_response",
     "encode_api_versions_request",
     "encode_consumer_group_describe_request",
     "encode_describe_groups_request",
@@ -146,6 +164,7 @@ __all__ = [
     "encode_offset_fetch_request",
     "encode_request",
     "encode_share_group_describe_request",
+    "encode_streams_group_describe_request",
     "error_name",
     "is_flexible",
     "lag_upper_bound",

@@ -4,10 +4,10 @@ A request is spoken only in versions whose layout this package implements, chose
 the broker's ApiVersions answer (``choose_version``), because a broker answers exactly the
 version asked and a misread version is a silent misreading. "Flexible" versions
 (ConsumerGroupDescribe 0+, FindCoordinator 3+, ApiVersions 3+, OffsetFetch 6+, DescribeGroups
-5+, ListGroups 3+, ShareGroupDescribe and DescribeShareGroupOffsets 0+) use compact strings
-and arrays (unsigned-varint length + 1, 0 meaning null) and end every struct with tagged
-fields; the header versions follow from that, with the one exception the schemas make for
-ApiVersions.
+5+, ListGroups 3+, ShareGroupDescribe, DescribeShareGroupOffsets and StreamsGroupDescribe
+0+) use compact strings and arrays (unsigned-varint length + 1, 0 meaning null) and end every
+struct with tagged fields; the header versions follow from that, with the one exception the
+schemas make for ApiVersions.
 
 From ``RequestHeader.json`` and ``ResponseHeader.json`` of Kafka 4.1.1, unchanged in 4.4.0
 (see ``codec``).
@@ -36,6 +36,7 @@ __all__ = [
     "SASL_AUTHENTICATE",
     "SASL_HANDSHAKE",
     "SHARE_GROUP_DESCRIBE",
+    "STREAMS_GROUP_DESCRIBE",
     "UNKNOWN_SERVER_ERROR",
     "UNSUPPORTED_VERSION",
     "check_version",
@@ -62,6 +63,7 @@ DESCRIBE_GROUPS = 15
 LIST_GROUPS = 16
 SHARE_GROUP_DESCRIBE = 77  # KIP-932
 DESCRIBE_SHARE_GROUP_OFFSETS = 90  # KIP-932; v1 adds Lag (KIP-1226)
+STREAMS_GROUP_DESCRIBE = 89  # KIP-1071; v1 adds the topology description (KIP-1331)
 SASL_HANDSHAKE = 17
 SASL_AUTHENTICATE = 36  # v1 adds SessionLifetimeMs (KIP-368)
 
@@ -81,6 +83,7 @@ OUR_VERSIONS: dict[int, tuple[int, int]] = {
     LIST_GROUPS: (3, 5),
     SHARE_GROUP_DESCRIBE: (1, 1),
     DESCRIBE_SHARE_GROUP_OFFSETS: (0, 1),
+    STREAMS_GROUP_DESCRIBE: (0, 1),
     SASL_HANDSHAKE: (1, 1),
     SASL_AUTHENTICATE: (1, 2),
 }
@@ -94,6 +97,7 @@ _FIRST_FLEXIBLE = {
     LIST_GROUPS: 3,
     SHARE_GROUP_DESCRIBE: 0,
     DESCRIBE_SHARE_GROUP_OFFSETS: 0,
+    STREAMS_GROUP_DESCRIBE: 0,
     SASL_HANDSHAKE: 99,  # never flexible ("flexibleVersions": "none")
     SASL_AUTHENTICATE: 2,
 }

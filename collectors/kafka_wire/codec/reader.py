@@ -152,6 +152,23 @@ class Reader:
             self.fail(leaf, "null in a non-nullable array", start)
         return self._items(leaf, start, count, item, min_size)
 
+    def compact_nullable_array(
+        self, leaf: str, item: Callable[[], T], min_size: int
+    ) -> list[T] | None:
+        start = self.pos
+        count = self.uvarint(leaf) - 1
+        if count < 0:
+            return None
+        return self._items(leaf, start, count, item, min_size)
+
+    def present(self, leaf: str) -> bool:
+        """The marker before a nullable struct in a flexible version: -1 null, 1 present."""
+        start = self.pos
+        marker = self.int8(leaf)
+        if marker not in (-1, 1):
+            self.fail(leaf, f"nullable struct marker {marker} (not -1 or 1)", start)
+        return marker == 1
+
     def array(self, leaf: str, item: Callable[[], T], min_size: int) -> list[T]:
         """Non-flexible array: int32 count (-1 = null)."""
         start = self.pos

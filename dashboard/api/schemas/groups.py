@@ -15,7 +15,12 @@ from pydantic import Field, WithJsonSchema
 
 from dashboard.api.schemas.common import Closed, Number, Time, TimeText, one_of, page_of
 from dashboard.api.schemas.documents import Balance, SpoutFigures, WhatIfEntry
-from dashboard.monitoring.membership import GROUP_TYPES, group_type, member_details
+from dashboard.monitoring.membership import (
+    GROUP_TYPES,
+    group_type,
+    member_details,
+    topology_detail,
+)
 from dashboard.monitoring.models import SourceKind, Status, seen_at
 from dashboard.monitoring.share_state import share_state_document
 from dashboard.monitoring.trends import retention_dict
@@ -54,7 +59,18 @@ def diagnosis_list(value: Any) -> list:
     return value or []
 
 
+class StreamsTasks(Closed):
+    """A streams group member's tasks (KIP-1071): partitions by subtopology id."""
+
+    active: dict[str, list[int]]
+    standby: dict[str, list[int]]
+    warmup: dict[str, list[int]]
+
+
 class MemberDetail(Closed):
+    """A member; ``process_id``, ``tasks`` and ``target_tasks`` are a streams group's member's
+    (its assignment is then the partitions of its active tasks), null for other members."""
+
     member_id: str | None
     client_id: str | None
     host: str | None
@@ -62,6 +78,24 @@ class MemberDetail(Closed):
     member_epoch: int | None
     assignment: dict[str, list[int]]
     target_assignment: dict[str, list[int]] | None
+    process_id: str | None
+    tasks: StreamsTasks | None
+    target_tasks: StreamsTasks | None
+
+
+class Subtopology(Closed):
+    id: str
+    source_topics: list[str]
+    repartition_sink_topics: list[str]
+    state_changelog_topics: list[str]
+
+
+class Topology(Closed):
+    """A streams group's topology as its coordinator initialised it (subtopologies null until
+    it is initialised)."""
+
+    epoch: int | None
+    subtopologies: list[Subtopology] | None
 
 
 class Trend(Closed):
@@ -120,6 +154,7 @@ class Group(Closed):
     assignment_epoch: int | None
     members: int
     member_details: list[MemberDetail] | None
+    topology: Topology | None
     owner: str
     topology_id: str
     first_seen_at: Time
@@ -155,6 +190,10 @@ class Group(Closed):
     @staticmethod
     def resolve_member_details(group: Any) -> list | None:
         return member_details(group.members) if group.members_known else None
+
+    @staticmethod
+    def resolve_topology(group: Any) -> dict | None:
+        return topology_detail(group.topology)
 
     @staticmethod
     def resolve_trend(group: Any) -> dict | None:

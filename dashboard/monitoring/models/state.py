@@ -34,15 +34,17 @@ class ConsumerGroup(models.Model):
     source = models.CharField(max_length=16, choices=SourceKind.choices)
     name = models.CharField(max_length=255)
     state = models.CharField(max_length=32, blank=True)
-    # Kafka's group type: "classic", "consumer" (KIP-848) or "share" (KIP-932: a queue, whose
-    # partitions' ``committed`` is the share-partition start offset); blank where not Kafka or
-    # unknown.
+    # Kafka's group type: "classic", "consumer" (KIP-848), "share" (KIP-932: a queue, whose
+    # partitions' ``committed`` is the share-partition start offset) or "streams" (KIP-1071:
+    # Kafka Streams, whose commits are a consumer group's); blank where not Kafka or unknown.
     group_type = models.CharField(max_length=16, blank=True, default="", db_default="")
     generation = models.BigIntegerField(null=True)
     assignment_epoch = models.BigIntegerField(null=True)  # KIP-848 groups only
     assignor = models.CharField(max_length=100, blank=True)
     coordinator = models.CharField(max_length=255, blank=True)
-    # [{member_id, instance_id, client_id, host, assignment, target_assignment, member_epoch}]
+    # [{member_id, instance_id, client_id, host, assignment, target_assignment, member_epoch,
+    #   subscription}], and for a streams group's members {process_id, tasks, target_tasks}
+    #   too, tasks as {active, standby, warmup: [[subtopology id, partition]]}
     members = models.JSONField(default=list)
     members_known = models.BooleanField(default=True)
     # The topics the source named for the group (subscribed, assigned, committed), as the
@@ -52,6 +54,10 @@ class ConsumerGroup(models.Model):
     topics = models.JSONField(null=True)
     owner = models.CharField(max_length=255, blank=True)  # topology name for a spout
     topology_id = models.CharField(max_length=255, blank=True)
+    # A streams group's topology (KIP-1071) as its coordinator initialised it: {epoch,
+    # subtopologies: [{id, source_topics, repartition_sink_topics, state_changelog_topics}]}
+    # (subtopologies null until the group is initialised); null for any other group.
+    topology = models.JSONField(null=True, blank=True)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.UNKNOWN)
     total_lag = models.BigIntegerField(null=True)
     max_time_lag_s = models.FloatField(null=True)

@@ -20,6 +20,7 @@ from dashboard.monitoring.membership import (
     member_details,
     reconciling,
     reconciling_count,
+    topology_detail,
 )
 from dashboard.monitoring.models import ConsumerGroup, PartitionState, RebalanceEvent, StatusChange
 from dashboard.monitoring.share_state import SHARE_STATE_COLUMNS, share_state_document
@@ -27,6 +28,8 @@ from dashboard.ui.params import PARTITIONS_PER_PAGE, SEVERITY, STATUSES_WORST_FI
 from dashboard.ui.queries.common import diagnosis_codes, no_forecast_reason
 from dashboard.whatif import group_report, holdings
 from dashboard.whatif.whatif import by_member, label, pairs
+
+_TASK_KINDS = ("active", "standby", "warmup")
 
 # Every partition of the group, light: totals, filters, sort, paging, the assignment view.
 LIGHT_COLUMNS = ("id", "topic", "partition", "lag", "time_lag_s", "status", "stale", "owner",
@@ -71,6 +74,31 @@ def membership(g: ConsumerGroup) -> dict[str, Any]:
         "type": group_type(g.source, g.group_type),
         "reconciling": reconciling_count(member_details(g.members)),
     }
+
+
+def _tasks_text(tasks: dict[str, list[int]]) -> list[tuple[str, str]]:
+    """``{"0": [0, 1, 2], "1": [4]}`` -> ``[("0", "0-2"), ("1", "4")]``."""
+    return [(sub, _ranges(parts)) for sub, parts in tasks.items()]
+
+
+def streams(g: ConsumerGroup) -> dict[str, Any] | None:
+    """A streams group's topology and each member's process and tasks (KIP-1071); None for
+    any other group. A task is (subtopology, partition): shown as partitions by subtopology."""
+    if group_type(g.source, g.group_type) != "streams":
+        return None
+    members = []
+    for d in member_details(g.members):
+        tasks, target = d.get("tasks") or {}, d.get("target_tasks")
+        members.append(
+            {
+                "member": d["member_id"] or "",
+                "process_id": d.get("process_id") or "",
+                **{kind: _tasks_text(tasks.get(kind) or {}) for kind in _TASK_KINDS},
+                "moving": target is not None and target != tasks,
+                "target_active": _tasks_text((target or {}).get("active") or {}),
+            }
+        )
+    return {"topology": topology_detail(g.topology), "members": members}
 
 
 def partitions(g: ConsumerGroup) -> list[dict[str, Any]]:

@@ -61,7 +61,7 @@ def page(f: GroupFilter) -> Page:
             n_partitions=F("partitions_total"),
             n_members=JsonArrayLength("members"),
         )
-        .defer("coordinator", "assignor", "topology_id")
+        .defer("coordinator", "assignor", "topology_id", "topology")
         .order_by(*ORDER[f.sort])
     )
     return Paginator(qs, f.per_page).get_page(f.page)

@@ -61,7 +61,13 @@ def _figures(g: ConsumerGroup, view, rows, now) -> dict[str, Any]:
     figs["assignment"] = charts.assignment_figure([(m["member"], m["by_status"]) for m in members])
     events = q.rebalances(g, s["since"])
     figs["rebalances"] = charts.rebalance_figure(events, s["since"], now)
-    return {"figures": figs, "series_kind": s["kind"], "members": members, "events": events}
+    return {
+        "figures": figs,
+        "series_kind": s["kind"],
+        "members": members,
+        "events": events,
+        "streams": q.streams(g),
+    }
 
 
 def _producer_expiry(g: ConsumerGroup, rows) -> list[dict[str, Any]]:
