@@ -145,7 +145,10 @@ def _channel_key(where: str, entry: dict[str, Any]) -> dict[str, Any]:
     if "secret" in entry:
         raise AlertsConfigError(f"{where}: secret: write routing_key (pagerduty) or api_key "
                                 "(opsgenie)")  # fmt: skip
-    mine = KEY_NAMES.get(entry.get("kind"))  # type: ignore[arg-type]
+    kind = entry.get("kind")
+    if not isinstance(kind, str):  # a list or a mapping: the form's check names it below
+        kind = None
+    mine = KEY_NAMES.get(kind)  # type: ignore[arg-type]
     for name in KEY_NAMES.values():
         if name in entry and name != mine:
             raise AlertsConfigError(f"{where}: {name}: not a field of a channel of kind "

@@ -193,6 +193,15 @@ def test_spoiled_alerts_file_is_refused_and_changes_nothing(doc: Any) -> None:
     check_alerts_import(to_yaml(doc))
 
 
+# Found by the fuzzing: a channel whose kind is a list or a mapping crashed the import
+# (TypeError: unhashable) before the channel's own check could name the field.
+@pytest.mark.parametrize("kind", [[], ["webhook"], {"a": 1}, 7, None])
+def test_a_channel_kind_of_the_wrong_type_is_refused(kind: Any) -> None:
+    doc = {"channels": [{"name": "0", "kind": kind, "url": "http://a.example/"}]}
+    outcome = check_alerts_import(to_yaml(doc))
+    assert outcome.startswith("refused: ") and "kind" in outcome, outcome
+
+
 @given(yaml_text)
 def test_alerts_yaml_text_is_refused_or_applied(text: str) -> None:
     check_alerts_import(text)
