@@ -9,6 +9,7 @@ they came still applies to them.
 from __future__ import annotations
 
 import threading
+from abc import ABC, abstractmethod
 from collections.abc import Iterable
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -26,7 +27,7 @@ class Member(Protocol):
 M = TypeVar("M", bound=Member)
 
 
-class MemberPool(Generic[M]):
+class MemberPool(ABC, Generic[M]):
     """Members named ``<group>-<n>``, ``n`` counting up for the life of the pool."""
 
     def __init__(self, spec: Any, faults: Any) -> None:
@@ -37,8 +38,9 @@ class MemberPool(Generic[M]):
         self._next_index = 0
         self.member_changes = 0
 
+    @abstractmethod
     def _new_member(self, client_id: str) -> M:
-        raise NotImplementedError
+        """A member of this pool's kind (a consumer or a share consumer), not started yet."""
 
     @property
     def name(self) -> str:
