@@ -18,6 +18,7 @@ error names the setting), share groups included.
 from __future__ import annotations
 
 from collectors.kafka.cycle import Cycle
+from collectors.kafka.typed_groups import report_failed
 from collectors.kafka_wire import (
     GroupClient,
     GroupListing,
@@ -54,13 +55,11 @@ def read_share_groups(
         description, progress = described[group], offsets[group]
         if description.error_name == "GROUP_ID_NOT_FOUND":
             continue  # deleted since it was listed: a normal race, not a fault
-        where = f"group {group}"
-        if not description.ok:
-            why = description.error_message or description.error_name
-            cycle.error(where, f"ShareGroupDescribe: {why}")
-        if not progress.ok:
-            why = progress.error_message or progress.error_name
-            cycle.error(where, f"DescribeShareGroupOffsets: {why}")
+        report_failed(
+            cycle,
+            f"group {group}",
+            [("ShareGroupDescribe", description), ("DescribeShareGroupOffsets", progress)],
+        )
         snapshot = share_snapshot(
             description, progress, listing.groups[group].state, groups.coordinators.get(group)
         )

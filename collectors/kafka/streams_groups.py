@@ -19,6 +19,7 @@ topics of a subtopology: their commits and lag are shown as any other's, as
 from __future__ import annotations
 
 from collectors.kafka.cycle import Cycle
+from collectors.kafka.typed_groups import report_failed
 from collectors.kafka_wire import (
     NO_OFFSET,
     GroupClient,
@@ -67,13 +68,11 @@ def read_streams_groups(
         description, committed = described[group], offsets[group]
         if description.error_name == "GROUP_ID_NOT_FOUND" and not committed.offsets:
             continue  # deleted since it was listed: a normal race, not a fault
-        where = f"group {group}"
-        if not description.ok:
-            why = description.error_message or description.error_name
-            cycle.error(where, f"StreamsGroupDescribe: {why}")
-        if not committed.ok:
-            why = committed.error_message or committed.error_name
-            cycle.error(where, f"OffsetFetch: {why}")
+        report_failed(
+            cycle,
+            f"group {group}",
+            [("StreamsGroupDescribe", description), ("OffsetFetch", committed)],
+        )
         snapshot = streams_snapshot(
             description, committed, listing.groups[group].state, groups.coordinators.get(group)
         )

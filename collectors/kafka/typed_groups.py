@@ -9,11 +9,12 @@ cycle's later stages wait for it.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from collectors.kafka.cycle import Cycle
 from collectors.kafka_wire import GroupClient, GroupListing
 
-__all__ = ["TYPES", "list_typed_groups"]
+__all__ = ["TYPES", "list_typed_groups", "report_failed"]
 
 TYPES = ("share", "streams")  # Kafka's GroupType names
 
@@ -38,3 +39,11 @@ def list_typed_groups(
         if group.group_type in empty:
             empty[group.group_type].groups[group.group] = group
     return empty
+
+
+def report_failed(cycle: Cycle, where: str, answers: Sequence[tuple[str, Any]]) -> None:
+    """Each (API name, answer) that failed as the cycle's warning for ``where``: a share or
+    streams group's description and its offsets fail apart, and each says which call it was."""
+    for api, answer in answers:
+        if not answer.ok:
+            cycle.error(where, f"{api}: {answer.error_message or answer.error_name}")
