@@ -167,16 +167,15 @@ LAGWATCH_STATUS_AFTER_CYCLE = env_bool("LAGWATCH_STATUS_AFTER_CYCLE", True)
 LAGWATCH_STATUS_EVERY_S = env_int("LAGWATCH_STATUS_EVERY_S", 60)
 LAGWATCH_ROLLUPS_EVERY_S = env_int("LAGWATCH_ROLLUPS_EVERY_S", 600)
 LAGWATCH_SAMPLE_LOG_COMPACT_S = env_int("LAGWATCH_SAMPLE_LOG_COMPACT_S", 60)
+# Every couple of seconds beat asks which clusters' poll slots have started and sends their
+# cycles, in its own process (dashboard/store/beat.py: no worker thread to wait for); each
+# cluster's own poll_interval_s (in the database) decides how often it is collected.
+CELERY_BEAT_SCHEDULER = "dashboard.store.beat:DispatchingScheduler"
+LAGWATCH_DISPATCH_S = env_int("LAGWATCH_DISPATCH_S", 2)
 CELERY_BEAT_SCHEDULE = {
     "heartbeat": {
         "task": "dashboard.store.tasks.heartbeat",
         "schedule": env_int("LAGWATCH_HEARTBEAT_S", 10),
-    },
-    # Every couple of seconds beat asks which clusters' poll slots have started; each
-    # cluster's own poll_interval_s (in the database) decides how often it is collected.
-    "dispatch-collection": {
-        "task": "dashboard.store.tasks.dispatch_collection",
-        "schedule": float(env_int("LAGWATCH_DISPATCH_S", 2)),
     },
     "maintain-storage": {
         "task": "dashboard.store.tasks.maintain_storage",

@@ -1,5 +1,5 @@
-"""Celery tasks of the store: collection (dispatch, one cycle under the cluster's lease) and
-storage upkeep; thin wrappers around plain functions."""
+"""Celery tasks of the store: collection (one cycle under the cluster's lease, and the dispatch
+beat runs in its own process) and storage upkeep; thin wrappers around plain functions."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from celery import shared_task
 from django.conf import settings
 from django.db import DatabaseError
 from django.utils import timezone
+from kombu import Producer
 
 from collectors.cycle.runner import collector_id, cycle_slot
 from collectors.sample_log import SampleLog
@@ -30,13 +31,13 @@ def heartbeat() -> None:
     ServiceHeartbeat.objects.update_or_create(name="celery", defaults={"at": timezone.now()})
 
 
-@shared_task(name="dashboard.store.tasks.dispatch_collection", ignore_result=True)
-def dispatch_collection() -> int:
+def dispatch_due(producer: Producer | None = None) -> int:
     """Send one collection task per enabled cluster whose poll slot has started.
 
-    Beat calls this every few seconds; the slot key makes a late or doubled call harmless,
-    and ``expires`` drops a cycle that waited so long (Redis or the workers were down) that
-    the next slot has begun: a stale cycle is worth less than the current one.
+    Beat calls this every few seconds in its own process (``dashboard.store.beat``); the slot
+    key makes a late or doubled call harmless, and ``expires`` drops a cycle that waited so
+    long (Redis or the workers were down) that the next slot has begun: a stale cycle is worth
+    less than the current one.
     """
     now_ms = int(time.time() * 1000)
     sent = 0
@@ -45,7 +46,7 @@ def dispatch_collection() -> int:
     ):
         slot = cycle_slot(now_ms, interval)
         if claim_once(f"lagwatch:dispatched:{name}:{slot}", ttl_s=3 * interval):
-            collect_cluster.apply_async((name, slot), expires=max(1, interval))
+            collect_cluster.apply_async((name, slot), expires=max(1, interval), producer=producer)
             sent += 1
     return sent
 

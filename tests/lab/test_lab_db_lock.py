@@ -30,8 +30,9 @@ pytestmark = [pytest.mark.lab, pytest.mark.faults]
 # next one is by design, docs/OPERATIONS.md).
 POLL_S = 4
 LOCK_S = 10
-# The worker runs beat's dispatch of the slots (queue "celery"); no Spark job in this stack.
-SERVICES = ["zookeeper", "kafka", "redis", "web", "worker", "collector", "beat"]
+# Beat dispatches the slots in its own process (dashboard/store/beat.py): no worker is needed,
+# and none runs (no Spark job in this stack).
+SERVICES = ["zookeeper", "kafka", "redis", "web", "collector", "beat"]
 
 
 def stored_slots(lab: Stack, vendor: str) -> list[tuple[int, int]]:
