@@ -41,6 +41,8 @@ Figures (printed as JSON, and written to ``--json``):
 - each service's memory (RSS of its process tree, ``/proc``) at the start and the end;
 - each fault: whether the sources page (logged in as a ``demo_user``) showed the source down
   while it lasted (ZooKeeper, Kafka) and whether it was served at all (every fault).
+- alert notices sent twice and lost, at a webhook receiver in this process on the rules'
+  channel (``benchmarks/soak_deliveries.py``), and those still pending at the end.
 
     .venv/bin/python -m benchmarks.soak [--minutes 30] [--json FILE] [--faults a,b]
         [--database sqlite|postgresql]
@@ -50,10 +52,11 @@ through Toxiproxy) and adds its faults: the server restarted (``OUTAGE_S``) and 
 the writers' lock is then PostgreSQL's table locks (``benchmarks/soak_db.py``). Memory is read
 every five minutes: the figures give each process tree's growth after the first 15.
 
-**Why some 650 lines in one module**: the faults, the scenario rounds and the figures that
+**Why some 690 lines in one module**: the faults, the scenario rounds and the figures that
 judge them read each other's records (a gap is excused by the fault active then, an alert by
 the round that made the partition stuck); what stands apart is in ``soak_network`` (the
-network's faults) and ``soak_watch`` (memory, the sources page).
+network's faults), ``soak_watch`` (memory, the sources page) and ``soak_deliveries`` (the
+alert notices, counted at a receiver).
 """
 
 from __future__ import annotations
@@ -78,6 +81,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from benchmarks.soak_db import DATABASES, SoakDatabase, db_time  # noqa: E402
+from benchmarks.soak_deliveries import NoticeReceiver  # noqa: E402
 from benchmarks.soak_network import EXCUSED as NETWORK_EXCUSED  # noqa: E402
 from benchmarks.soak_network import network_faults  # noqa: E402
 from benchmarks.soak_watch import (  # noqa: E402
@@ -582,10 +586,12 @@ def missed_alerts(all_alerts: list[dict[str, Any]], rounds: list[Round]) -> dict
 # --- the run -----------------------------------------------------------------------------------
 
 
-def warm_up(lab: Lab) -> float:
-    """Start the stack and wait for every group's first verdict: the run is counted after."""
+def warm_up(lab: Lab, notices: NoticeReceiver) -> float:
+    """Start the stack, attach the notices' receiver, wait for every group's first verdict:
+    the run is counted after."""
     t = now()
     lab.up()
+    notices.attach(lab)
     wait_for(lab.judged, 420, "every demo group collected and judged once", 3)
     return round(now() - t, 1)
 
@@ -603,7 +609,9 @@ def run_faults(lab: Lab, start: float, span_s: float, only: list[str] | None) ->
     return faults
 
 
-def figures(lab: Lab, cycler: Cycler, faults: list[Fault], start: float, end: float) -> dict:
+def figures(
+    lab: Lab, cycler: Cycler, faults: list[Fault], start: float, notices: NoticeReceiver
+) -> dict:
     """The alert and status figures, read while the stack still runs (the samples are
     counted after it stopped, when the sample log is whole)."""
     all_alerts = alerts(lab)
@@ -611,6 +619,7 @@ def figures(lab: Lab, cycler: Cycler, faults: list[Fault], start: float, end: fl
         "alerts_not_stuck": false_alerts(all_alerts, cycler.rounds, faults, start),
         "stuck_statuses_not_stuck": stuck_statuses(lab, cycler.rounds, faults, start),
         "alerts_missed": missed_alerts(all_alerts, cycler.rounds),
+        "notices": notices.figures(lab),
         "faults": [asdict(f) | {"at": iso(f.started)} for f in faults],
         "rounds": [asdict(r) | {"at": iso(r.started)} for r in cycler.rounds],
     }
@@ -620,6 +629,7 @@ def soak(minutes: float, only: list[str] | None = None, database: str = "sqlite"
     """One soak of ``minutes`` after the warm-up; the stack is always stopped at the end."""
     run_dir = Path(tempfile.mkdtemp(prefix="soak-"))
     lab = Lab(run_dir, database)
+    notices = NoticeReceiver()
     out: dict[str, Any] = {
         "date": datetime.now(UTC).isoformat(timespec="seconds"), "minutes": minutes,
         "database": database,
@@ -630,7 +640,7 @@ def soak(minutes: float, only: list[str] | None = None, database: str = "sqlite"
     stored: list[int] = []
     start = end = 0.0
     try:
-        out["warm_up_s"] = warm_up(lab)
+        out["warm_up_s"] = warm_up(lab, notices)
         out["memory_start"] = memory(lab, WATCHED)
         start = now()
         end = start + minutes * 60
@@ -644,11 +654,12 @@ def soak(minutes: float, only: list[str] | None = None, database: str = "sqlite"
         watch.stop()
         out["memory_end"] = memory(lab, WATCHED)
         out["memory_after_15_min"] = watch.figures(start)
-        out.update(figures(lab, cycler, faults, start, end))
+        out.update(figures(lab, cycler, faults, start, notices))
         out["states_end"] = {n: s["state"] for n, s in lab.stack.status()["services"].items()}
         stored = stored_slots(lab)  # while PostgreSQL still runs
     finally:
         lab.stack.down()
+        notices.close()
     # Once stopped, the sample log is whole: the cross-check reads it then.
     out["samples"] = samples_lost(stored, parquet_slots(run_dir), start, end, faults)
     out["load_end"] = loadavg()
