@@ -125,6 +125,9 @@ class OffsetsTopicState:
         # Set by the reader's caller once a poll read every partition to its end: from then
         # on the picture is the coordinator's, not a prefix of its history.
         self.read_to_end = False
+        # The (group, topic) pairs the last caught-up cycle found hidden by the brokers
+        # (collectors/kafka/offsets_topic.py: a warning once seen twice in a row).
+        self.hidden_topics_seen: set[tuple[str, str]] = set()
 
     # -- reading the picture ----------------------------------------------------------------
 

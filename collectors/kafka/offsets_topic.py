@@ -56,7 +56,7 @@ def apply_offsets_topic(
     if outcome.caught_up:
         state.read_to_end = True
     _add_commit_times(result.commits, state)
-    if state.read_to_end:
+    if outcome.caught_up:
         _hidden_topics(cycle, state)
     classic = {s.group for s in result.groups if s.protocol_type == "classic"}
     if state.read_to_end:
@@ -90,23 +90,27 @@ def _hidden_topics(cycle: Cycle, state: OffsetsTopicState) -> None:
     """A warning for each group's topic that ``__consumer_offsets`` holds commits of but the
     brokers hide: OffsetFetch (all topics) leaves out, without an error, every topic the
     principal may not Describe, and so does the metadata; the commits' own records name them.
-    A deleted topic is not hidden (OffsetFetch still answers its commits), so it is not
-    warned about; a group whose OffsetFetch failed already has its own warning."""
+    A deleted topic is not hidden (OffsetFetch still answers its commits, until the
+    coordinator writes their tombstones), so it is not warned about; a group whose OffsetFetch
+    failed already has its own warning.
+
+    Only a topic seen hidden at two caught-up cycles in a row is warned about: a topic deleted
+    between the reader's end and the metadata request looks hidden for one cycle, until the
+    tombstones of its offsets are read; a hidden topic stays hidden, so it costs one poll.
+    """
     result = cycle.result
     failed = {e.where.removeprefix("group ") for e in result.errors if e.where.startswith("group ")}
     wanted = {s.group for s in result.groups} - failed
-    if not wanted:
-        return
     fetched = {(c.group, c.topic) for c in result.commits}
-    hidden: set[tuple[str, str]] = set()
-    for group, topic, _ in state.commits:
-        if (
-            group in wanted
-            and topic not in result.partition_counts
-            and (group, topic) not in fetched
-        ):
-            hidden.add((group, topic))
-    for group, topic in sorted(hidden):
+    hidden = {
+        (group, topic)
+        for group, topic, _ in state.commits
+        if group in wanted
+        and topic not in result.partition_counts
+        and (group, topic) not in fetched
+    }
+    confirmed, state.hidden_topics_seen = hidden & state.hidden_topics_seen, hidden
+    for group, topic in sorted(confirmed):
         cycle.error(
             f"group {group} topic {topic}",
             "committed offsets not readable: the broker hides the topic (no Describe "
