@@ -98,6 +98,12 @@ def test_every_reader_shows_them(cluster: Cluster, admin_client: Client, client:
     page = admin_client.get(f"/groups/{group.id}/").content.decode()
     assert "Deliveries" in page
     assert "max 5 of 5; offset 42 delivered 3×; 1 archived, last offset 17 after 5×" in page
+    stored = PartitionState.objects.get(group=group)
+    page = admin_client.get(f"/partitions/{stored.id}/").content.decode()
+    assert "<h2>Deliveries</h2>" in page
+    assert "offset 42, delivered 3×" in page and "of 5 (share.delivery.count.limit)" in page
+    assert "(the newest: offset 17, after 5 deliveries, " in page
+
 
     text = Client().get("/metrics").content.decode()
     samples = {
@@ -119,3 +125,10 @@ def test_other_groups_have_none(cluster: Cluster) -> None:
     assert p["share_state"] is None
     text = Client().get("/metrics").content.decode()
     assert "lagwatch_partition_share_archived_records{" not in text
+
+
+def test_a_partition_whose_state_was_not_read_says_so(cluster: Cluster, admin_client) -> None:
+    store_cycle(cluster, _outcome(None))
+    stored = PartitionState.objects.get(group__name="jobs-workers")
+    page = admin_client.get(f"/partitions/{stored.id}/").content.decode()
+    assert "<h2>Deliveries</h2>" in page and "has not been read for this partition" in page

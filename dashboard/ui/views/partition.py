@@ -7,6 +7,7 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from dashboard.monitoring.models import PartitionState
+from dashboard.monitoring.share_state import share_state_document
 from dashboard.ui import charts
 from dashboard.ui.params import RANGES, BadParam, range_param
 from dashboard.ui.queries import partition as q
@@ -72,6 +73,7 @@ def partition(request: HttpRequest, pk: int) -> HttpResponse:
         rng=rng,
         diagnosis=q.diagnosis(p),
         retention_risk=at_risk(p.retention_left_s, p.group.cluster.retention_risk_s),
+        share_state=share_state_document(p),
         **q.trend_and_retention(p, now),
         unreachable=unreachable_sources([p.group.cluster_id]),
     )
