@@ -38,7 +38,8 @@ Figures (printed as JSON, and written to ``--json``):
 - stuck alerts for partitions no scenario made stuck, and stuck statuses (``StatusChange`` to
   STALL/STOP/ERR) for them, with the fault active in the two minutes before;
 - alerts missed: each scenario round that should fire one, and whether it did;
-- each service's memory (RSS of its process tree, ``/proc``) at the start and the end;
+- each service's memory (RSS of its process tree, ``/proc``) at the start and the end, and
+  its growth after the first 15 minutes, also per process life where a fault restarted it;
 - each fault: whether the sources page (logged in as a ``demo_user``) showed the source down
   while it lasted (ZooKeeper, Kafka) and whether it was served at all (every fault).
 - alert notices sent twice and lost, at a webhook receiver in this process on the rules'
@@ -117,6 +118,9 @@ STUCK = ("STALL", "STOP", "ERR")
 # Slots missing while these were down are not counted lost: nothing could collect them.
 EXCUSED = {"redis", "collector-kill", "postgres", *NETWORK_EXCUSED}
 USER = "soak"
+# The service whose process (for the worker: its Spark JVMs) a fault starts anew.
+RESTARTED = {"zookeeper": "zookeeper", "kafka": "kafka", "redis": "redis", "postgres": "postgres",
+             "collector-kill": "collector", "spark-kill": "worker"}  # fmt: skip
 
 
 def loadavg() -> list[float]:
@@ -653,7 +657,11 @@ def soak(minutes: float, only: list[str] | None = None, database: str = "sqlite"
         cycler.join()
         watch.stop()
         out["memory_end"] = memory(lab, WATCHED)
-        out["memory_after_15_min"] = watch.figures(start)
+        restarts: dict[str, list[float]] = {}
+        for f in faults:
+            if f.name in RESTARTED:
+                restarts.setdefault(RESTARTED[f.name], []).append(f.ended)
+        out["memory_after_15_min"] = watch.figures(start, restarts=restarts)
         out.update(figures(lab, cycler, faults, start, notices))
         out["states_end"] = {n: s["state"] for n, s in lab.stack.status()["services"].items()}
         stored = stored_slots(lab)  # while PostgreSQL still runs

@@ -128,25 +128,52 @@ class MemoryWatch:
                 print(f"memory reading failed: {exc}", flush=True)
             self._stop.wait(self.every_s)
 
-    def figures(self, start: float, settle_s: float = 900.0) -> dict[str, Any]:
+    def figures(
+        self, start: float, settle_s: float = 900.0, restarts: dict[str, list[float]] | None = None
+    ) -> dict[str, Any]:
         """Per service: MiB of its tree at the settled reading and at the end, the growth in
-        per cent, and the series (minutes since the start, MiB)."""
+        per cent, and the series (minutes since the start, MiB). A service a fault started
+        again (``restarts``: its times) is a new process whose JVM fills its heap and caches
+        anew, so its growth is also given per incarnation, each from its own first
+        ``settle_s`` (``per_process``; ``growth_pct_per_process`` the largest)."""
         settled = [(at, r) for at, r in self.readings if at - start >= settle_s]
         out: dict[str, Any] = {"settle_min": settle_s / 60, "every_min": self.every_s / 60}
         for name in self.services:
-            series = [
-                (round((at - start) / 60, 1), r[name].get("tree_rss_mib"))
+            timed = [
+                (at, r[name]["tree_rss_mib"])
                 for at, r in self.readings
                 if r.get(name, {}).get("tree_rss_mib")
             ]
-            row: dict[str, Any] = {"series": series}
+            row: dict[str, Any] = {"series": [(round((at - start) / 60, 1), m) for at, m in timed]}
             first = next((r[name].get("tree_rss_mib") for _, r in settled if name in r), None)
             last = settled[-1][1].get(name, {}).get("tree_rss_mib") if settled else None
             if first and last:
                 growth = round(100 * (last / first - 1), 1)
                 row.update(settled_mib=first, end_mib=last, growth_pct=growth)
+            lives = incarnation_growth(timed, [start, *(restarts or {}).get(name, [])], settle_s)
+            row["per_process"] = [{**life, "from_min": round((life["from"] - start) / 60, 1)}
+                                  for life in lives]  # fmt: skip
+            if lives:
+                row["growth_pct_per_process"] = max(life["growth_pct"] for life in lives)
             out[name] = row
         return out
+
+
+def incarnation_growth(
+    series: list[tuple[float, float]], starts: list[float], settle_s: float
+) -> list[dict[str, float]]:
+    """The growth of each life of a process: between two (re)starts, from its first reading
+    ``settle_s`` after the start to its last reading before the next; lives with fewer than
+    two such readings say nothing and are left out."""
+    bounds = [*sorted(starts), float("inf")]
+    lives = []
+    for begun, next_start in zip(bounds, bounds[1:], strict=False):
+        inside = [(at, mib) for at, mib in series if begun + settle_s <= at < next_start]
+        if len(inside) >= 2:
+            (at0, first), (_, last) = inside[0], inside[-1]
+            lives.append({"from": at0, "settled_mib": first, "end_mib": last,
+                          "growth_pct": round(100 * (last / first - 1), 1)})  # fmt: skip
+    return lives
 
 
 # --- the sources page --------------------------------------------------------------------------
