@@ -18,7 +18,7 @@ error names the setting), share groups included.
 from __future__ import annotations
 
 from collectors.kafka.cycle import Cycle
-from collectors.kafka.typed_groups import report_failed
+from collectors.kafka.typed_groups import read_typed_groups
 from collectors.kafka_wire import (
     GroupClient,
     GroupListing,
@@ -40,32 +40,13 @@ def read_share_groups(
     cycle's warning for the groups it concerns, never more."""
     if groups is None:
         return [], []
-    ids = sorted(listing.groups)
-    if not ids:
-        return [], []
-    try:
-        described = groups.describe_share(ids, timeout_s=cycle.remaining())
-        offsets = groups.fetch_share_offsets(ids, timeout_s=cycle.remaining())
-    except (OSError, ValueError) as exc:
-        cycle.error("groups (share)", f"{type(exc).__name__}: {exc}")
-        return [], []
-    snapshots: list[GroupSnapshot] = []
-    commits: list[CommittedOffset] = []
-    for group in ids:
-        description, progress = described[group], offsets[group]
-        if description.error_name == "GROUP_ID_NOT_FOUND":
-            continue  # deleted since it was listed: a normal race, not a fault
-        report_failed(
-            cycle,
-            f"group {group}",
-            [("ShareGroupDescribe", description), ("DescribeShareGroupOffsets", progress)],
-        )
-        snapshot = share_snapshot(
-            description, progress, listing.groups[group].state, groups.coordinators.get(group)
-        )
-        snapshots.append(snapshot)
-        commits.extend(share_commits(snapshot, progress, cycle))
-    return snapshots, commits
+    return read_typed_groups(
+        groups, SHARE, listing, cycle,
+        (("ShareGroupDescribe", groups.describe_share),
+         ("DescribeShareGroupOffsets", groups.fetch_share_offsets)),
+        gone=lambda description, _: description.error_name == "GROUP_ID_NOT_FOUND",
+        snapshot=share_snapshot, commits=share_commits,
+    )  # fmt: skip
 
 
 def share_snapshot(

@@ -19,7 +19,7 @@ topics of a subtopology: their commits and lag are shown as any other's, as
 from __future__ import annotations
 
 from collectors.kafka.cycle import Cycle
-from collectors.kafka.typed_groups import report_failed
+from collectors.kafka.typed_groups import read_typed_groups
 from collectors.kafka_wire import (
     NO_OFFSET,
     GroupClient,
@@ -53,32 +53,15 @@ def read_streams_groups(
     Kafka 4.1, or with the protocol switched off) lists none and is no warning."""
     if groups is None:
         return [], []
-    ids = sorted(listing.groups)
-    if not ids:
-        return [], []
-    try:
-        described = groups.describe_streams(ids, timeout_s=cycle.remaining())
-        offsets = groups.fetch_committed(ids, timeout_s=cycle.remaining())
-    except (OSError, ValueError) as exc:
-        cycle.error("groups (streams)", f"{type(exc).__name__}: {exc}")
-        return [], []
-    snapshots: list[GroupSnapshot] = []
-    commits: list[CommittedOffset] = []
-    for group in ids:
-        description, committed = described[group], offsets[group]
-        if description.error_name == "GROUP_ID_NOT_FOUND" and not committed.offsets:
-            continue  # deleted since it was listed: a normal race, not a fault
-        report_failed(
-            cycle,
-            f"group {group}",
-            [("StreamsGroupDescribe", description), ("OffsetFetch", committed)],
-        )
-        snapshot = streams_snapshot(
-            description, committed, listing.groups[group].state, groups.coordinators.get(group)
-        )
-        snapshots.append(snapshot)
-        commits.extend(streams_commits(snapshot, committed, cycle))
-    return snapshots, commits
+    return read_typed_groups(
+        groups, STREAMS, listing, cycle,
+        (("StreamsGroupDescribe", groups.describe_streams),
+         ("OffsetFetch", groups.fetch_committed)),
+        gone=lambda description, committed: (
+            description.error_name == "GROUP_ID_NOT_FOUND" and not committed.offsets
+        ),
+        snapshot=streams_snapshot, commits=streams_commits,
+    )  # fmt: skip
 
 
 def _partitions(
