@@ -18,11 +18,13 @@ One KRaft broker (broker and controller in one process, as the lab's plain one) 
   a super user. It listens on loopback only; a production broker would secure it too.
 
 ``StandardAuthorizer`` with no ACL means no access: the monitor's principal ``lagwatch`` is
-granted Describe on the cluster, Describe and DescribeConfigs on topics, Describe on groups
-and Read on ``__consumer_offsets`` (``MONITOR_ACLS``, granted by Kafka's own ``AclCommand``,
-the class ``kafka-acls.sh`` runs, with the very arguments docs/SECURITY.md shows), nothing
-that writes. ``connections.max.reauth.ms`` is short (``REAUTH_MS``), so every client
-re-authenticates (KIP-368) within a test.
+granted Describe on the cluster, Describe and DescribeConfigs on topics and on groups, and
+Read on ``__consumer_offsets`` and ``__share_group_state`` (``MONITOR_ACLS``, granted by
+Kafka's own ``AclCommand``, the class ``kafka-acls.sh`` runs, with the very arguments
+docs/SECURITY.md shows), nothing that writes. The plain lab broker's settings come along
+(``services._KAFKA_SETTINGS``), the share coordinator's one-replica state topic among them,
+so share groups (KIP-932) deliver here too. ``connections.max.reauth.ms`` is short
+(``REAUTH_MS``), so every client re-authenticates (KIP-368) within a test.
 
 The CA, the broker's certificate (SAN ``IP:127.0.0.1``) and the monitor's client
 certificate are made with ``openssl`` at the first start of a stack, the keystore and
@@ -51,6 +53,7 @@ __all__ = [
     "MONITOR_ACLS",
     "OAUTH_MONITOR",
     "REAUTH_MS",
+    "SHARE_STATE_TOPIC",
     "SECURED_SERVICES",
     "admin_bootstrap",
     "client_config",
@@ -70,19 +73,22 @@ LISTENERS: dict[str, tuple[str, str]] = {
 }
 _SASL_MECHANISMS = ("SCRAM-SHA-512", "SCRAM-SHA-256", "PLAIN")
 REAUTH_MS = 15_000
+SHARE_STATE_TOPIC = "__share_group_state"
 
 
 # The monitor's grants: each is one kafka-acls.sh run (AclCommand's arguments after the
 # connection options), as docs/SECURITY.md lists them.
 def monitor_acls(*principals: str) -> tuple[tuple[str, ...], ...]:
-    """The three kafka-acls.sh runs that grant ``principals`` (``User:NAME``) what the
+    """The four kafka-acls.sh runs that grant ``principals`` (``User:NAME``) what the
     monitor needs: Describe on the cluster, every topic and every group; DescribeConfigs on
-    every topic; Read on ``__consumer_offsets``."""
+    every topic and every group (a share group's delivery count limit); Read on
+    ``__consumer_offsets`` and on ``__share_group_state`` (the share groups' deliveries)."""
     allow = [arg for p in principals for arg in ("--allow-principal", p)]
     return (
         ("--add", *allow, "--operation", "Describe", "--cluster", "--topic", "*", "--group", "*"),
-        ("--add", *allow, "--operation", "DescribeConfigs", "--topic", "*"),
+        ("--add", *allow, "--operation", "DescribeConfigs", "--topic", "*", "--group", "*"),
         ("--add", *allow, "--operation", "Read", "--topic", "__consumer_offsets"),
+        ("--add", *allow, "--operation", "Read", "--topic", SHARE_STATE_TOPIC),
     )
 
 

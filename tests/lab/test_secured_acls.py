@@ -48,7 +48,9 @@ GRANTS = {
     ("TOPIC", "*", "DESCRIBE"),
     ("TOPIC", "*", "DESCRIBE_CONFIGS"),
     ("GROUP", "*", "DESCRIBE"),
+    ("GROUP", "*", "DESCRIBE_CONFIGS"),
     ("TOPIC", "__consumer_offsets", "READ"),
+    ("TOPIC", "__share_group_state", "READ"),
 }
 
 
