@@ -11,7 +11,6 @@ from __future__ import annotations
 import ast
 import json
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -22,15 +21,6 @@ from dashboard import locks
 from dashboard.monitoring.models import Cluster
 from dashboard.store.beat import DispatchingScheduler
 from dashboard.store.tasks import dispatch_due
-
-
-@pytest.fixture
-def redis(redis_url: str, settings) -> Iterator[str]:
-    settings.REDIS_URL = redis_url
-    locks._client = None
-    locks.client().flushdb()
-    yield redis_url
-    locks._client = None
 
 
 def queued(redis_url: str, queue: str = "collectors") -> list[tuple[str, list]]:

@@ -15,7 +15,6 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -94,15 +93,6 @@ def test_a_cycle_older_than_a_stored_one_is_refused_and_a_retry_rewrites(cluster
 
 
 # --- Redis: the lease and the mark ------------------------------------------------------------
-
-
-@pytest.fixture
-def redis(redis_url: str, settings) -> Iterator[str]:
-    settings.REDIS_URL = redis_url
-    locks._client = None
-    locks.client().flushdb()
-    yield redis_url
-    locks._client = None
 
 
 HOLDER = """
