@@ -42,21 +42,22 @@ def scheduler(broker: str, tmp_path: Path, every_s: float) -> DispatchingSchedul
 
 @pytest.mark.django_db(transaction=True)
 def test_one_cycle_per_enabled_cluster_and_slot(redis: str) -> None:
-    Cluster.objects.create(name="eu", kafka_bootstrap_servers="k:9092", poll_interval_s=30)
-    Cluster.objects.create(name="us", kafka_bootstrap_servers="k:9092", poll_interval_s=30)
+    # An hour-long poll: the two dispatches below fall in one slot (but at an hour's turn).
+    Cluster.objects.create(name="eu", kafka_bootstrap_servers="k:9092", poll_interval_s=3600)
+    Cluster.objects.create(name="us", kafka_bootstrap_servers="k:9092", poll_interval_s=3600)
     Cluster.objects.create(name="off", kafka_bootstrap_servers="k:9092", enabled=False)
     with Connection(redis) as conn:
         producer = conn.Producer()
         before = time.time()
         first = dispatch_due(producer=producer)
         again = dispatch_due(producer=producer)  # the same slot: claimed already
-    slot = (int(before * 1000) // 30_000) * 30_000
+    slot = (int(before * 1000) // 3_600_000) * 3_600_000
     assert (first, again) == (2, 0)
     sent = queued(redis)
     assert sorted(name for _, (name, _) in sent) == ["eu", "us"]
     assert {task for task, _ in sent} == {"dashboard.store.tasks.collect_cluster"}
     # The slot is the one that had started when dispatch ran (unless a slot began meanwhile).
-    assert all(args[1] in (slot, slot + 30_000) for _, args in sent)
+    assert all(args[1] in (slot, slot + 3_600_000) for _, args in sent)
 
 
 @pytest.mark.django_db(transaction=True)
@@ -65,15 +66,18 @@ def test_the_scheduler_dispatches_on_its_period(redis: str, tmp_path: Path) -> N
     sched = scheduler(redis, tmp_path, every_s=1.0)
     try:
         delays = []
-        deadline = time.monotonic() + 3.5
-        while time.monotonic() < deadline:
+        began = time.monotonic()
+        # Ticked as beat's loop does, until three slots were sent (a wide deadline: a loaded
+        # machine slows the ticks, it does not change what each one does).
+        while len(queued(redis)) < 3 and time.monotonic() - began < 60:
             delay = sched.tick()
             delays.append(delay)
             time.sleep(delay)
+        elapsed = time.monotonic() - began
         assert max(delays) <= 1.0
-        # About one slot per second for 3.5 s: three or four, each slot once.
+        # One slot per second at most, each slot once.
         slots = [args[1] for _, args in queued(redis)]
-        assert 3 <= len(slots) <= 5 and len(set(slots)) == len(slots)
+        assert 3 <= len(slots) <= elapsed + 1 and len(set(slots)) == len(slots)
     finally:
         sched.close()
 
