@@ -63,6 +63,16 @@ _COMMON_CONFIG = {
     # SPARK_JOBS.md); each job submits to a pool of its own (``job_pool``), and FAIR shares the
     # cores between pools, so a status run is not queued behind a long rollups run's stages.
     "spark.scheduler.mode": "FAIR",
+    # What Spark's status store keeps of finished jobs, stages, tasks and SQL executions, for a
+    # web UI that is off here. At Spark's defaults (1,000 of each, 100,000 tasks) a worker
+    # running the status job every poll kept hundreds of MiB of old plans and metrics, and its
+    # driver's heap grew for hours before reaching them (benchmarks/RESULTS.md, soak).
+    "spark.ui.retainedJobs": "50",
+    "spark.ui.retainedStages": "50",
+    "spark.ui.retainedTasks": "1000",
+    "spark.ui.retainedDeadExecutors": "10",
+    "spark.ui.dagGraph.retainedRootRDDs": "50",
+    "spark.sql.ui.retainedExecutions": "20",
 }
 # A local run shares a small machine with the web app and the collectors: few shuffle
 # partitions, a small heap, the serial collector. The JIT stays whole: a C1-only JIT

@@ -17,7 +17,7 @@ from typing import Any
 
 from celery.beat import PersistentScheduler
 from django.conf import settings
-from django.db import close_old_connections
+from django.db import close_old_connections, reset_queries
 
 from dashboard.store.tasks import dispatch_due
 
@@ -47,6 +47,7 @@ class DispatchingScheduler(PersistentScheduler):
         """One dispatch; a database or Redis that does not answer is logged and tried again
         at the next, never fatal to beat (its other entries go on)."""
         close_old_connections()  # a connection the database closed (restarted) is dropped
+        reset_queries()  # with DEBUG on, beat would otherwise keep every dispatch's SQL text
         try:
             return dispatch_due(producer=self.producer)
         except Exception as exc:  # noqa: BLE001 - any failure: logged, next dispatch tries again

@@ -21,6 +21,7 @@ from spark_jobs.session import (
     resolve_master,
     spark_session,
 )
+from tests.waiting import wait_for
 
 
 def test_the_active_session_is_reused(spark: SparkSession) -> None:
@@ -60,6 +61,22 @@ def test_small_machine_configuration(spark: SparkSession) -> None:
     assert conf.get("spark.scheduler.mode") == "FAIR"
     assert spark.conf.get("spark.sql.session.timeZone") == "UTC"
     assert spark.conf.get("spark.sql.execution.arrow.pyspark.enabled") == "true"
+
+
+def test_the_status_store_keeps_few_finished_jobs_and_executions(spark: SparkSession) -> None:
+    """The worker keeps its session for days: what Spark remembers of finished work (for a web
+    UI that is off) must stay a few dozen entries, not Spark's default 1,000 of each."""
+    for i in range(70):  # each a SQL execution and at least one job
+        spark.range(i + 1).selectExpr("sum(id)").collect()
+    tracker = spark.sparkContext.statusTracker()
+    executions = spark._jsparkSession.sharedState().statusStore()  # type: ignore[attr-defined]
+    # The store drops the oldest entries on its own thread, after the events arrive.
+    wait_for(
+        lambda: len(tracker.getJobIdsForGroup(None)) <= 50 and executions.executionsCount() <= 20,
+        timeout=60,
+        what=f"at most 50 jobs and 20 executions kept (jobs "
+        f"{len(tracker.getJobIdsForGroup(None))}, executions {executions.executionsCount()})",
+    )
 
 
 def test_master_argument_then_environment_then_local(monkeypatch: pytest.MonkeyPatch) -> None:
