@@ -482,6 +482,7 @@ def _status_run(
     finally:
         for frame in cached:
             frame.unpersist()
+        counters.release()
 
 
 def _verdicts(
@@ -516,7 +517,7 @@ def _verdicts(
     keys = spark.createDataFrame(whole, T.StructType([T.StructField(k, T.StringType(), False)
                                                       for k in GROUP_KEY]))  # fmt: skip
     # The slice's pass counted every sample read; this one counts its verdicts only.
-    again = dataclasses.replace(counters, rows_read=spark.sparkContext.accumulator(0))
+    again = dataclasses.replace(counters, rows_read=None)
     rest = evaluate_verdicts(
         samples.join(F.broadcast(keys), list(GROUP_KEY), "left_semi"),
         now_ms, config, per_cluster, again, retention,
@@ -548,36 +549,39 @@ def _incremental_run(
         previous = json.loads(files.read_text(f"{previous_url}/{SUCCESS_MARKER}"))
     how = state.plan(previous, previous_url, now_ms, window_ms, settle_ms, prints)
     counters = Counters.of(spark)
-    start_ms = now_ms - window_ms
-    judge = state.Judge(start_ms, how.cut_ms, now_ms, config, dict(per_cluster or {}),
-                        dict(retention or {}), counters)  # fmt: skip
-    samples = read_samples(spark, sample_url, how.read_from_ms, now_ms + 1, dedup=False)
-    whole: list[tuple[str, ...]] = []
-    if how.state_url is None:
-        judged = judge.whole(samples)
-    else:
-        judged = judge.incremental(spark, samples, _read_arrow(files, how.state_url))
-        whole = state.sent_back(judged)
-    if whole:
-        keys = spark.createDataFrame(whole, T.StructType(
-            [T.StructField(k, T.StringType(), False) for k in GROUP_KEY]))  # fmt: skip
-        window = read_samples(spark, sample_url, start_ms, now_ms + 1, dedup=False)
-        rest = judge.whole(window.join(F.broadcast(keys), list(GROUP_KEY), "left_semi"))
-        judged = pa.concat_tables([judged.filter(pc.invert(judged.column("whole"))), rest])
-    tables = state.result_tables(judged)
-    temp = _temp_dir(results_url, "status", now_ms)
     try:
-        for name, table in tables.items():
-            _write_arrow(files, f"{temp}/{name}/part-00000.parquet", table)
-        notes = {**how.summary(), "state": state.state_note(how, window_ms, settle_ms, prints),
-                 "carried": state.carried(tables["state"])}  # fmt: skip
-        counts = {"partitions": tables["partitions"].num_rows, "groups": tables["groups"].num_rows}
-        return _finish(spark, files, "status", results_url, temp, now_ms, window_ms,
-                       counters.rows_read.value, keep, counts,
-                       len(whole) if how.state_url else None, notes)  # fmt: skip
-    except BaseException:
-        _discard(files, temp)
-        raise
+        start_ms = now_ms - window_ms
+        judge = state.Judge(start_ms, how.cut_ms, now_ms, config, dict(per_cluster or {}),
+                            dict(retention or {}), counters)  # fmt: skip
+        samples = read_samples(spark, sample_url, how.read_from_ms, now_ms + 1, dedup=False)
+        whole: list[tuple[str, ...]] = []
+        if how.state_url is None:
+            judged = judge.whole(samples)
+        else:
+            judged = judge.incremental(spark, samples, _read_arrow(files, how.state_url))
+            whole = state.sent_back(judged)
+        if whole:
+            keys = spark.createDataFrame(whole, T.StructType(
+                [T.StructField(k, T.StringType(), False) for k in GROUP_KEY]))  # fmt: skip
+            window = read_samples(spark, sample_url, start_ms, now_ms + 1, dedup=False)
+            rest = judge.whole(window.join(F.broadcast(keys), list(GROUP_KEY), "left_semi"))
+            judged = pa.concat_tables([judged.filter(pc.invert(judged.column("whole"))), rest])
+        tables = state.result_tables(judged)
+        temp = _temp_dir(results_url, "status", now_ms)
+        try:
+            for name, table in tables.items():
+                _write_arrow(files, f"{temp}/{name}/part-00000.parquet", table)
+            notes = {**how.summary(), "state": state.state_note(how, window_ms, settle_ms, prints),
+                     "carried": state.carried(tables["state"])}  # fmt: skip
+            counts = {name: tables[name].num_rows for name in ("partitions", "groups")}
+            return _finish(spark, files, "status", results_url, temp, now_ms, window_ms,
+                           counters.rows_read.value, keep, counts,
+                           len(whole) if how.state_url else None, notes)  # fmt: skip
+        except BaseException:
+            _discard(files, temp)
+            raise
+    finally:
+        counters.release()
 
 
 def _write_arrow(files: _Files, url: str, table: pa.Table) -> None:

@@ -490,7 +490,7 @@ class Judge:
 
     def counted(self, read: int, judged: pa.Table | None) -> None:
         if self.counters is not None:
-            self.counters.rows_read.add(read)
+            self.counters.read(read)
             if judged is not None:
                 self.counters.judged(judged.num_rows)
 

@@ -367,9 +367,10 @@ class Counters:
     """What a status run counts as it evaluates, so that it needs no Spark job of its own to
     count its input or its results (each a job planned and run every period: a third of a
     small run; benchmarks/RESULTS.md). Accumulators: exact as long as no stage is run twice,
-    which the status job ensures by caching the partition verdicts it writes and groups."""
+    which the status job ensures by caching the partition verdicts it writes and groups.
+    ``rows_read`` is None in a pass that counts its verdicts only."""
 
-    rows_read: Accumulator[int]
+    rows_read: Accumulator[int] | None
     partitions: Accumulator[int]
     groups: Accumulator[int]
 
@@ -378,10 +379,27 @@ class Counters:
         context = spark.sparkContext
         return cls(context.accumulator(0), context.accumulator(0), context.accumulator(0))
 
+    def read(self, rows: int) -> None:
+        """``rows`` samples read."""
+        if self.rows_read is not None:
+            self.rows_read.add(rows)
+
     def judged(self, partitions: int) -> None:
         """One group judged, with its ``partitions`` verdicts."""
         self.partitions.add(partitions)
         self.groups.add(1)
+
+    def release(self) -> None:
+        """Forget these accumulators once their run is over (their values read). Why: pyspark's
+        driver keeps every accumulator ever made in a registry of its own, and the worker
+        keeps its Spark session for days, making three a status run; nothing else removes
+        them. The executors' updates all reach the driver before a job returns, so none can
+        arrive for them afterwards."""
+        from pyspark import accumulators  # the registry is module state, not public API
+
+        for accumulator in (self.rows_read, self.partitions, self.groups):
+            if accumulator is not None:
+                accumulators._accumulatorRegistry.pop(accumulator.aid, None)
 
 
 # The order the per-group functions sort a group's samples in (``evaluate_group_samples``).
@@ -409,7 +427,7 @@ def _group_evaluator(
             _columns(table), config, now_ms, per_cluster, retention=retention
         )
         if counters is not None:
-            counters.rows_read.add(table.num_rows)
+            counters.read(table.num_rows)
             counters.judged(len(rows["status"]))
         return pa.table(rows, schema=_VERDICT_ARROW_SCHEMA)
 
@@ -449,7 +467,7 @@ def _slice_evaluator(
             )
         }
         if counters is not None:
-            counters.rows_read.add(table.num_rows + sum(o.rows for o in older.values()))
+            counters.read(table.num_rows + sum(o.rows for o in older.values()))
         rows = None
         if table.num_rows:
             rows = evaluate_group_samples(

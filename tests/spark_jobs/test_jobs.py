@@ -418,3 +418,19 @@ def test_runs_from_state_publish_what_the_whole_window_gives(
     for before, after in zip(runs, runs[1:], strict=False):
         assert after.notes["read_from_ms"] == before.notes["cut_ms"]
     assert sum(r.input_rows for r in runs[1:]) < sum(read_whole[1:]) / 2
+
+
+def test_runs_leave_no_accumulator_behind(
+    spark: SparkSession, log: SampleLog, tmp_path: Path
+) -> None:
+    """The worker keeps one session for days: a run's counters must not stay in pyspark's
+    registry of accumulators (three a run, never removed by pyspark)."""
+    from pyspark import accumulators
+
+    before = set(accumulators._accumulatorRegistry)
+    results = str(tmp_path / "results")
+    run_status_job(spark, log.base, results, NOW, HOUR, slice_ms=None)  # the whole window
+    run_status_job(spark, log.base, results, NOW + 1, HOUR, slice_ms=5 * MIN, slice_from_rows=0)
+    for at in (NOW + 2, NOW + 3):  # from no state, then from the previous run's
+        run_status_job(spark, log.base, str(tmp_path / "state"), at, HOUR, incremental=True)
+    assert set(accumulators._accumulatorRegistry) - before == set()
