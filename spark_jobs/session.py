@@ -73,6 +73,10 @@ _COMMON_CONFIG = {
     "spark.ui.retainedDeadExecutors": "10",
     "spark.ui.dagGraph.retainedRootRDDs": "50",
     "spark.sql.ui.retainedExecutions": "20",
+    # Each read of the sample log lists its hour directories into a file-status cache shared by
+    # the session, under a key of that read's own: no later read finds them, and they stay until
+    # the cache holds 250 MB. Size 0: no cache (the read's own index keeps its listing).
+    "spark.sql.hive.filesourcePartitionFileCacheSize": "0",
 }
 # A local run shares a small machine with the web app and the collectors: few shuffle
 # partitions, a small heap, the serial collector. The JIT stays whole: a C1-only JIT

@@ -79,6 +79,16 @@ def test_the_status_store_keeps_few_finished_jobs_and_executions(spark: SparkSes
     )
 
 
+def test_reads_leave_no_file_listing_in_the_session(spark: SparkSession) -> None:
+    """Spark lists a read's directories into a cache of the session's, each read under a key
+    of its own that no later read asks for: in a session kept for days they only pile up."""
+    jvm = spark.sparkContext._jvm  # type: ignore[attr-defined]
+    cls = jvm.java.lang.Class.forName("org.apache.spark.sql.execution.datasources.FileStatusCache$")
+    module = cls.getField("MODULE$").get(None)
+    cache = module.getOrCreate(spark._jsparkSession)  # type: ignore[attr-defined]
+    assert cache.getClass().getSimpleName() == "NoopCache$"  # the Scala object
+
+
 def test_master_argument_then_environment_then_local(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("SPARK_MASTER", raising=False)
     assert resolve_master() == "local[*]"
