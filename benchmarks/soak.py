@@ -263,10 +263,11 @@ def kill_spark_mid_run(lab: Lab, fault: Fault) -> None:
     assert worker is not None
 
     def in_a_run() -> tuple[int, float] | None:
+        # A lab status run takes 0.5-1 s: 0.2 s after its start it is in Spark's hands.
         run = running_status_run(lab)
-        return run if run and now() - run[1] > 1.0 and spark_jvms(worker) else None
+        return run if run and now() - run[1] >= 0.2 and spark_jvms(worker) else None
 
-    run_id, _ = wait_for(in_a_run, 180, "a status run going", 0.2)
+    run_id, _ = wait_for(in_a_run, 180, "a status run going", 0.05)
     jvms = spark_jvms(worker)
     fault.started = now()
     for pid in jvms:
