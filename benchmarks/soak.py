@@ -94,6 +94,7 @@ from benchmarks.soak_watch import (  # noqa: E402
     memory,
     now,
     page_figures,
+    restart_times,
 )
 from lab.postgres import stack_database_url  # noqa: E402
 from lab.services import LAB_CLUSTER  # noqa: E402
@@ -198,6 +199,7 @@ class Fault:
     details: dict[str, Any] = field(default_factory=dict)
     page: dict[str, Any] = field(default_factory=dict)
     error: str | None = None
+    acted: bool = False  # it did what it injects (a failure may come before or after that)
 
 
 def restart_service(lab: Lab, service: str, fault: Fault) -> None:
@@ -334,6 +336,7 @@ def inject(lab: Lab, name: str, how: Callable[[Lab, Fault], None], shows: str | 
             fault.error = f"{type(exc).__name__}: {exc}"
             traceback.print_exc()
             fault.ended = fault.ended or now()
+        fault.acted = bool(fault.started)  # each fault sets it as it acts
         fault.started = fault.started or t0
     during = [lk for lk in watcher.looks if fault.started <= lk.at <= fault.ended + 2 * POLL_S]
     fault.page = page_figures(during, shows, fault.started)
@@ -658,10 +661,7 @@ def soak(minutes: float, only: list[str] | None = None, database: str = "sqlite"
         cycler.join()
         watch.stop()
         out["memory_end"] = memory(lab, WATCHED)
-        restarts: dict[str, list[float]] = {}
-        for f in faults:
-            if f.name in RESTARTED:
-                restarts.setdefault(RESTARTED[f.name], []).append(f.ended)
+        restarts = restart_times(faults, RESTARTED)
         out["memory_after_15_min"] = watch.figures(start, restarts=restarts)
         out.update(figures(lab, cycler, faults, start, notices))
         out["states_end"] = {n: s["state"] for n, s in lab.stack.status()["services"].items()}

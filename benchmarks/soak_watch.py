@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -174,6 +174,19 @@ def incarnation_growth(
             lives.append({"from": at0, "settled_mib": first, "end_mib": last,
                           "growth_pct": round(100 * (last / first - 1), 1)})  # fmt: skip
     return lives
+
+
+def restart_times(
+    faults: Iterable[Any], restarting: Mapping[str, str]
+) -> dict[str, list[float]]:
+    """Per service, when faults restarted it (``restarting``: fault name to service): their
+    end, for the faults that acted. One that failed before acting (a Spark kill that found no
+    status run going) restarted nothing and starts no new life."""
+    out: dict[str, list[float]] = {}
+    for fault in faults:
+        if fault.name in restarting and fault.acted:
+            out.setdefault(restarting[fault.name], []).append(fault.ended)
+    return out
 
 
 # --- the sources page --------------------------------------------------------------------------

@@ -1,11 +1,14 @@
 """The soak's memory figures per process life (``benchmarks/soak_watch.py``): a service a
-fault restarted is judged from its own first 15 minutes, not against its previous life."""
+fault restarted is judged from its own first 15 minutes, not against its previous life, and
+a fault that failed before acting starts no new life."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 
-from benchmarks.soak_watch import incarnation_growth
+from benchmarks.soak_watch import incarnation_growth, restart_times
 
 MIN = 60.0
 SETTLE = 15 * MIN
@@ -41,3 +44,32 @@ def test_incarnation_growth(
     got = [(life["from"] / MIN, life["settled_mib"], life["end_mib"], life["growth_pct"])
            for life in lives]  # fmt: skip
     assert got == expected
+
+
+RESTARTING = {"kafka": "kafka", "spark-kill": "worker", "collector-kill": "collector"}
+
+
+def fault(name: str, ended: float, acted: bool = True) -> SimpleNamespace:
+    return SimpleNamespace(name=name, ended=ended, acted=acted)
+
+
+RESTART_CASES = [
+    ("none", [], {}),
+    ("one", [fault("kafka", 10.0)], {"kafka": [10.0]}),
+    # a Spark kill that found no status run going killed nothing
+    ("failed before acting", [fault("spark-kill", 20.0, acted=False)], {}),
+    ("acted and not", [fault("spark-kill", 20.0, acted=False), fault("spark-kill", 30.0)],
+     {"worker": [30.0]}),
+    # faults that restart nothing (a lock, a network cut) are not lives
+    ("not a restart", [fault("db-lock", 5.0), fault("collector-kill", 7.0)],
+     {"collector": [7.0]}),
+    ("two services", [fault("kafka", 1.0), fault("spark-kill", 2.0), fault("kafka", 3.0)],
+     {"kafka": [1.0, 3.0], "worker": [2.0]}),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("name", "faults", "expected"), RESTART_CASES, ids=[c[0] for c in RESTART_CASES]
+)
+def test_restart_times(name: str, faults: list, expected: dict[str, list[float]]) -> None:
+    assert restart_times(faults, RESTARTING) == expected
