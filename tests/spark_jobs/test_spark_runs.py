@@ -317,9 +317,11 @@ def test_a_failed_run_exits_non_zero_and_changes_nothing(world: World) -> None:
     groups_before = {
         g.name: (g.status, g.complete, g.total_lag) for g in ConsumerGroup.objects.all()
     }
-    written = SampleLog(django_settings.LAGWATCH_SAMPLE_LOG_URL).write_batch(
-        "c1", "c", world.rows[:1]
-    )
+    # A sample of now, so that the corrupt file lies in an hour the next run reads: an
+    # incremental run reads only the hours since the previous run's cut, and the world's
+    # oldest samples are in the hour before when the test starts in an hour's first minutes.
+    fresh = dict(world.rows[-1], ts_ms=int(time.time() * 1000))
+    written = SampleLog(django_settings.LAGWATCH_SAMPLE_LOG_URL).write_batch("c1", "c", [fresh])
     Path(written[0]).with_name("batch-corrupt.parquet").write_bytes(b"not a parquet file")
 
     with pytest.raises(CommandError, match="spark job status failed") as failed:
