@@ -1,10 +1,10 @@
 """A cluster rebuilt under the same name, in the lab: the broker stopped and started again on
 empty storage (a new cluster id, every topic, record and commit gone), under the same cluster
-name, while the workload runs; then, where the spouts and ZooKeeper consumers commit, the
-ZooKeeper ensemble wiped the same way. After each the workload's clients are restarted, as
-their operators must (librdkafka's consumers can fetch nothing more once the id changed, and
-ZooKeeper refuses clients of the old ensemble): they rejoin and commit again on the new
-offsets within a few polls.
+name; then, where the spouts and ZooKeeper consumers commit, the ZooKeeper ensemble wiped the
+same way. Each time the workload's clients are restarted around it, as their operators must
+(librdkafka's consumers can fetch nothing more once the id changed, and ZooKeeper refuses
+clients of the old ensemble): they rejoin and commit again on the new offsets within a few
+polls, the spouts from the offsets they had left in ZooKeeper.
 
 Read as one history, the new offsets would be rewinds and jumps over deleted data (ERR with
 SKIPPED_DATA and REWIND on every group, TOPOLOGY_RESTARTED on the spouts, in a run before the
@@ -159,15 +159,19 @@ def rebuild(lab: Stack, reader: Reader, service: str, restart_workload: bool = F
     runs = StatusRuns(lab.run_dir / "data")
     before = len(rebuilt_events(reader.newest()))
     lab.stop_service(service)
-    lab.start_service(service, fresh=True)
     if restart_workload:
         # Clients that saw the old cluster are restarted, as they must be: on a new cluster
         # id librdkafka warns that "a client must not be simultaneously connected to
         # multiple clusters" and its consumers fetched nothing more (left running, the lab's
         # stood still for a minute with records waiting, until the workload's watchdog
         # recreated them: a real STALL); the new ensemble refuses clients that saw the old
-        # one's zxids (ZooKeeper's own rule).
+        # one's zxids (ZooKeeper's own rule). They are stopped before the new cluster starts:
+        # an old spout still running on it rewrites its old offset there, beyond the new
+        # log's end, and is rightly OUT_OF_RANGE until it is restarted (seen when stopping
+        # the workload took longer than two polls).
         lab.stop_service("workload")
+    lab.start_service(service, fresh=True)
+    if restart_workload:
         lab.start_service("workload")
     started = time.time()
     events = wait_for(
