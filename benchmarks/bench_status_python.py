@@ -9,7 +9,7 @@ look-back's run first (not timed) makes each group's state; then, per repetition
 is judged from that state and the samples since the cut, as the next run would be.
 
 Each step of the function is timed where it is called (the names ``spark_jobs.state`` calls,
-wrapped for the run), so the report splits the time into the judging itself
+wrapped by ``bench_cycle.Stopwatch``), so the report splits the time into the judging itself
 (``evaluate_group_samples``: the windows and the rule table; ``carry``: what each partition
 carries on) and moving the samples between Arrow and Python (the rest: the state's unpacking
 and packing, filtering, sorting, the column lists), which costs mostly per group and per
@@ -22,7 +22,6 @@ column, whatever the group's size.
 from __future__ import annotations
 
 import argparse
-import collections
 import datetime
 import json
 import os
@@ -31,7 +30,7 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +40,7 @@ import pyarrow as pa  # noqa: E402
 import pyarrow.compute as pc  # noqa: E402
 
 from benchmarks import bench_sample_log  # noqa: E402
+from benchmarks.bench_cycle import Stopwatch  # noqa: E402
 from spark_jobs import state  # noqa: E402
 from spark_jobs.evaluator.types import EvaluatorConfig  # noqa: E402
 from spark_jobs.state import _ARROW_SAMPLE_TYPES  # noqa: E402
@@ -83,35 +83,6 @@ class _Shipped:
         self.value = value
 
 
-class _Timed:
-    """The steps' functions wrapped to add their wall time up (``spent``), for one run."""
-
-    def __init__(self) -> None:
-        self.spent: collections.Counter[str] = collections.Counter()
-        self._saved: list[tuple[str, Callable[..., Any]]] = []
-
-    def __enter__(self) -> _Timed:
-        for name in STEPS:
-            original = getattr(state, name)
-            self._saved.append((name, original))
-            setattr(state, name, self._wrap(name, original))
-        return self
-
-    def _wrap(self, name: str, original: Callable[..., Any]) -> Callable[..., Any]:
-        def timed(*args: Any, **kwargs: Any) -> Any:
-            started = time.perf_counter()
-            try:
-                return original(*args, **kwargs)
-            finally:
-                self.spent[name] += time.perf_counter() - started
-
-        return timed
-
-    def __exit__(self, *_: object) -> None:
-        for name, original in self._saved:
-            setattr(state, name, original)
-
-
 def measure(partitions: int, reps: int) -> dict[str, Any]:
     cycles = list(bench_sample_log.workload(partitions, LOOK_BACK_MS // STEP_MS + reps, STEP_MS))
     first_now = cycles[LOOK_BACK_MS // STEP_MS - 1][0] + 1
@@ -123,6 +94,9 @@ def measure(partitions: int, reps: int) -> dict[str, Any]:
     for key, table in _groups(history):
         packed = whole(table)
         shipped[key] = packed.column("state")[0].as_py()
+    watch = Stopwatch()  # the steps timed from here on: the runs below, not the whole one
+    for name in STEPS:
+        watch.wrap(state, name, name)
     runs = []
     for rep in range(reps):
         now = first_now + (rep + 1) * STEP_MS
@@ -131,15 +105,15 @@ def measure(partitions: int, reps: int) -> dict[str, Any]:
         judge = state.Judge(now - LOOK_BACK_MS, now - SETTLE_MS, now, config, {}, {})
         function = state._incremental_function(judge, _Shipped(shipped))
         groups = list(_groups(new))
-        with _Timed() as timed:
-            started, cpu = time.perf_counter(), time.process_time()
-            out = [function(table) for _, table in groups]
-            wall, cpu = time.perf_counter() - started, time.process_time() - cpu
+        watch.take()
+        started, cpu = time.perf_counter(), time.process_time()
+        out = [function(table) for _, table in groups]
+        wall, cpu = time.perf_counter() - started, time.process_time() - cpu
         judged = pa.concat_tables(out)
         if pc.any(judged.column("whole")).as_py():
             raise SystemExit("a group was sent back to its whole window: not the steady state")
         runs.append({"wall_s": wall, "cpu_s": cpu, "read": new.num_rows,
-                     "judged": judged.num_rows, **timed.spent})  # fmt: skip
+                     "judged": judged.num_rows, **watch.take()})  # fmt: skip
     carried = sum(
         len(state.unpack(blob).column("s_ts_ms").combine_chunks().values)
         for blob in shipped.values()
