@@ -13,6 +13,11 @@ Per repetition, in one Spark session on ``local[2]``, the ratios of one run:
 
 * the floor: Spark reading the samples written since the previous run (``ts_ms`` after its
   ``now``) and counting them per partition;
+* the plumbing: what the incremental run does on Spark with its judging left out (the log
+  read from the previous run's cut, the previous state read and broadcast, the samples
+  grouped per group and handed to a Python function that returns nothing, the empty result
+  collected): the least an incremental run on Spark with a Python function per group costs,
+  whatever that function does (``plumbing_job``);
 * the incremental run (``run_status_job(incremental=True)``), from the previous repetition's
   state: it reads the log from the previous run's cut (``--settle-s`` before its ``now``);
 * the whole window's run (``slice_ms=None``) and the slice-first run (the job before this
@@ -157,6 +162,8 @@ def run(args: argparse.Namespace, data: Path) -> dict[str, Any]:
         before, now = now, ts + 2_000  # the run starts as the cycle lands
         with phases.phase("floor: the samples since the previous run") as row:
             row["partitions"] = floor_job(spark, url, before + 1, now + 1, dedup=False)
+        with phases.phase("plumbing: the incremental run without its judging") as row:
+            row["groups"] = plumbing_job(spark, url, str(results / "incremental"), now, settle)
         with phases.phase("incremental run") as row:
             result = incremental(now)
             row["input_rows"] = result.input_rows
@@ -184,6 +191,47 @@ def run(args: argparse.Namespace, data: Path) -> dict[str, Any]:
     return report
 
 
+def plumbing_job(spark: Any, url: str, results_url: str, now_ms: int, settle_ms: int) -> int:
+    """The incremental run's Spark part alone: as ``spark_jobs.state.Judge.incremental`` reads,
+    groups and collects, from the state the previous run left, with a per-group function that
+    returns no rows. Returns the number of groups the function was called for."""
+    from pyspark.sql import types as T
+
+    from spark_jobs import state
+    from spark_jobs.jobs import SUCCESS_MARKER, _Files, _read_arrow, latest_run
+    from spark_jobs.sample_reader import read_samples
+    from spark_jobs.status import _INPUT_COLUMNS, GROUP_KEY
+
+    files = _Files(spark, results_url)
+    previous = latest_run(spark, results_url, "status")
+    assert previous is not None, "the plumbing goes on from a previous incremental run"
+    cut_ms = json.loads(files.read_text(f"{previous}/{SUCCESS_MARKER}"))["state"]["cut_ms"]
+    by_group = state._by_group(_read_arrow(files, f"{previous}/state"))
+    shipped = spark.sparkContext.broadcast(by_group)
+    empty = state._SHIPPED_ARROW_SCHEMA.empty_table()
+    calls = spark.sparkContext.accumulator(0)
+
+    def nothing(table: pa.Table) -> pa.Table:
+        calls.add(1 if shipped.value is not None and table.num_rows else 0)
+        return empty
+
+    try:
+        samples = read_samples(spark, url, cut_ms, now_ms + 1, dedup=False)
+        keys = spark.createDataFrame(
+            list(by_group), T.StructType([T.StructField(k, T.StringType()) for k in GROUP_KEY])
+        )
+        (
+            samples.select(*_INPUT_COLUMNS)
+            .unionByName(keys, allowMissingColumns=True)
+            .groupBy(*GROUP_KEY)
+            .applyInArrow(nothing, state.JUDGED_SCHEMA)
+            .toArrow()
+        )
+    finally:
+        shipped.destroy()
+    return int(calls.value)
+
+
 def summarize(report: dict[str, Any]) -> dict[str, Any]:
     rows = report["phases"]
 
@@ -197,6 +245,7 @@ def summarize(report: dict[str, Any]) -> dict[str, Any]:
 
     out = {
         "floor_s": median("floor: the samples since the previous run"),
+        "plumbing_s": median("plumbing: the incremental run without its judging"),
         "incremental_s": median("incremental run"),
         "incremental_cpu_s": cpu("incremental run"),
         "whole_s": median("whole window run"),
@@ -206,11 +255,14 @@ def summarize(report: dict[str, Any]) -> dict[str, Any]:
     }
     per_rep = []
     floors = [r for r in rows if r["phase"].startswith("floor")]
+    plumbing = [r for r in rows if r["phase"].startswith("plumbing")]
     runs = [r for r in rows if r["phase"] == "incremental run"]
     wholes = [r for r in rows if r["phase"] == "whole window run"]
-    for f, i, w in zip(floors, runs, wholes, strict=True):
-        per_rep.append({"x_floor": i["wall_s"] / f["wall_s"], "x_whole": i["wall_s"] / w["wall_s"]})
+    for f, p, i, w in zip(floors, plumbing, runs, wholes, strict=True):
+        per_rep.append({"x_floor": i["wall_s"] / f["wall_s"], "x_whole": i["wall_s"] / w["wall_s"],
+                        "plumbing_x_floor": p["wall_s"] / f["wall_s"]})  # fmt: skip
     out["x_floor_median"] = statistics.median(r["x_floor"] for r in per_rep)
+    out["plumbing_x_floor_median"] = statistics.median(r["plumbing_x_floor"] for r in per_rep)
     out["x_whole_median"] = statistics.median(r["x_whole"] for r in per_rep)
     out["per_rep"] = per_rep
     out["all_equal"] = all(c["incremental_equals_whole"] for c in report["comparisons"])
