@@ -23,6 +23,11 @@ Two kminion processes read the same broker:
 * ``kminion_groups``: the same with topic metrics and log dirs off, i.e. only the consumer
   groups' offsets and lag: the least a scrape of the same groups can do.
 
+Beside them, ``reads_and_bare_rows``: the Kafka reads, then every partition written as one bare
+database row (``BareRows``): the least any cycle that keeps a row per partition in the
+database pays, whatever else it does. Its ratio to a kminion scrape says how much room a
+stored cycle has.
+
 Their YAML is written by ``kminion_config`` below (``CONFIG_FILEPATH`` points the binary at
 it; nothing else is set). Each variant is warmed up once, checked (every group's 50 partition
 lags in kminion's text, every partition in Lagwatch's cycle), then run ``--reps`` times,
@@ -243,6 +248,50 @@ def interleaved(
     return times, cpu
 
 
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class BareRows:
+    """The least a cycle that keeps a database row per partition can store: the Kafka reads'
+    partitions, each as one row of its group, topic, partition, committed and latest offsets,
+    lag and the cycle's time, upserted in one ``executemany`` and committed, through the same
+    connection and SQLite file as the stored cycle (``reads_and_bare_rows``). No history, no
+    groups, no sample log, no comparison with the rows before: every row is written."""
+
+    TABLE = "bench_bare_partition"
+
+    def __init__(self) -> None:
+        from django.db import connection
+
+        self.connection = connection
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"CREATE TABLE IF NOT EXISTS {self.TABLE} (grp TEXT, topic TEXT, part INTEGER, "
+                "committed INTEGER, latest INTEGER, lag INTEGER, sampled_at INTEGER, "
+                "PRIMARY KEY (grp, topic, part))"
+            )
+
+    def write(self, result: Any) -> int:
+        from django.db import transaction
+
+        latest = {(o.topic, o.partition): o.latest for o in result.offsets}
+        at = result.started_ms
+        rows = []
+        for c in result.commits:
+            end = latest.get((c.topic, c.partition))
+            lag = None if end is None else end - c.offset
+            rows.append((c.group, c.topic, c.partition, c.offset, end, lag, at))
+        with transaction.atomic(), self.connection.cursor() as cursor:
+            cursor.executemany(
+                f"INSERT INTO {self.TABLE} VALUES (%s, %s, %s, %s, %s, %s, %s) "
+                "ON CONFLICT (grp, topic, part) DO UPDATE SET committed = excluded.committed, "
+                "latest = excluded.latest, lag = excluded.lag, sampled_at = excluded.sampled_at",
+                rows,
+            )
+        return len(rows)
+
+
 def p90(values: list[float]) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(0.9 * (len(ordered) - 1)))]
@@ -266,7 +315,7 @@ def summary(times: dict[str, list[float]], cpu: dict[str, list[float]]) -> dict[
 
 def ratios(results: dict[str, dict[str, Any]]) -> dict[str, float]:
     out = {}
-    for ours in ("stored_cycle", "kafka_reads"):
+    for ours in ("stored_cycle", "kafka_reads", "reads_and_bare_rows"):
         for theirs in ("kminion", "kminion_groups"):
             for stat in ("median_s", "p90_s", "cpu_median_s"):
                 key = f"{ours} / {theirs} ({stat[:-2].replace('_', ' ')})"
@@ -320,11 +369,14 @@ def measure(args: argparse.Namespace, binary: Path, run_dir: Path) -> dict[str, 
         cluster = Cluster.objects.create(name="bench-kminion", kafka_bootstrap_servers=bootstrap)
         cycles = bench_cycle.Cycles(cluster, watch, bench_cycle.Clock())
 
-        def kafka_reads() -> int:
-            result = source.collect(int(time.time() * 1000))
+        def read() -> Any:
+            result = source.collect(now_ms())
             if not result.reachable or result.errors or len(result.commits) != expected:
                 raise SystemExit(f"Kafka reads incomplete: {result.errors[:3]}")
-            return len(result.commits)
+            return result
+
+        def kafka_reads() -> int:
+            return len(read().commits)
 
         bases = {name: base for name, (base, _) in kminions.items()}
         own = time.process_time
@@ -332,9 +384,11 @@ def measure(args: argparse.Namespace, binary: Path, run_dir: Path) -> dict[str, 
             name: (lambda base=base: scrape(base), process_cpu_s(pid))
             for name, (base, pid) in kminions.items()
         }
+        bare_rows = BareRows()
         variants |= {
             "stored_cycle": (cycles.run, own),
             "kafka_reads": (kafka_reads, own),
+            "reads_and_bare_rows": (lambda: bare_rows.write(read()), own),
             "bare_calls": (lambda: bench_kafka.floor_cycle(admin), own),
         }
         for name, base in bases.items():  # warm-up and check: every group's every partition
