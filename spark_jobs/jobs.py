@@ -43,7 +43,7 @@ business (a Redis lock in ``dashboard.status.runs``).
 Files are handled with Hadoop's ``FileSystem`` through the driver's JVM: the same connector,
 configuration and credentials Spark itself writes with, whatever the URL's scheme.
 
-**Why one module of some 660 lines**: the two jobs (and the status job's three ways to read:
+**Why one module of some 690 lines**: the two jobs (and the status job's three ways to read:
 the whole window, the slice first, from the previous run's state) share the result layout,
 the atomic publish and the re-read after compaction; they are kept beside the code that relies
 on them.
@@ -558,7 +558,8 @@ def _incremental_run(
         if how.state_url is None:
             judged = judge.whole(samples)
         else:
-            judged = judge.incremental(spark, samples, _read_arrow(files, how.state_url))
+            previous_state = _previous_state(files, results_url, how.state_url, previous)
+            judged = judge.incremental(spark, samples, previous_state)
             whole = state.sent_back(judged)
         if whole:
             keys = spark.createDataFrame(whole, T.StructType(
@@ -571,17 +572,40 @@ def _incremental_run(
         try:
             for name, table in tables.items():
                 _write_arrow(files, f"{temp}/{name}/part-00000.parquet", table)
-            notes = {**how.summary(), "state": state.state_note(how, window_ms, settle_ms, prints),
-                     "carried": state.carried(tables["state"])}  # fmt: skip
+            token = secrets.token_hex(8)
+            note = {**state.state_note(how, window_ms, settle_ms, prints), "token": token}
+            notes = {**how.summary(), "state": note, "carried": state.carried(tables["state"])}
             counts = {name: tables[name].num_rows for name in ("partitions", "groups")}
-            return _finish(spark, files, "status", results_url, temp, now_ms, window_ms,
-                           counters.rows_read.value, keep, counts,
-                           len(whole) if how.state_url else None, notes)  # fmt: skip
+            result = _finish(spark, files, "status", results_url, temp, now_ms, window_ms,
+                             counters.rows_read.value, keep, counts,
+                             len(whole) if how.state_url else None, notes)  # fmt: skip
+            _PUBLISHED_STATE[results_url] = (token, tables["state"])
+            return result
         except BaseException:
             _discard(files, temp)
             raise
     finally:
         counters.release()
+
+
+# The state table the last incremental run of this process published, per results directory,
+# with the token its summary carries: the next run here, which goes on from it, takes it from
+# memory rather than reading back through the file system what it has just written (a third
+# of a second a run at 10,000 partitions: benchmarks/RESULTS.md). Any other run in between (a
+# retry, another worker) published another token, and the state is read from its files.
+_PUBLISHED_STATE: dict[str, tuple[str, pa.Table]] = {}
+
+
+def _previous_state(
+    files: _Files, results_url: str, state_url: str, previous: Mapping[str, Any] | None
+) -> pa.Table:
+    """The state the previous run published (``state_url``, its summary ``previous``): this
+    process's copy when that run was this process's last, else its files."""
+    token = ((previous or {}).get("state") or {}).get("token")
+    kept = _PUBLISHED_STATE.get(results_url)
+    if token is not None and kept is not None and kept[0] == token:
+        return kept[1]
+    return _read_arrow(files, state_url)
 
 
 def _write_arrow(files: _Files, url: str, table: pa.Table) -> None:

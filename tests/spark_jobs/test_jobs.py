@@ -434,3 +434,40 @@ def test_runs_leave_no_accumulator_behind(
     for at in (NOW + 2, NOW + 3):  # from no state, then from the previous run's
         run_status_job(spark, log.base, str(tmp_path / "state"), at, HOUR, incremental=True)
     assert set(accumulators._accumulatorRegistry) - before == set()
+
+
+def test_a_run_goes_on_from_the_state_this_process_published_without_reading_it_back(
+    spark: SparkSession, log: SampleLog, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The worker runs the status job every poll in one process: the state its last run
+    published is taken from memory, the same table as its files; a state some other run
+    published (another token, or none kept here) is read from its files."""
+    from spark_jobs import jobs
+
+    reads: list[str] = []
+    read_arrow = jobs._read_arrow
+
+    def counted(files: Any, url: str) -> Any:
+        reads.append(url)
+        return read_arrow(files, url)
+
+    monkeypatch.setattr(jobs, "_read_arrow", counted)
+    kept, through_files = str(tmp_path / "kept"), str(tmp_path / "files")
+    for results in (kept, through_files):
+        run_status_job(spark, log.base, results, NOW, HOUR, incremental=True)  # no state yet
+    assert reads == []
+    for at in (NOW + MIN, NOW + 2 * MIN):
+        mine = run_status_job(spark, log.base, kept, at, HOUR, incremental=True)
+        assert reads == [], "the state this process published was read back"
+        jobs._PUBLISHED_STATE.pop(through_files)  # as if another process had published it
+        theirs = run_status_job(spark, log.base, through_files, at, HOUR, incremental=True)
+        assert reads == [f"{run_dir(through_files, 'status', at - MIN)}/state"]
+        reads.clear()
+        assert mine.notes["mode"] == theirs.notes["mode"] == "incremental"
+        assert tables_of(mine.output_path) == tables_of(theirs.output_path)
+    # A state whose token is not the one kept here (a retry elsewhere replaced the run).
+    token, table = jobs._PUBLISHED_STATE[kept]
+    jobs._PUBLISHED_STATE[kept] = ("another run's", table)
+    run_status_job(spark, log.base, kept, NOW + 3 * MIN, HOUR, incremental=True)
+    assert reads == [f"{run_dir(kept, 'status', NOW + 2 * MIN)}/state"]
+    assert jobs._PUBLISHED_STATE[kept][0] not in (token, "another run's")
