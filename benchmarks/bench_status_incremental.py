@@ -193,20 +193,21 @@ def run(args: argparse.Namespace, data: Path) -> dict[str, Any]:
 
 def plumbing_job(spark: Any, url: str, results_url: str, now_ms: int, settle_ms: int) -> int:
     """The incremental run's Spark part alone: as ``spark_jobs.state.Judge.incremental`` reads,
-    groups and collects, from the state the previous run left, with a per-group function that
-    returns no rows. Returns the number of groups the function was called for."""
+    groups and collects, from the state the previous run left (taken as the run takes it:
+    ``jobs._previous_state``), with a per-group function that returns no rows. Returns the number of groups the function was called for."""
     from pyspark.sql import types as T
 
     from spark_jobs import state
-    from spark_jobs.jobs import SUCCESS_MARKER, _Files, _read_arrow, latest_run
+    from spark_jobs.jobs import SUCCESS_MARKER, _Files, _previous_state, latest_run
     from spark_jobs.sample_reader import read_samples
     from spark_jobs.status import _INPUT_COLUMNS, GROUP_KEY
 
     files = _Files(spark, results_url)
     previous = latest_run(spark, results_url, "status")
     assert previous is not None, "the plumbing goes on from a previous incremental run"
-    cut_ms = json.loads(files.read_text(f"{previous}/{SUCCESS_MARKER}"))["state"]["cut_ms"]
-    by_group = state._by_group(_read_arrow(files, f"{previous}/state"))
+    summary = json.loads(files.read_text(f"{previous}/{SUCCESS_MARKER}"))
+    cut_ms = summary["state"]["cut_ms"]
+    by_group = state._by_group(_previous_state(files, results_url, f"{previous}/state", summary))
     shipped = spark.sparkContext.broadcast(by_group)
     empty = state._SHIPPED_ARROW_SCHEMA.empty_table()
     calls = spark.sparkContext.accumulator(0)

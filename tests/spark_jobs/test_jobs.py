@@ -471,3 +471,33 @@ def test_a_run_goes_on_from_the_state_this_process_published_without_reading_it_
     run_status_job(spark, log.base, kept, NOW + 3 * MIN, HOUR, incremental=True)
     assert reads == [f"{run_dir(kept, 'status', NOW + 2 * MIN)}/state"]
     assert jobs._PUBLISHED_STATE[kept][0] not in (token, "another run's")
+
+
+def test_a_group_no_longer_polled_is_judged_from_its_state_alone(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """A group whose partitions stopped being polled has no sample since the cut for Spark to
+    group: it is judged from its state (by the driver), with the rows the whole window gives,
+    until its samples leave the look-back."""
+    log = SampleLog(tmp_path / "samples")
+    polls = range(0, 12 * MIN, MIN // 6)
+    kept = [sample(T0 + t, 100 + t // 1000, latest=110 + t // 1000) for t in polls]
+    gone = [sample(T0 + t, 500, latest=500 + t // 1000, group="gone", partition=p)
+            for t in polls if t < 4 * MIN for p in (0, 1)]  # fmt: skip
+    for t in polls:
+        log.write_batch("c1", f"cycle-{t}", [r for r in kept + gone if r["ts_ms"] == T0 + t])
+    look_back, settle = 10 * MIN, 15_000
+    config = EvaluatorConfig(window=5)
+    judged_gone = []
+    for now in range(T0 + 3 * MIN, T0 + 12 * MIN, MIN):
+        step = run_status_job(spark, log.base, str(tmp_path / "step"), now, look_back, config,
+                              incremental=True, settle_ms=settle)  # fmt: skip
+        whole = run_status_job(spark, log.base, str(tmp_path / "whole"), now, look_back, config,
+                               slice_ms=None)  # fmt: skip
+        got, expected = tables_of(step.output_path), tables_of(whole.output_path)
+        assert {t: got[t] for t in expected} == expected, now
+        judged_gone.append(sum(r["group"] == "gone" for r in got["partitions"]))
+        if now > T0 + 3 * MIN:
+            assert step.notes["mode"] == "incremental"
+    # Judged from state in every run while its samples were in the look-back.
+    assert judged_gone == [2] * len(judged_gone)
