@@ -194,9 +194,8 @@ def run(args: argparse.Namespace, data: Path) -> dict[str, Any]:
 def plumbing_job(spark: Any, url: str, results_url: str, now_ms: int, settle_ms: int) -> int:
     """The incremental run's Spark part alone: as ``spark_jobs.state.Judge.incremental`` reads,
     groups and collects, from the state the previous run left (taken as the run takes it:
-    ``jobs._previous_state``), with a per-group function that returns no rows. Returns the number of groups the function was called for."""
-    from pyspark.sql import types as T
-
+    ``jobs._previous_state``), with a per-group function that returns no rows. Returns the
+    number of groups the function was called for."""
     from spark_jobs import state
     from spark_jobs.jobs import SUCCESS_MARKER, _Files, _previous_state, latest_run
     from spark_jobs.sample_reader import read_samples
@@ -218,12 +217,8 @@ def plumbing_job(spark: Any, url: str, results_url: str, now_ms: int, settle_ms:
 
     try:
         samples = read_samples(spark, url, cut_ms, now_ms + 1, dedup=False)
-        keys = spark.createDataFrame(
-            list(by_group), T.StructType([T.StructField(k, T.StringType()) for k in GROUP_KEY])
-        )
         (
             samples.select(*_INPUT_COLUMNS)
-            .unionByName(keys, allowMissingColumns=True)
             .groupBy(*GROUP_KEY)
             .applyInArrow(nothing, state.JUDGED_SCHEMA)
             .toArrow()
