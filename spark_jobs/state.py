@@ -148,16 +148,16 @@ _ARROW_SAMPLE_TYPES = {
     "smallest_failed_offset": pa.int64(), "share": pa.bool_(), "lag_upper_bound": pa.bool_(),
     **dict.fromkeys(SHARE_WINDOW_COLUMNS, pa.int64()),
 }  # fmt: skip
+_KEY_TYPES = {k: pa.int32() if k == "partition" else pa.string() for k in PARTITION_KEY}
 # The samples' columns as Spark hands them to the per-group functions.
-_INPUT_TYPES = {"cluster": pa.string(), "source": pa.string(), "group": pa.string(),
-                "topic": pa.string(), "partition": pa.int32(), **_ARROW_SAMPLE_TYPES}  # fmt: skip
+_INPUT_TYPES = {**_KEY_TYPES, **_ARROW_SAMPLE_TYPES}
 _EMPTY_SAMPLES = pa.schema(
-    [pa.field(k, pa.int32() if k == "partition" else pa.string()) for k in PARTITION_KEY]
+    [pa.field(k, _KEY_TYPES[k]) for k in PARTITION_KEY]
     + [pa.field(n, _ARROW_SAMPLE_TYPES[n]) for n in STATE_COLUMNS]
 ).empty_table()
 # A partition's state: its carried samples as lists, and the summary of the older ones.
 PARTITION_STATE_SCHEMA = pa.schema(
-    [pa.field(k, pa.int32() if k == "partition" else pa.string()) for k in PARTITION_KEY]
+    [pa.field(k, _KEY_TYPES[k]) for k in PARTITION_KEY]
     + [pa.field(f"s_{n}", pa.list_(_ARROW_SAMPLE_TYPES[n])) for n in STATE_COLUMNS]
     + [pa.field(n, pa.int64()) for n in _SUMMARY_COLUMNS]
 )
@@ -516,10 +516,8 @@ class _Kept(NamedTuple):
 def _key_row(key: Sequence[str]) -> pa.Table:
     """What Spark would hand the per-group function for a group without samples: its key and
     nothing else (``ts_ms`` null), in the samples' columns."""
-    fields = [pa.field(k, pa.string()) for k in GROUP_KEY]
-    fields += [pa.field(n, _INPUT_TYPES[n]) for n in _INPUT_COLUMNS if n not in GROUP_KEY]
-    row = dict(zip(GROUP_KEY, key, strict=True))
-    return pa.Table.from_pylist([row], schema=pa.schema(fields))
+    schema = pa.schema([pa.field(n, _INPUT_TYPES[n]) for n in _INPUT_COLUMNS])
+    return pa.Table.from_pylist([dict(zip(GROUP_KEY, key, strict=True))], schema=schema)
 
 
 def _by_group(state: pa.Table) -> dict[tuple[str, ...], bytes]:

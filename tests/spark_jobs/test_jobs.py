@@ -380,6 +380,22 @@ def test_the_slice_is_read_once_the_previous_run_counted_enough_samples(
 # -- runs from the previous run's state -------------------------------------------------------
 
 
+def step_against_whole(
+    spark: SparkSession, log: SampleLog, tmp_path: Path, now: int, look_back: int,
+    config: EvaluatorConfig, settle: int,
+) -> tuple[Any, Any, dict[str, list[dict[str, Any]]]]:
+    """An incremental run at ``now`` (results under ``step``) and the whole window's run at the
+    same moment (under ``whole``), checked to publish the same verdict tables; returns both
+    runs and the incremental run's tables."""
+    step = run_status_job(spark, log.base, str(tmp_path / "step"), now, look_back, config,
+                          incremental=True, settle_ms=settle)  # fmt: skip
+    whole = run_status_job(spark, log.base, str(tmp_path / "whole"), now, look_back, config,
+                           slice_ms=None)  # fmt: skip
+    got, expected = tables_of(step.output_path), tables_of(whole.output_path)
+    assert {t: got[t] for t in expected} == expected, now
+    return step, whole, got
+
+
 def test_runs_from_state_publish_what_the_whole_window_gives(
     spark: SparkSession, tmp_path: Path
 ) -> None:
@@ -401,12 +417,7 @@ def test_runs_from_state_publish_what_the_whole_window_gives(
         for ts in sorted(t for t in lands if lands[t] <= now and t not in written):
             log.write_batch("c1", f"cycle-{ts}", [r for r in rows if r["ts_ms"] == ts])
             written.add(ts)
-        step = run_status_job(spark, log.base, str(tmp_path / "step"), now, look_back, config,
-                              incremental=True, settle_ms=settle)  # fmt: skip
-        whole = run_status_job(spark, log.base, str(tmp_path / "whole"), now, look_back, config,
-                               slice_ms=None)  # fmt: skip
-        got, expected = tables_of(step.output_path), tables_of(whole.output_path)
-        assert {t: got[t] for t in expected} == expected, now
+        step, whole, _ = step_against_whole(spark, log, tmp_path, now, look_back, config, settle)
         runs.append(step)
         read_whole.append(whole.input_rows)
         now += rng.choice([10_000, 25_000, 40_000]) + rng.randint(0, 999)
@@ -490,12 +501,7 @@ def test_a_group_no_longer_polled_is_judged_from_its_state_alone(
     config = EvaluatorConfig(window=5)
     judged_gone = []
     for now in range(T0 + 3 * MIN, T0 + 12 * MIN, MIN):
-        step = run_status_job(spark, log.base, str(tmp_path / "step"), now, look_back, config,
-                              incremental=True, settle_ms=settle)  # fmt: skip
-        whole = run_status_job(spark, log.base, str(tmp_path / "whole"), now, look_back, config,
-                               slice_ms=None)  # fmt: skip
-        got, expected = tables_of(step.output_path), tables_of(whole.output_path)
-        assert {t: got[t] for t in expected} == expected, now
+        step, _, got = step_against_whole(spark, log, tmp_path, now, look_back, config, settle)
         judged_gone.append(sum(r["group"] == "gone" for r in got["partitions"]))
         if now > T0 + 3 * MIN:
             assert step.notes["mode"] == "incremental"
