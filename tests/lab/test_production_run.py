@@ -478,7 +478,8 @@ def test_collection_and_health_resume_after_postgresql_restarted(
     replaced, not kept failing until someone restarts the processes. Meanwhile the API says
     the database does not answer (503, ``Retry-After``), not an anonymous 500."""
     url = stack_database_url(run.stack.run_dir, run.endpoints["postgres"])
-    running = wait_for(lambda: later_than(url, cycles(url)), 60, "a cycle stored")
+    before = cycles(url)  # read once: a cycle is awaited after this moment, not after itself
+    running = wait_for(lambda: later_than(url, before), 60, "a cycle stored")
     assert health(run) == 200
 
     run.stack.stop_service("postgres")
