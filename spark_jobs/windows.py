@@ -241,6 +241,16 @@ def _last_known(values: Sequence[Any]) -> Any:
     return None
 
 
+def _trailing(values: Sequence[Any], value: Any) -> int:
+    """How many of the newest values in a row are ``value``."""
+    count = 0
+    for v in reversed(values):
+        if v is not value:
+            break
+        count += 1
+    return count
+
+
 def window_from_samples(
     pid: str,
     samples: Mapping[str, Sequence[Any]],
@@ -311,6 +321,7 @@ def window_from_samples(
         earliest=samples["earliest"][last],
         latest=samples["latest"][last],
         alive=samples["alive"][last],
+        owner_missing_polls=_trailing(samples["alive"], False),
         spout=spout,
         max_spout_pending=cap,
         spout_pending=_present(recent("spout_pending")),

@@ -298,11 +298,28 @@ def counter_rise(series: Sequence[int]) -> int:
     return total
 
 
+# How many polls in a row must find nobody holding a partition before that alone says its
+# consumer is dead. One is a restart's moment: consumers that leave their group and join it again
+# leave it Empty for a few seconds, which a poll may see (the lab's workload restarted under its
+# groups was STOP for one poll, then OK); a consumer really gone is missing at the next poll too.
+OWNER_MISSING_POLLS = 2
+
+
+def owner_missing(window: PartitionWindow) -> bool:
+    """Nobody holds the partition, outside a rebalance, at ``OWNER_MISSING_POLLS`` polls in a
+    row (at the newest only when the window does not count its polls: a document's)."""
+    if window.alive is not False or window.rebalancing:
+        return False
+    return window.owner_missing_polls is None or window.owner_missing_polls >= OWNER_MISSING_POLLS
+
+
 def liveness(window: PartitionWindow, frozen: bool) -> tuple[bool | None, dict[str, Any]]:
     """Is a consumer working on this partition? (value, evidence); None when nobody can tell.
 
-    First, the collector saying nobody holds the partition now (``alive`` false), unless the
-    group is rebalancing, when owning nothing is expected. For a spout it says so only when a
+    First, the collector saying nobody holds the partition (``alive`` false) at the newest poll
+    and the one before (``owner_missing``), unless the group is rebalancing, when owning
+    nothing is expected; missing at one poll only, the other evidence decides. For a spout it
+    says so only when a
     reachable Storm UI does not list its topology and nothing was pushed: a poll that brings no
     counts, so counts that moved in the window moved before it (a killed topology's last work,
     which every partition of a real Storm spout shows, its counts being the whole spout's).
@@ -310,7 +327,7 @@ def liveness(window: PartitionWindow, frozen: bool) -> tuple[bool | None, dict[s
     commit times say nothing of liveness); then the owner holding it; last, a spout whose
     counts did not move while its commit is frozen is dead.
     """
-    if window.alive is False and not window.rebalancing:
+    if owner_missing(window):
         return False, {"source": "owner", "alive": False}
     spout = window.spout
     samples = 0

@@ -134,6 +134,8 @@ class PartitionWindow:
     - ``smallest_failed_offset``: the offset a spout keeps retrying, for POISON_MESSAGE;
     - ``rebalances_ms``: times of the group's rebalances (generation changes) seen lately;
     - ``rebalancing``: the group is rebalancing now (nobody owning the partition is expected);
+    - ``owner_missing_polls``: how many of the newest polls in a row found nobody holding the
+      partition (``alive`` false at each); None: not counted, ``alive`` alone is the word;
     - ``topology_ids``: topology instance ids seen on the spout path, oldest first;
     - ``topics``: topics seen written under the spout path;
     - ``polls``: how many polls of the partition the window spans (the status job: samples
@@ -178,6 +180,7 @@ class PartitionWindow:
     spout_pending: tuple[int, ...] = ()
     rebalances_ms: tuple[int, ...] = ()
     rebalancing: bool | None = None
+    owner_missing_polls: int | None = None
     topology_ids: tuple[str, ...] = ()
     topics: tuple[str, ...] = ()
     polls: int | None = None

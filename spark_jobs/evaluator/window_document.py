@@ -204,6 +204,7 @@ _PARTITION_FIELDS = frozenset(
         "spout_pending",
         "rebalances_ms",
         "rebalancing",
+        "owner_missing_polls",
         "topology_ids",
         "topics",
         "polls",
@@ -316,6 +317,9 @@ def parse_partition(value: object, path: str = "partition") -> PartitionWindow:
         spout_pending=_ints(doc.get("spout_pending"), f"{path}.spout_pending", nullable=True),
         rebalances_ms=_ints(doc.get("rebalances_ms"), f"{path}.rebalances_ms", nullable=True),
         rebalancing=_bool(doc.get("rebalancing"), f"{path}.rebalancing"),
+        owner_missing_polls=_int(
+            doc.get("owner_missing_polls"), f"{path}.owner_missing_polls", nullable=True
+        ),
         topology_ids=_strings(doc.get("topology_ids"), f"{path}.topology_ids"),
         topics=_strings(doc.get("topics"), f"{path}.topics"),
         polls=_int(doc.get("polls"), f"{path}.polls", minimum=1, nullable=True),

@@ -219,6 +219,13 @@ CASES = [
     case("dead owner after a zero-lag commit",    "0001 0100 0010 1010 0000 0", STOP,    "dead_consumer",      [DEAD_CONSUMER], "100:0 110:0 120:0 130:0 140:0", lag=30, after=2, alive=False),
     case("dead spout, commit overdue",            "0001 0100 0001 1010 0000 0", STOP,    "dead_consumer",      [DEAD_CONSUMER], FROZEN, lag=20, after=2, spout=FLAT_SPOUT),
     case("stopped, dead owner",                   "0001 0101 0000 1010 0000 0", STOP,    "dead_consumer",      [DEAD_CONSUMER], STEADY, lag=60, after=10, alive=False),
+    # Nobody holds it at one poll only: a restart's moment (consumers leave and join again),
+    # no evidence of death; at two polls in a row, dead.
+    case("owner missing at one poll only",        "0001 0100 0010 101? 0000 0", OK,      "caught_up",          [], "100:0 110:0 120:0 130:0 140:0", lag=30, after=2, alive=False, owner_missing_polls=1),
+    case("owner missing at two polls",            "0001 0100 0010 1010 0000 0", STOP,    "dead_consumer",      [DEAD_CONSUMER], "100:0 110:0 120:0 130:0 140:0", lag=30, after=2, alive=False, owner_missing_polls=2),
+    case("stopped, owner missing at one poll",    "0001 0101 0000 101? 0000 0", STOP,    "stopped",            [], STEADY, lag=60, after=10, alive=False, owner_missing_polls=1),
+    case("frozen, owner missing at one poll",     "0001 0100 0001 100? 0000 0", STALL,   "stalled",            [], FROZEN, lag=10, alive=False, owner_missing_polls=1),
+    case("frozen, owner missing at three polls",  "0001 0100 0001 1000 0000 0", STOP,    "stalled_and_dead",   [DEAD_CONSUMER], FROZEN, lag=10, alive=False, owner_missing_polls=3),
     # Burrow 3: stopped committing; alive, it is STALL with what the spout shows.
     case("stopped, liveness unknown",             "0001 0101 0000 101? 0000 0", STOP,    "stopped",            [], STEADY, lag=60, after=10, latest_offsets=(200,)),
     case("stopped, spout alive, poison",          "0001 0101 0000 1011 0000 0", STALL,   "stopped_but_alive",  [POISON_MESSAGE], STEADY, lag=60, after=10, spout=SpoutSeries(pending=(1, 1, 1), failed=(0, 3, 9), acked=(10, 20, 20))),

@@ -812,6 +812,8 @@ def doc(**partition) -> dict:
         (doc(spout_pending=[3, -1]), "partitions[0].spout_pending[1]: must be >= 0"),
         (doc(spout_pending=5), "partitions[0].spout_pending: must be a list"),
         (doc(polls=0), "partitions[0].polls: must be >= 1"),
+        (doc(owner_missing_polls=-1), "partitions[0].owner_missing_polls: must be >= 0"),
+        (doc(owner_missing_polls="2"), "partitions[0].owner_missing_polls: must be an integer"),
         (doc(poll_times_ms=[5, 4]), "partitions[0].poll_times_ms[1]: older than the time before"),
         (doc(down_polls_ms=[-1]), "partitions[0].down_polls_ms[0]: must be >= 0"),
         (doc(time_lag_s=-1), "partitions[0].time_lag_s: must be >= 0"),
@@ -901,6 +903,20 @@ def test_diagnoses_render_as_code_and_evidence() -> None:
     (diagnosis,) = out["partitions"][0]["diagnosis"]
     assert diagnosis["code"] == DEAD_CONSUMER
     assert diagnosis["evidence"]["source"] == "owner"
+
+
+@pytest.mark.parametrize(("missing", "dead"), [(None, True), (0, False), (1, False), (2, True)])
+def test_a_document_may_count_the_polls_that_missed_the_owner(
+    missing: int | None, dead: bool
+) -> None:
+    """Without the count, ``alive: false`` alone says dead; with it, two polls in a row must
+    have missed the owner."""
+    document = doc(
+        commits=[{"offset": 1, "timestamp_ms": 1}], current_lag=5, alive=False,
+        owner_missing_polls=missing,
+    )  # fmt: skip
+    codes = [d["code"] for d in evaluate_document(document)["partitions"][0]["diagnosis"]]
+    assert (DEAD_CONSUMER in codes) is dead, codes
 
 
 def test_the_evaluator_imports_neither_django_nor_pyspark_nor_the_collectors() -> None:

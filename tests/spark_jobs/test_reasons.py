@@ -63,6 +63,11 @@ SAYS: dict[str, tuple[str, ...]] = {
     "dead owner after a zero-lag commit": ("Nobody owns", "no commit for 120 s", "30 messages"),
     "dead spout, commit overdue": ("neither acked nor failed", "for 120 s", "20 messages"),
     "stopped, dead owner": ("Nobody owns", "no commit for 600 s and 60 messages wait"),
+    "owner missing at one poll only": ("Lag was 0 (allowed 0)", "caught up recently"),
+    "owner missing at two polls": ("Nobody owns", "no commit for 120 s", "the consumer is dead"),
+    "stopped, owner missing at one poll": ("No commit for 600 s", "55 new messages"),
+    "frozen, owner missing at one poll": ("at offset 100 with lag 10.",),
+    "frozen, owner missing at three polls": ("at offset 100", "the consumer is dead"),
     "stopped after a rewind": ("No commit for 600 s", "240 s span", "with 5 messages waiting"),
     "stopped, liveness unknown": ("No commit for 600 s", "240 s span", "55 new messages"),
     "stopped, spout alive, poison": (

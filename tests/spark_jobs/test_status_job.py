@@ -80,9 +80,12 @@ GROUPS: dict[tuple[str, str, str], list[str]] = {}
 def scenario(rows: list[dict[str, Any]], window: PartitionWindow) -> None:
     """One partition's samples, and its window. Every scenario is polled every minute up to
     the run, so its poll times (the polls that watched the window, and the one before) are
-    its last ``polls + 1`` sample times, filled in here; which polls those are is pinned by
+    its last ``polls + 1`` sample times, filled in here, as is a count of no poll missing
+    its owner where the newest found one; which polls those are is pinned by
     ``test_the_window_carries_the_times_of_its_polls_and_of_the_outage``."""
     ROWS.extend(rows)
+    if window.alive is not False:  # nobody missing at the newest poll: a count of none
+        window = dataclasses.replace(window, owner_missing_polls=0)
     if not window.poll_times_ms:
         times = sorted(r["ts_ms"] for r in rows)[-((window.polls or 0) + 1) :]
         window = dataclasses.replace(window, poll_times_ms=tuple(times))
@@ -628,6 +631,7 @@ scenario(
         earliest=0,
         latest=1050,
         alive=False,
+        owner_missing_polls=1,  # the last poll only
         rebalances_ms=_STORM_MOVES,
         rebalancing=True,
         polls=7,
@@ -658,6 +662,7 @@ scenario(
         earliest=0,
         latest=1050,
         alive=False,
+        owner_missing_polls=4,  # the polls since it left
         rebalances_ms=(at(6),),
         polls=9,
     ),
@@ -914,6 +919,27 @@ def test_the_job_derives_exactly_the_windows_written_here() -> None:
             pid, cols, CONFIG, expected.topics, expected.rebalances_ms, expected.rebalancing
         )
         assert derived == expected, pid
+
+
+@pytest.mark.parametrize(
+    ("alive", "missing"),
+    [
+        ([True], 0),
+        ([None], 0),
+        ([False], 1),
+        ([True, False], 1),
+        ([False, False], 2),
+        ([False, False, False, False], 4),
+        ([False, None, False], 1),  # a stale poll saw nothing of the owner
+        ([False, False, True], 0),
+        ([False, True, False, False], 2),
+    ],
+)
+def test_the_window_counts_the_newest_polls_that_missed_the_owner(
+    alive: list[bool | None], missing: int
+) -> None:
+    rows = [sample(at(i), 10 * i, latest=10 * i + 5, alive=a) for i, a in enumerate(alive)]
+    assert window_from_samples("p", columns(rows), CONFIG).owner_missing_polls == missing
 
 
 def test_broker_offsets_are_the_recent_ones_polled_since_the_last_commit() -> None:

@@ -37,7 +37,7 @@ def _commit_times(rng: random.Random) -> Callable[[int], int | None]:
 
 def _partition(rng: random.Random, source: str, p: int, polls: int) -> list[dict[str, Any]]:
     """One partition's polls: a consumer keeping up, slowing, stopping, re-committing one
-    offset, committing past the log end; sources going stale for a while; owners moving;
+    offset, committing past the log end; sources going stale for a while; owners moving or gone;
     spouts with their figures; a partition that starts late or vanishes."""
     first = 0 if rng.random() < 0.9 else rng.randint(0, polls - 1)
     last = polls if rng.random() < 0.9 else rng.randint(first + 1, polls)
@@ -56,6 +56,9 @@ def _partition(rng: random.Random, source: str, p: int, polls: int) -> list[dict
     gap_for = rng.randint(1, 30)
     commit_time = _commit_times(rng)
     owners = rng.choice([["m-1"], ["m-1", "m-2"], ["m-1", None]])
+    # Nobody holding the partition for a while (a restart's moment, or a consumer gone).
+    gone_from = rng.choice([None, None, rng.randint(first, last)])
+    gone_for = rng.choice([1, 1, 2, rng.randint(3, 40)])
     committed, latest, version = rng.randint(0, 500), 0, 0
     latest = committed + rng.randint(0, 30)
     committed_at = commit_time(T0 + first * POLL)
@@ -66,6 +69,7 @@ def _partition(rng: random.Random, source: str, p: int, polls: int) -> list[dict
             continue  # a poll that missed this partition
         stale = stale_from is not None and stale_from <= i < stale_from + stale_for
         no_lag = lagless or (gap_from is not None and gap_from <= i < gap_from + gap_for)
+        gone = gone_from is not None and gone_from <= i < gone_from + gone_for
         latest += rng.choice([0, 1, 10])
         if (not stale or stale_commits) and (i - first) % every == 0:
             moved = 0 if frozen else rng.choice([0, 1, 5, 40])
@@ -75,7 +79,8 @@ def _partition(rng: random.Random, source: str, p: int, polls: int) -> list[dict
                 committed_at = commit_time(ts)
         row = sample(
             ts, committed, source=source, partition=p, stale=stale,
-            owner=None if stale else rng.choice(owners), alive=None if stale else True,
+            owner=None if stale or gone else rng.choice(owners),
+            alive=None if stale else not gone,
             earliest=None if stale else 0, latest=None if stale or no_lag else latest,
             lag=None if stale or no_lag else latest - committed,
             # Known on every sample once the source gives it, now and then not (a reader behind).
