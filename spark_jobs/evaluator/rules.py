@@ -4,6 +4,10 @@ Each is a small pure function named for the question it answers, as in Burrow's
 ``core/internal/evaluator/caching.go``, so a rule reads as a sentence and a test can pin one
 predicate without building the whole verdict. None of them decides a status: ``decide`` does,
 from their values.
+
+Longer than 400 lines on purpose: it is the table's vocabulary, one short function per
+predicate with the reason for its thresholds beside it; split by theme, a reader of
+``decide``'s rows would look in several places for what one row reads.
 """
 
 from __future__ import annotations
@@ -319,13 +323,12 @@ def liveness(window: PartitionWindow, frozen: bool) -> tuple[bool | None, dict[s
     First, the collector saying nobody holds the partition (``alive`` false) at the newest poll
     and the one before (``owner_missing``), unless the group is rebalancing, when owning
     nothing is expected; missing at one poll only, the other evidence decides. For a spout it
-    says so only when a
-    reachable Storm UI does not list its topology and nothing was pushed: a poll that brings no
-    counts, so counts that moved in the window moved before it (a killed topology's last work,
-    which every partition of a real Storm spout shows, its counts being the whole spout's).
-    Then moving acked/failed counts (a Storm spout rewrites its znode only on progress, so its
-    commit times say nothing of liveness); then the owner holding it; last, a spout whose
-    counts did not move while its commit is frozen is dead.
+    says so only when a reachable Storm UI does not list its topology and nothing was pushed: a
+    poll that brings no counts, so counts that moved in the window moved before it (a killed
+    topology's last work, which every partition of a real Storm spout shows, its counts being
+    the whole spout's). Then moving acked/failed counts (a Storm spout rewrites its znode only
+    on progress, so its commit times say nothing of liveness); then the owner holding it; last,
+    a spout whose counts did not move while its commit is frozen is dead.
     """
     if owner_missing(window):
         return False, {"source": "owner", "alive": False}
