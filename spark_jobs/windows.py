@@ -241,11 +241,11 @@ def _last_known(values: Sequence[Any]) -> Any:
     return None
 
 
-def _trailing(values: Sequence[Any], value: Any) -> int:
-    """How many of the newest values in a row are ``value``."""
+def _trailing(values: Sequence[Any], value: bool) -> int:
+    """How many of the newest values in a row are ``value`` (None is neither)."""
     count = 0
     for v in reversed(values):
-        if v is not value:
+        if v is None or bool(v) is not value:
             break
         count += 1
     return count
@@ -292,12 +292,8 @@ def window_from_samples(
 
     last = len(ts) - 1
     stale = bool(samples["stale"][last])
-    stale_since = None
-    if stale:
-        first_stale = last
-        while first_stale > 0 and samples["stale"][first_stale - 1]:
-            first_stale -= 1
-        stale_since = ts[first_stale]
+    # The first of the newest run of stale polls.
+    stale_since = ts[len(ts) - _trailing(samples["stale"], True)] if stale else None
     lag = samples["lag"][last]
     if lag is None:  # no broker offsets at the last poll: the last known figure
         lag = _last_known(samples["lag"])

@@ -135,7 +135,9 @@ class PartitionWindow:
     - ``rebalances_ms``: times of the group's rebalances (generation changes) seen lately;
     - ``rebalancing``: the group is rebalancing now (nobody owning the partition is expected);
     - ``owner_missing_polls``: how many of the newest polls in a row found nobody holding the
-      partition (``alive`` false at each); None: not counted, ``alive`` alone is the word;
+      partition (``alive`` false at each), among the samples the window was made from (a run
+      from the incremental state has at least the newest two: exact up to the rule's
+      threshold of two); None: not counted, ``alive`` alone is the word;
     - ``topology_ids``: topology instance ids seen on the spout path, oldest first;
     - ``topics``: topics seen written under the spout path;
     - ``polls``: how many polls of the partition the window spans (the status job: samples
